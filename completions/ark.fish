@@ -1,0 +1,182 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_ark_global_optspecs
+    string join \n n/namespace= kubeconfig= context= h/help V/version
+end
+
+function __fish_ark_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_ark_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_ark_using_subcommand
+    set -l cmd (__fish_ark_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c ark -n "__fish_ark_needs_command" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_needs_command" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_needs_command" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ark -n "__fish_ark_needs_command" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_needs_command" -f -a "backup" -d 'Work with backups'
+complete -c ark -n "__fish_ark_needs_command" -f -a "restore" -d 'Work with restores'
+complete -c ark -n "__fish_ark_needs_command" -f -a "backup-location" -d 'Work with backup storage locations'
+complete -c ark -n "__fish_ark_needs_command" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+complete -c ark -n "__fish_ark_needs_command" -f -a "completion" -d 'Print a shell completion script'
+complete -c ark -n "__fish_ark_needs_command" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
+complete -c ark -n "__fish_ark_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "create" -d 'Create a backup'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "get" -d 'List backups'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "describe" -d 'Show a backup\'s details'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "logs" -d 'Print a backup\'s logs'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "delete" -d 'Delete backups and all their data through DeleteBackupRequests'
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s l -l selector -d 'Only those matching this label selector' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
+json\t''
+yaml\t''"
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create a backup'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "get" -d 'List backups'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "describe" -d 'Show a backup\'s details'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Print a backup\'s logs'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete backups and all their data through DeleteBackupRequests'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "create" -d 'Restore from a backup'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "get" -d 'List restores'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "describe" -d 'Show a restore\'s details'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "logs" -d 'Print a restore\'s logs'
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s l -l selector -d 'Only those matching this label selector' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
+json\t''
+yaml\t''"
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "create" -d 'Restore from a backup'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "get" -d 'List restores'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "describe" -d 'Show a restore\'s details'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Print a restore\'s logs'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -f -a "create" -d 'Create a backup storage location'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -f -a "get" -d 'List backup storage locations'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s l -l selector -d 'Only those matching this label selector' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
+json\t''
+yaml\t''"
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create a backup storage location'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "get" -d 'List backup storage locations'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand server" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand completion" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand completion" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand completion" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand completion" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand completion" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand version" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand version" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand version" -l client-only -d 'Print only the client\'s version, without contacting the cluster'
+complete -c ark -n "__fish_ark_using_subcommand version" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand version" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "backup" -d 'Work with backups'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "restore" -d 'Work with restores'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "backup-location" -d 'Work with backup storage locations'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "completion" -d 'Print a shell completion script'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "create" -d 'Create a backup'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "get" -d 'List backups'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "describe" -d 'Show a backup\'s details'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "logs" -d 'Print a backup\'s logs'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "delete" -d 'Delete backups and all their data through DeleteBackupRequests'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from restore" -f -a "create" -d 'Restore from a backup'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from restore" -f -a "get" -d 'List restores'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from restore" -f -a "describe" -d 'Show a restore\'s details'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from restore" -f -a "logs" -d 'Print a restore\'s logs'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup-location" -f -a "create" -d 'Create a backup storage location'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup-location" -f -a "get" -d 'List backup storage locations'

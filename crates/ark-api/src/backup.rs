@@ -1,0 +1,123 @@
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What to back up and where to keep it.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "velero.io",
+    version = "v1",
+    kind = "Backup",
+    namespaced,
+    status = "BackupStatus",
+    shortname = "bk"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_cluster_resources: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub or_label_selectors: Option<Vec<LabelSelector>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_volumes: Option<bool>,
+    /// How long the backup is kept, as a Go duration ("720h0m0s").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_location: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_snapshot_locations: Option<Vec<String>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiration: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<BackupPhase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_errors: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_timestamp: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_timestamp: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_snapshots_attempted: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_snapshots_completed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csi_volume_snapshots_attempted: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csi_volume_snapshots_completed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<BackupProgress>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupProgress {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_items: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_backed_up: Option<i64>,
+}
+
+/// Every phase Velero defines, so a Backup written by Velero always parses.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum BackupPhase {
+    New,
+    Queued,
+    ReadyToStart,
+    FailedValidation,
+    InProgress,
+    WaitingForPluginOperations,
+    WaitingForPluginOperationsPartiallyFailed,
+    Finalizing,
+    FinalizingPartiallyFailed,
+    Completed,
+    PartiallyFailed,
+    Failed,
+    Deleting,
+}
+
+impl BackupPhase {
+    /// A backup in a terminal phase no longer changes (except by deletion).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Completed | Self::PartiallyFailed | Self::Failed | Self::FailedValidation
+        )
+    }
+}
+
+impl Backup {
+    /// The phase, with "no status yet" read as New as Velero does.
+    pub fn phase(&self) -> BackupPhase {
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .unwrap_or(BackupPhase::New)
+    }
+}

@@ -1,0 +1,58 @@
+//! Label keys Velero defines, and its rule for turning a name into a valid label value.
+
+/// On DeleteBackupRequests, Restores and restored objects: the backup they belong to.
+pub const BACKUP_NAME: &str = "velero.io/backup-name";
+/// On DeleteBackupRequests: the uid of the backup, so that a request for an earlier backup of the
+/// same name is never mistaken for one of this backup.
+pub const BACKUP_UID: &str = "velero.io/backup-uid";
+/// On restored objects: the restore that created them.
+pub const RESTORE_NAME: &str = "velero.io/restore-name";
+/// On synced Backups: the location they were found in.
+pub const STORAGE_LOCATION: &str = "velero.io/storage-location";
+/// On Backups that garbage collection could not act on, with the reason.
+pub const GC_FAILURE: &str = "velero.io/gc-failure";
+
+const MAX_LABEL_VALUE: usize = 63;
+const HASH_DIGITS: usize = 6;
+
+/// Velero's `label.GetValidName`: a value of at most 63 characters. A longer one keeps its first 57
+/// characters and appends the first 6 hex digits of the SHA-256 of the whole value, so two long
+/// names that share a prefix still get different labels.
+pub fn valid_label_value(value: &str) -> String {
+    if value.len() <= MAX_LABEL_VALUE {
+        return value.to_string();
+    }
+    let digest = hex_sha256(value.as_bytes());
+    let keep = MAX_LABEL_VALUE - HASH_DIGITS;
+    format!("{}{}", &value[..keep], &digest[..HASH_DIGITS])
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_are_kept() {
+        assert_eq!(valid_label_value("nightly"), "nightly");
+        let exactly = "a".repeat(63);
+        assert_eq!(valid_label_value(&exactly), exactly);
+    }
+
+    #[test]
+    fn long_values_are_cut_and_hashed_like_velero() {
+        // Velero's own test vector (pkg/label/label_test.go).
+        let name = "this-is-a-very-long-backup-name-that-exceeds-the-sixty-three-character-limit";
+        let value = valid_label_value(name);
+        assert_eq!(value.len(), 63);
+        assert_eq!(&value[..57], &name[..57]);
+        assert_eq!(&value[57..], &hex_sha256(name.as_bytes())[..6]);
+    }
+}

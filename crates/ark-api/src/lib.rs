@@ -1,0 +1,23 @@
+//! The `velero.io/v1` kinds ark shares with Velero, field for field, so that either tool reads the
+//! other's objects.
+
+mod backup;
+mod backup_storage_location;
+pub mod crd;
+mod delete_backup_request;
+pub mod duration;
+pub mod labels;
+mod restore;
+mod schema;
+
+pub use backup::*;
+pub use backup_storage_location::*;
+pub use delete_backup_request::*;
+pub use restore::*;
+
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// The API group and version of every kind here.
+pub const API_VERSION: &str = "velero.io/v1";
+/// The namespace ark and Velero run in unless told otherwise.
+pub const DEFAULT_NAMESPACE: &str = "velero";

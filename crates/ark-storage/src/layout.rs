@@ -1,0 +1,130 @@
+//! Velero's bucket layout: `<prefix>/backups/<backup>/...` and `<prefix>/restores/<restore>/...`.
+
+use object_store::path::Path;
+
+/// The top-level folders Velero accepts in a bucket; anything else under the prefix means the
+/// location is not a backup store.
+pub const TOP_LEVEL_FOLDERS: [&str; 6] = [
+    "backups", "restores", "restic", "metadata", "plugins", "kopia",
+];
+
+/// Paths of one backup store: a bucket with an optional prefix.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    prefix: Option<String>,
+}
+
+impl Layout {
+    pub fn new(prefix: Option<&str>) -> Self {
+        let prefix = prefix
+            .map(|p| p.trim_matches('/').to_string())
+            .filter(|p| !p.is_empty());
+        Self { prefix }
+    }
+
+    fn path(&self, parts: &[&str]) -> Path {
+        let joined = parts.join("/");
+        match &self.prefix {
+            Some(prefix) => Path::from(format!("{prefix}/{joined}")),
+            None => Path::from(joined),
+        }
+    }
+
+    pub fn backups_dir(&self) -> Path {
+        self.path(&["backups"])
+    }
+
+    pub fn backup_dir(&self, backup: &str) -> Path {
+        self.path(&["backups", backup])
+    }
+
+    /// `velero-backup.json`: the Backup object; its presence is what makes a backup exist.
+    pub fn backup_metadata(&self, backup: &str) -> Path {
+        self.path(&["backups", backup, "velero-backup.json"])
+    }
+
+    pub fn backup_contents(&self, backup: &str) -> Path {
+        self.path(&["backups", backup, &format!("{backup}.tar.gz")])
+    }
+
+    pub fn backup_log(&self, backup: &str) -> Path {
+        self.path(&["backups", backup, &format!("{backup}-logs.gz")])
+    }
+
+    pub fn backup_resource_list(&self, backup: &str) -> Path {
+        self.path(&[
+            "backups",
+            backup,
+            &format!("{backup}-resource-list.json.gz"),
+        ])
+    }
+
+    pub fn backup_results(&self, backup: &str) -> Path {
+        self.path(&["backups", backup, &format!("{backup}-results.gz")])
+    }
+
+    pub fn backup_volume_snapshots(&self, backup: &str) -> Path {
+        self.path(&[
+            "backups",
+            backup,
+            &format!("{backup}-volumesnapshots.json.gz"),
+        ])
+    }
+
+    pub fn backup_csi_snapshot_contents(&self, backup: &str) -> Path {
+        self.path(&[
+            "backups",
+            backup,
+            &format!("{backup}-csi-volumesnapshotcontents.json.gz"),
+        ])
+    }
+
+    pub fn restore_dir(&self, restore: &str) -> Path {
+        self.path(&["restores", restore])
+    }
+
+    pub fn restore_log(&self, restore: &str) -> Path {
+        self.path(&["restores", restore, &format!("restore-{restore}-logs.gz")])
+    }
+
+    pub fn restore_results(&self, restore: &str) -> Path {
+        self.path(&[
+            "restores",
+            restore,
+            &format!("restore-{restore}-results.gz"),
+        ])
+    }
+
+    pub fn restore_resource_list(&self, restore: &str) -> Path {
+        self.path(&[
+            "restores",
+            restore,
+            &format!("restore-{restore}-resource-list.json.gz"),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_velero_layout() {
+        let layout = Layout::new(Some("/cluster-a/"));
+        assert_eq!(
+            layout.backup_metadata("b1").as_ref(),
+            "cluster-a/backups/b1/velero-backup.json"
+        );
+        assert_eq!(
+            layout.backup_contents("b1").as_ref(),
+            "cluster-a/backups/b1/b1.tar.gz"
+        );
+        assert_eq!(
+            layout.restore_results("r1").as_ref(),
+            "cluster-a/restores/r1/restore-r1-results.gz"
+        );
+        let bare = Layout::new(None);
+        assert_eq!(bare.backup_log("b1").as_ref(), "backups/b1/b1-logs.gz");
+        assert_eq!(Layout::new(Some("")).backups_dir().as_ref(), "backups");
+    }
+}

@@ -1,0 +1,8 @@
+//! Where ark keeps backups: Velero's bucket layout over any object store.
+
+pub mod credentials;
+pub mod layout;
+mod location;
+
+pub use location::{Location, StorageError, open};
+pub use object_store::{ObjectStore, path::Path};

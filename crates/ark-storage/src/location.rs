@@ -1,0 +1,169 @@
+//! Opening the object store behind a BackupStorageLocation. Every provider goes through
+//! object_store, so the rest of ark has one code path for a directory, S3, GCS and Azure.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::local::LocalFileSystem;
+use object_store::{ClientOptions, ObjectStore};
+
+use crate::credentials::{CredentialsError, aws_profile};
+use crate::layout::Layout;
+
+/// What ark needs to reach a location, read from its BackupStorageLocation (and its credential
+/// Secret, when it names one).
+#[derive(Clone, Debug, Default)]
+pub struct Location {
+    /// The BackupStorageLocation's name, for error messages.
+    pub name: String,
+    pub provider: String,
+    pub bucket: String,
+    pub prefix: Option<String>,
+    pub config: BTreeMap<String, String>,
+    /// The contents of the credentials file the location's Secret holds; `None` means the server's
+    /// environment (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*...).
+    pub credentials: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error(
+        "backup storage location {location:?}: unknown provider {provider:?} (expected aws, gcp, azure or file)"
+    )]
+    UnknownProvider { location: String, provider: String },
+    #[error("backup storage location {location:?}: {reason}")]
+    Config { location: String, reason: String },
+    #[error("backup storage location {location:?}: credentials: {source}")]
+    Credentials {
+        location: String,
+        source: CredentialsError,
+    },
+    #[error("backup storage location {location:?} (bucket {bucket:?}): {source}")]
+    Store {
+        location: String,
+        bucket: String,
+        source: object_store::Error,
+    },
+}
+
+/// The store and the layout of its backups.
+pub fn open(location: &Location) -> Result<(Arc<dyn ObjectStore>, Layout), StorageError> {
+    let store_error = |source| StorageError::Store {
+        location: location.name.clone(),
+        bucket: location.bucket.clone(),
+        source,
+    };
+    let provider = location
+        .provider
+        .strip_prefix("velero.io/")
+        .unwrap_or(&location.provider);
+    let store: Arc<dyn ObjectStore> = match provider {
+        "file" => {
+            std::fs::create_dir_all(&location.bucket).map_err(|e| StorageError::Config {
+                location: location.name.clone(),
+                reason: format!("cannot create directory {:?}: {e}", location.bucket),
+            })?;
+            Arc::new(LocalFileSystem::new_with_prefix(&location.bucket).map_err(store_error)?)
+        }
+        "aws" => Arc::new(s3_builder(location)?.build().map_err(store_error)?),
+        "gcp" => {
+            let mut builder =
+                GoogleCloudStorageBuilder::from_env().with_bucket_name(&location.bucket);
+            if let Some(key) = &location.credentials {
+                builder = builder.with_service_account_key(key);
+            }
+            Arc::new(builder.build().map_err(store_error)?)
+        }
+        "azure" => Arc::new(azure_builder(location)?.build().map_err(store_error)?),
+        _ => {
+            return Err(StorageError::UnknownProvider {
+                location: location.name.clone(),
+                provider: location.provider.clone(),
+            });
+        }
+    };
+    Ok((store, Layout::new(location.prefix.as_deref())))
+}
+
+fn flag(location: &Location, key: &str) -> Result<bool, StorageError> {
+    match location
+        .config
+        .get(key)
+        .map(|v| v.trim().to_ascii_lowercase())
+    {
+        None => Ok(false),
+        Some(v) if v == "true" => Ok(true),
+        Some(v) if v == "false" => Ok(false),
+        Some(v) => Err(StorageError::Config {
+            location: location.name.clone(),
+            reason: format!("config {key}={v:?} is not true or false"),
+        }),
+    }
+}
+
+fn client_options(location: &Location) -> Result<ClientOptions, StorageError> {
+    Ok(ClientOptions::new()
+        .with_allow_invalid_certificates(flag(location, "insecureSkipTLSVerify")?))
+}
+
+/// Velero's AWS plugin config keys: `region`, `s3Url`, `s3ForcePathStyle`, `profile`,
+/// `insecureSkipTLSVerify`.
+fn s3_builder(location: &Location) -> Result<AmazonS3Builder, StorageError> {
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(&location.bucket)
+        .with_region(
+            location
+                .config
+                .get("region")
+                .map_or("us-east-1", String::as_str),
+        )
+        .with_virtual_hosted_style_request(!flag(location, "s3ForcePathStyle")?)
+        .with_client_options(client_options(location)?);
+    if let Some(url) = location.config.get("s3Url") {
+        builder = builder
+            .with_endpoint(url)
+            .with_allow_http(url.starts_with("http://"));
+    }
+    if let Some(text) = &location.credentials {
+        let profile = location
+            .config
+            .get("profile")
+            .map_or("default", String::as_str);
+        let keys = aws_profile(text, profile).map_err(|source| StorageError::Credentials {
+            location: location.name.clone(),
+            source,
+        })?;
+        let key = |name: &str| keys.get(name).cloned().unwrap_or_default();
+        builder = builder
+            .with_access_key_id(key("aws_access_key_id"))
+            .with_secret_access_key(key("aws_secret_access_key"));
+        if let Some(token) = keys.get("aws_session_token") {
+            builder = builder.with_token(token);
+        }
+    }
+    Ok(builder)
+}
+
+/// Velero's Azure plugin reads `storageAccount` from config and `KEY=VALUE` lines
+/// (`AZURE_STORAGE_ACCOUNT_ACCESS_KEY`, ...) from the credentials file.
+fn azure_builder(location: &Location) -> Result<MicrosoftAzureBuilder, StorageError> {
+    let mut builder = MicrosoftAzureBuilder::from_env()
+        .with_container_name(&location.bucket)
+        .with_client_options(client_options(location)?);
+    if let Some(account) = location.config.get("storageAccount") {
+        builder = builder.with_account(account);
+    }
+    if let Some(text) = &location.credentials {
+        for line in text.lines() {
+            if let Some((key, value)) = line.split_once('=')
+                && key.trim() == "AZURE_STORAGE_ACCOUNT_ACCESS_KEY"
+            {
+                builder = builder.with_access_key(value.trim());
+            }
+        }
+    }
+    Ok(builder)
+}

@@ -1,0 +1,62 @@
+use std::process::ExitCode;
+
+use ark_api::BackupStorageLocation;
+use kube::Api;
+
+use super::not_implemented;
+use crate::cli::{BackupLocationCommand, GetArgs, GlobalArgs, OutputFormat};
+use crate::output;
+
+pub async fn run(global: &GlobalArgs, command: BackupLocationCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        BackupLocationCommand::Get(args) => get(global, args).await,
+        BackupLocationCommand::Create(args) => not_implemented("backup-location create", args),
+    }
+}
+
+async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
+    let client = crate::context::client(global).await?;
+    let api: Api<BackupStorageLocation> = Api::namespaced(client, &global.namespace);
+    let found = super::get_named_or_listed(&api, &args, "backup storage location").await?;
+    match args.output.output {
+        OutputFormat::Table => println!("{}", table(&found.items)),
+        format => output::print_objects(format, &found.items, args.names.len() == 1)?,
+    }
+    Ok(found.exit_code())
+}
+
+fn table(locations: &[BackupStorageLocation]) -> String {
+    output::table(
+        &[
+            "NAME",
+            "PROVIDER",
+            "BUCKET/PREFIX",
+            "PHASE",
+            "LAST VALIDATED",
+            "ACCESS MODE",
+            "DEFAULT",
+        ],
+        locations.iter().map(|location| {
+            let spec = &location.spec;
+            let status = location.status.clone().unwrap_or_default();
+            let bucket = match &spec.object_storage.prefix {
+                Some(prefix) => format!("{}/{prefix}", spec.object_storage.bucket),
+                None => spec.object_storage.bucket.clone(),
+            };
+            vec![
+                location.metadata.name.clone().unwrap_or_default(),
+                spec.provider.clone(),
+                bucket,
+                status.phase.map_or("Unknown".into(), |p| format!("{p:?}")),
+                output::time(status.last_validation_time.as_ref()),
+                if location.is_read_only() {
+                    "ReadOnly"
+                } else {
+                    "ReadWrite"
+                }
+                .into(),
+                if spec.default { "true" } else { "" }.into(),
+            ]
+        }),
+    )
+}

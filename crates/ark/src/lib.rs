@@ -1,0 +1,10 @@
+//! The `ark` command line: a clap tree whose modules mirror the commands (`ark backup get` lives in
+//! `commands::backup`), one error type at the edge (anyhow), output as table, JSON or YAML.
+
+pub mod cli;
+mod commands;
+mod context;
+mod output;
+pub mod tls;
+
+pub use commands::run;

