@@ -56,10 +56,21 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;backup;create' {
+            [CompletionResult]::new('--include-namespaces', '--include-namespaces', [CompletionResultType]::ParameterName, 'Namespaces to include (comma-separated; `*` for all)')
+            [CompletionResult]::new('--exclude-namespaces', '--exclude-namespaces', [CompletionResultType]::ParameterName, 'Namespaces to exclude (comma-separated)')
+            [CompletionResult]::new('--include-resources', '--include-resources', [CompletionResultType]::ParameterName, 'Resources to include (comma-separated: `deployments`, `deployments.apps`, `*`)')
+            [CompletionResult]::new('--exclude-resources', '--exclude-resources', [CompletionResultType]::ParameterName, 'Resources to exclude (comma-separated)')
+            [CompletionResult]::new('--include-cluster-resources', '--include-cluster-resources', [CompletionResultType]::ParameterName, 'Include cluster-scoped resources (default: only when every namespace is included)')
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Only objects matching this label selector')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only objects matching this label selector')
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long to keep the backup (Go duration: 720h, 24h30m)')
+            [CompletionResult]::new('--storage-location', '--storage-location', [CompletionResultType]::ParameterName, 'Where to store it (default: the default location)')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -82,10 +93,13 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;backup;describe' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--details', '--details', [CompletionResultType]::ParameterName, 'Also show the resource list and every warning and error (read from the bucket)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -158,12 +172,24 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;restore;create' {
+            [CompletionResult]::new('--from-backup', '--from-backup', [CompletionResultType]::ParameterName, 'The backup to restore from')
+            [CompletionResult]::new('--include-namespaces', '--include-namespaces', [CompletionResultType]::ParameterName, 'Namespaces to include (comma-separated; `*` for all)')
+            [CompletionResult]::new('--exclude-namespaces', '--exclude-namespaces', [CompletionResultType]::ParameterName, 'Namespaces to exclude (comma-separated)')
+            [CompletionResult]::new('--include-resources', '--include-resources', [CompletionResultType]::ParameterName, 'Resources to include (comma-separated: `deployments`, `deployments.apps`, `*`)')
+            [CompletionResult]::new('--exclude-resources', '--exclude-resources', [CompletionResultType]::ParameterName, 'Resources to exclude (comma-separated)')
+            [CompletionResult]::new('--include-cluster-resources', '--include-cluster-resources', [CompletionResultType]::ParameterName, 'Include cluster-scoped resources (default: only when every namespace is included)')
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Only objects matching this label selector')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only objects matching this label selector')
+            [CompletionResult]::new('--namespace-mappings', '--namespace-mappings', [CompletionResultType]::ParameterName, 'Restore namespaces under other names: old:new,old2:new2')
+            [CompletionResult]::new('--existing-resource-policy', '--existing-resource-policy', [CompletionResultType]::ParameterName, 'What to do with objects that already exist')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -184,10 +210,13 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;restore;describe' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--details', '--details', [CompletionResultType]::ParameterName, 'Also show the resource list and every warning and error (read from the bucket)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -243,10 +272,17 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;backup-location;create' {
+            [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'Object storage provider')
+            [CompletionResult]::new('--bucket', '--bucket', [CompletionResultType]::ParameterName, 'Bucket (for `file`: a directory the server can reach)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Folder inside the bucket')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true')
+            [CompletionResult]::new('--credential', '--credential', [CompletionResultType]::ParameterName, 'Credentials from a Secret in the namespace: SECRET=KEY (default: the server''s environment)')
+            [CompletionResult]::new('--access-mode', '--access-mode', [CompletionResultType]::ParameterName, 'ReadOnly locations are never written: restores only')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--default', '--default', [CompletionResultType]::ParameterName, 'Make this the default location')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -284,6 +320,11 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;server' {
+            [CompletionResult]::new('--scratch-dir', '--scratch-dir', [CompletionResultType]::ParameterName, 'Where tarballs are assembled and unpacked')
+            [CompletionResult]::new('--backup-sync-period', '--backup-sync-period', [CompletionResultType]::ParameterName, 'How often each location''s bucket is synced into Backup objects')
+            [CompletionResult]::new('--store-validation-frequency', '--store-validation-frequency', [CompletionResultType]::ParameterName, 'How often each location is checked')
+            [CompletionResult]::new('--default-backup-ttl', '--default-backup-ttl', [CompletionResultType]::ParameterName, 'TTL of backups that set none')
+            [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Backups and restores run at once')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')

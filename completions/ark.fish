@@ -47,9 +47,19 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subc
 complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "logs" -d 'Print a backup\'s logs'
 complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "delete" -d 'Delete backups and all their data through DeleteBackupRequests'
 complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l include-namespaces -d 'Namespaces to include (comma-separated; `*` for all)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l exclude-namespaces -d 'Namespaces to exclude (comma-separated)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l include-resources -d 'Resources to include (comma-separated: `deployments`, `deployments.apps`, `*`)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l exclude-resources -d 'Resources to exclude (comma-separated)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l include-cluster-resources -d 'Include cluster-scoped resources (default: only when every namespace is included)' -r -f -a "true\t''
+false\t''"
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s l -l selector -d 'Only objects matching this label selector' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l ttl -d 'How long to keep the backup (Go duration: 720h, 24h30m)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l storage-location -d 'Where to store it (default: the default location)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s l -l selector -d 'Only those matching this label selector' -r
@@ -61,9 +71,13 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcomma
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s o -l output -d 'Output format' -r -f -a "table\t''
+json\t''
+yaml\t''"
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l details -d 'Also show the resource list and every warning and error (read from the bucket)'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
@@ -92,10 +106,22 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_sub
 complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "describe" -d 'Show a restore\'s details'
 complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "logs" -d 'Print a restore\'s logs'
 complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l from-backup -d 'The backup to restore from' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l include-namespaces -d 'Namespaces to include (comma-separated; `*` for all)' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l exclude-namespaces -d 'Namespaces to exclude (comma-separated)' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l include-resources -d 'Resources to include (comma-separated: `deployments`, `deployments.apps`, `*`)' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l exclude-resources -d 'Resources to exclude (comma-separated)' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l include-cluster-resources -d 'Include cluster-scoped resources (default: only when every namespace is included)' -r -f -a "true\t''
+false\t''"
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s l -l selector -d 'Only objects matching this label selector' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l namespace-mappings -d 'Restore namespaces under other names: old:new,old2:new2' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l existing-resource-policy -d 'What to do with objects that already exist' -r -f -a "none\t'Keep the object in the cluster; warn when it differs from the backup'
+update\t'Patch the object in the cluster to the backed-up state'"
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
-complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s l -l selector -d 'Only those matching this label selector' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
@@ -106,9 +132,13 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcomm
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s o -l output -d 'Output format' -r -f -a "table\t''
+json\t''
+yaml\t''"
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l details -d 'Also show the resource list and every warning and error (read from the bucket)'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
@@ -129,9 +159,20 @@ complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -f -a "create" -d 'Create a backup storage location'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -f -a "get" -d 'List backup storage locations'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l provider -d 'Object storage provider' -r -f -a "aws\t''
+gcp\t''
+azure\t''
+file\t''"
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l bucket -d 'Bucket (for `file`: a directory the server can reach)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l prefix -d 'Folder inside the bucket' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l config -d 'Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l credential -d 'Credentials from a Secret in the namespace: SECRET=KEY (default: the server\'s environment)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l access-mode -d 'ReadOnly locations are never written: restores only' -r -f -a "ReadWrite\t''
+ReadOnly\t''"
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l default -d 'Make this the default location'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s l -l selector -d 'Only those matching this label selector' -r
@@ -146,6 +187,11 @@ complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create a backup storage location'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "get" -d 'List backup storage locations'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand server" -l scratch-dir -d 'Where tarballs are assembled and unpacked' -r -F
+complete -c ark -n "__fish_ark_using_subcommand server" -l backup-sync-period -d 'How often each location\'s bucket is synced into Backup objects' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l store-validation-frequency -d 'How often each location is checked' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l default-backup-ttl -d 'TTL of backups that set none' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l workers -d 'Backups and restores run at once' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r

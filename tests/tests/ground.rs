@@ -5,11 +5,10 @@ use std::time::Duration;
 
 use ark_api::{Backup, BackupSpec, DeleteBackupRequest, DeleteBackupRequestSpec};
 use ark_tests::{Cluster, TestNamespace, is_pod_running, kwok_pod, unique_name, wait_for};
-use futures::{StreamExt, TryStreamExt};
+use bytes::Bytes;
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ApiResource, AttachParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client, discovery};
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload, path::Path};
 
 #[tokio::test]
 async fn api_server_answers_and_enforces_rbac() {
@@ -171,20 +170,18 @@ async fn tokio_util_read(mut reader: impl tokio::io::AsyncRead + Unpin) -> Strin
 async fn seaweedfs_stores_lists_and_deletes_keys() {
     let cluster = Cluster::get();
     let prefix = unique_name("ground");
-    let (store, layout) = ark_storage::open(&cluster.s3_location(&prefix)).unwrap();
-    let keys = [layout.backup_metadata("b1"), layout.backup_contents("b1")];
-    for key in &keys {
-        store
-            .put(key, PutPayload::from_static(b"{}"))
-            .await
-            .unwrap();
+    let store = ark_storage::open(&cluster.s3_location(&prefix)).unwrap();
+    let layout = store.layout.clone();
+    for key in [layout.backup_metadata("b1"), layout.backup_contents("b1")] {
+        store.put(&key, Bytes::from_static(b"{}")).await.unwrap();
     }
     let mut listed: Vec<String> = store
-        .list(Some(&layout.backup_dir("b1")))
-        .map_ok(|meta| meta.location.to_string())
-        .try_collect()
+        .keys_under(&layout.backup_dir("b1"))
         .await
-        .unwrap();
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     listed.sort();
     assert_eq!(
         listed,
@@ -193,14 +190,21 @@ async fn seaweedfs_stores_lists_and_deletes_keys() {
             format!("{prefix}/backups/b1/velero-backup.json"),
         ]
     );
-    let deleted: Vec<Path> = store
-        .delete_stream(futures::stream::iter(keys.clone().map(Ok)).boxed())
-        .try_collect()
-        .await
-        .unwrap();
-    assert_eq!(deleted.len(), 2);
-    let remaining = store.list(Some(&layout.backup_dir("b1"))).count().await;
-    assert_eq!(remaining, 0);
+    assert_eq!(
+        store.child_folders(&layout.backups_dir()).await.unwrap(),
+        ["b1"]
+    );
+    assert_eq!(
+        store.delete_under(&layout.backup_dir("b1")).await.unwrap(),
+        2
+    );
+    assert!(
+        store
+            .keys_under(&layout.backup_dir("b1"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -211,11 +215,11 @@ async fn seaweedfs_refuses_a_wrong_secret() {
         &cluster.s3_access_key,
         "not-the-secret",
     ));
-    let (store, layout) = ark_storage::open(&location).unwrap();
+    let store = ark_storage::open(&location).unwrap();
     let error = store
         .put(
-            &layout.backup_metadata("b1"),
-            PutPayload::from_static(b"{}"),
+            &store.layout.backup_metadata("b1"),
+            Bytes::from_static(b"{}"),
         )
         .await
         .expect_err("a wrong secret must be refused");

@@ -9,6 +9,7 @@ pub mod duration;
 pub mod labels;
 mod restore;
 mod schema;
+pub mod selector;
 
 pub use backup::*;
 pub use backup_storage_location::*;

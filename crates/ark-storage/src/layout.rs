@@ -22,6 +22,15 @@ impl Layout {
         Self { prefix }
     }
 
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The prefix as a path, `None` for the bucket's root.
+    pub fn root(&self) -> Option<Path> {
+        self.prefix.as_deref().map(Path::from)
+    }
+
     fn path(&self, parts: &[&str]) -> Path {
         let joined = parts.join("/");
         match &self.prefix {

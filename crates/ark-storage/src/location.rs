@@ -10,6 +10,7 @@ use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::{ClientOptions, ObjectStore};
 
+use crate::BackupStore;
 use crate::credentials::{CredentialsError, aws_profile};
 use crate::layout::Layout;
 
@@ -49,8 +50,8 @@ pub enum StorageError {
     },
 }
 
-/// The store and the layout of its backups.
-pub fn open(location: &Location) -> Result<(Arc<dyn ObjectStore>, Layout), StorageError> {
+/// The backup store behind a location.
+pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
     let store_error = |source| StorageError::Store {
         location: location.name.clone(),
         bucket: location.bucket.clone(),
@@ -85,7 +86,10 @@ pub fn open(location: &Location) -> Result<(Arc<dyn ObjectStore>, Layout), Stora
             });
         }
     };
-    Ok((store, Layout::new(location.prefix.as_deref())))
+    Ok(BackupStore::new(
+        store,
+        Layout::new(location.prefix.as_deref()),
+    ))
 }
 
 fn flag(location: &Location, key: &str) -> Result<bool, StorageError> {

@@ -58,13 +58,13 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum BackupCommand {
     /// Create a backup
-    Create(NotImplementedArgs),
+    Create(BackupCreateArgs),
     /// List backups
     Get(GetArgs),
     /// Show a backup's details
-    Describe(NotImplementedArgs),
+    Describe(DescribeArgs),
     /// Print a backup's logs
-    Logs(NotImplementedArgs),
+    Logs(LogsArgs),
     /// Delete backups and all their data through DeleteBackupRequests
     Delete(NotImplementedArgs),
 }
@@ -72,19 +72,19 @@ pub enum BackupCommand {
 #[derive(Debug, Subcommand)]
 pub enum RestoreCommand {
     /// Restore from a backup
-    Create(NotImplementedArgs),
+    Create(RestoreCreateArgs),
     /// List restores
     Get(GetArgs),
     /// Show a restore's details
-    Describe(NotImplementedArgs),
+    Describe(DescribeArgs),
     /// Print a restore's logs
-    Logs(NotImplementedArgs),
+    Logs(LogsArgs),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum BackupLocationCommand {
     /// Create a backup storage location
-    Create(NotImplementedArgs),
+    Create(LocationCreateArgs),
     /// List backup storage locations
     Get(GetArgs),
 }
@@ -94,6 +94,176 @@ pub enum BackupLocationCommand {
 pub struct NotImplementedArgs {
     #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
+}
+
+/// Namespace and resource filters, shared by `backup create` and `restore create`.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Namespaces to include (comma-separated; `*` for all)
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACES")]
+    pub include_namespaces: Vec<String>,
+    /// Namespaces to exclude (comma-separated)
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACES")]
+    pub exclude_namespaces: Vec<String>,
+    /// Resources to include (comma-separated: `deployments`, `deployments.apps`, `*`)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub include_resources: Vec<String>,
+    /// Resources to exclude (comma-separated)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub exclude_resources: Vec<String>,
+    /// Include cluster-scoped resources (default: only when every namespace is included)
+    #[arg(long, value_name = "BOOL")]
+    pub include_cluster_resources: Option<bool>,
+    /// Only objects matching this label selector
+    #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = parse_selector)]
+    pub selector: Option<ark_api::LabelSelector>,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// Wait until it finishes, showing progress; exit non-zero unless it completed without errors
+    #[arg(short = 'w', long)]
+    pub wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BackupCreateArgs {
+    /// The backup's name
+    #[arg(value_parser = parse_name)]
+    pub name: String,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// How long to keep the backup (Go duration: 720h, 24h30m)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Option<std::time::Duration>,
+    /// Where to store it (default: the default location)
+    #[arg(long, value_name = "LOCATION")]
+    pub storage_location: Option<String>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreCreateArgs {
+    /// The restore's name (default: <backup>-<timestamp>)
+    #[arg(value_parser = parse_name)]
+    pub name: Option<String>,
+    /// The backup to restore from
+    #[arg(long, value_name = "BACKUP")]
+    pub from_backup: String,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Restore namespaces under other names: old:new,old2:new2
+    #[arg(long, value_delimiter = ',', value_name = "OLD:NEW", value_parser = parse_mapping)]
+    pub namespace_mappings: Vec<(String, String)>,
+    /// What to do with objects that already exist
+    #[arg(long, value_enum, default_value_t = ExistingResourcePolicy::None)]
+    pub existing_resource_policy: ExistingResourcePolicy,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExistingResourcePolicy {
+    /// Keep the object in the cluster; warn when it differs from the backup
+    None,
+    /// Patch the object in the cluster to the backed-up state
+    Update,
+}
+
+#[derive(Debug, Args)]
+pub struct LocationCreateArgs {
+    /// The location's name
+    #[arg(value_parser = parse_name)]
+    pub name: String,
+    /// Object storage provider
+    #[arg(long, value_enum)]
+    pub provider: Provider,
+    /// Bucket (for `file`: a directory the server can reach)
+    #[arg(long)]
+    pub bucket: String,
+    /// Folder inside the bucket
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true
+    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub config: Vec<(String, String)>,
+    /// Credentials from a Secret in the namespace: SECRET=KEY (default: the server's environment)
+    #[arg(long, value_name = "SECRET=KEY", value_parser = parse_key_value)]
+    pub credential: Option<(String, String)>,
+    /// Make this the default location
+    #[arg(long)]
+    pub default: bool,
+    /// ReadOnly locations are never written: restores only
+    #[arg(long, value_enum, default_value_t = AccessModeArg::ReadWrite)]
+    pub access_mode: AccessModeArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Provider {
+    Aws,
+    Gcp,
+    Azure,
+    File,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AccessModeArg {
+    #[value(name = "ReadWrite")]
+    ReadWrite,
+    #[value(name = "ReadOnly")]
+    ReadOnly,
+}
+
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// What to describe
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// Also show the resource list and every warning and error (read from the bucket)
+    #[arg(long)]
+    pub details: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    pub name: String,
+}
+
+fn parse_name(text: &str) -> Result<String, String> {
+    if ark_api::selector::is_dns_subdomain(text) {
+        Ok(text.to_string())
+    } else {
+        Err("must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most 253 characters".into())
+    }
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    ark_api::duration::parse(text).map_err(|e| e.to_string())
+}
+
+fn parse_selector(text: &str) -> Result<ark_api::LabelSelector, String> {
+    ark_api::selector::parse(text).map_err(|e| e.reason)
+}
+
+fn parse_mapping(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((old, new))
+            if ark_api::selector::is_dns_label(old) && ark_api::selector::is_dns_label(new) =>
+        {
+            Ok((old.to_string(), new.to_string()))
+        }
+        _ => Err(format!("{text:?} is not OLD:NEW with two namespace names")),
+    }
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("{text:?} is not KEY=VALUE")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -122,7 +292,23 @@ pub enum OutputFormat {
 }
 
 #[derive(Debug, Args)]
-pub struct ServerArgs {}
+pub struct ServerArgs {
+    /// Where tarballs are assembled and unpacked
+    #[arg(long, value_name = "DIR", env = "ARK_SCRATCH_DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// How often each location's bucket is synced into Backup objects
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub backup_sync_period: std::time::Duration,
+    /// How often each location is checked
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub store_validation_frequency: std::time::Duration,
+    /// TTL of backups that set none
+    #[arg(long, value_name = "DURATION", default_value = "720h", value_parser = parse_duration)]
+    pub default_backup_ttl: std::time::Duration,
+    /// Backups and restores run at once
+    #[arg(long, default_value_t = 2)]
+    pub workers: u16,
+}
 
 #[derive(Debug, Args)]
 pub struct CompletionArgs {

@@ -4,6 +4,7 @@
 pub mod cli;
 mod commands;
 mod context;
+mod describe;
 mod output;
 pub mod tls;
 

@@ -3,15 +3,68 @@ use std::process::ExitCode;
 use ark_api::BackupStorageLocation;
 use kube::Api;
 
-use super::not_implemented;
-use crate::cli::{BackupLocationCommand, GetArgs, GlobalArgs, OutputFormat};
+use anyhow::Context as _;
+use ark_api::{AccessMode, BackupStorageLocationSpec, ObjectStorageLocation, SecretKeySelector};
+use kube::api::PostParams;
+
+use crate::cli::{
+    AccessModeArg, BackupLocationCommand, GetArgs, GlobalArgs, LocationCreateArgs, OutputFormat,
+    Provider,
+};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, command: BackupLocationCommand) -> anyhow::Result<ExitCode> {
     match command {
         BackupLocationCommand::Get(args) => get(global, args).await,
-        BackupLocationCommand::Create(args) => not_implemented("backup-location create", args),
+        BackupLocationCommand::Create(args) => create(global, args).await,
     }
+}
+
+async fn create(global: &GlobalArgs, args: LocationCreateArgs) -> anyhow::Result<ExitCode> {
+    let provider = match args.provider {
+        Provider::Aws => "aws",
+        Provider::Gcp => "gcp",
+        Provider::Azure => "azure",
+        Provider::File => "file",
+    };
+    let spec = BackupStorageLocationSpec {
+        provider: provider.to_string(),
+        config: (!args.config.is_empty()).then(|| args.config.into_iter().collect()),
+        credential: args.credential.map(|(name, key)| SecretKeySelector {
+            name,
+            key,
+            optional: None,
+        }),
+        object_storage: ObjectStorageLocation {
+            bucket: args.bucket,
+            prefix: args.prefix,
+            ca_cert: None,
+        },
+        default: args.default,
+        access_mode: Some(match args.access_mode {
+            AccessModeArg::ReadWrite => AccessMode::ReadWrite,
+            AccessModeArg::ReadOnly => AccessMode::ReadOnly,
+        }),
+        ..Default::default()
+    };
+    let client = crate::context::client(global).await?;
+    let api: Api<BackupStorageLocation> = Api::namespaced(client, &global.namespace);
+    api.create(
+        &PostParams::default(),
+        &BackupStorageLocation::new(&args.name, spec),
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "cannot create backup storage location {:?} in namespace {:?}",
+            args.name, global.namespace
+        )
+    })?;
+    println!(
+        "Backup storage location {:?} configured successfully.",
+        args.name
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {

@@ -2,10 +2,12 @@
 
 mod backup;
 mod backup_location;
+mod bucket;
 mod completion;
 mod restore;
 mod server;
 mod version;
+mod wait;
 
 use std::process::ExitCode;
 

@@ -2,10 +2,24 @@ use std::process::ExitCode;
 
 use crate::cli::{GlobalArgs, ServerArgs};
 
-pub async fn run(global: &GlobalArgs, _args: ServerArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let client = crate::context::client(global).await?;
     let options = ark_server::ServerOptions {
         namespace: global.namespace.clone(),
+        scratch_dir: args
+            .scratch_dir
+            .unwrap_or_else(|| std::env::temp_dir().join("ark-server")),
+        sync_period: args.backup_sync_period,
+        validation_period: args.store_validation_frequency,
+        default_ttl: args.default_backup_ttl,
+        workers: args.workers,
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

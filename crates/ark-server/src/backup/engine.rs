@@ -1,0 +1,271 @@
+//! Collecting a backup: discovery, filters, paginated lists, items written to the tarball as they
+//! arrive.
+
+use std::path::Path;
+
+use ark_api::BackupSpec;
+use ark_storage::tarball::{group_resource, item_path, preferred_version_path};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
+use kube::discovery::{ApiCapabilities, Discovery, Scope, verbs};
+use kube::{Api, Client};
+use tempfile::NamedTempFile;
+
+use super::archive::TarballWriter;
+use crate::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::operation_log::{Level, OperationLog};
+use crate::resource_list::ResourceListWriter;
+use crate::results::Results;
+
+const PAGE_SIZE: u32 = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("discovering the cluster's resources: {0}")]
+    Discovery(kube::Error),
+    #[error("invalid label selector: {0}")]
+    Selector(String),
+    #[error("writing scratch files: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("listing namespaces: {0}")]
+    Namespaces(kube::Error),
+}
+
+pub struct Collected {
+    pub tarball: NamedTempFile,
+    pub resource_list: NamedTempFile,
+    pub results: Results,
+    pub items: i64,
+}
+
+struct Plan {
+    namespaces: Vec<String>,
+    resources: Vec<(ApiResource, ApiCapabilities)>,
+    cluster_scoped: bool,
+    namespace_resource_included: bool,
+}
+
+pub async fn collect(
+    client: &Client,
+    spec: &BackupSpec,
+    scratch: &Path,
+    log: &mut OperationLog,
+    progress: &tokio::sync::watch::Sender<(i64, i64)>,
+) -> Result<Collected, EngineError> {
+    let mut results = Results::default();
+    let selector = match &spec.label_selector {
+        Some(selector) => Some(
+            kube::core::Selector::try_from(selector.clone())
+                .map_err(|e| EngineError::Selector(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let plan = plan(client, spec, log, &mut results).await?;
+    let mut tarball = TarballWriter::create(scratch)?;
+    let mut resource_list = ResourceListWriter::create(scratch)?;
+    let mut items = 0i64;
+
+    for (resource, caps) in &plan.resources {
+        let gr = group_resource(&resource.group, &resource.plural);
+        let key = if resource.group.is_empty() {
+            format!("{}/{}", resource.version, resource.kind)
+        } else {
+            format!("{}/{}/{}", resource.group, resource.version, resource.kind)
+        };
+        let scopes: Vec<Option<&str>> = match caps.scope {
+            Scope::Namespaced => plan.namespaces.iter().map(|ns| Some(ns.as_str())).collect(),
+            Scope::Cluster if resource.group.is_empty() && resource.plural == "namespaces" => {
+                // The Namespace objects of the namespaces backed up, whatever the selector says:
+                // a restore needs them.
+                if plan.namespace_resource_included {
+                    for name in &plan.namespaces {
+                        let api: Api<Namespace> = Api::all(client.clone());
+                        match api.get_opt(name).await {
+                            Ok(Some(namespace)) => {
+                                let mut value = serde_json::to_value(&namespace)
+                                    .map_err(std::io::Error::from)?;
+                                value["apiVersion"] = "v1".into();
+                                value["kind"] = "Namespace".into();
+                                write_item(
+                                    &mut tarball,
+                                    &mut resource_list,
+                                    &gr,
+                                    &resource.version,
+                                    &key,
+                                    None,
+                                    name,
+                                    &value,
+                                )?;
+                                items += 1;
+                            }
+                            Ok(None) => {}
+                            Err(error) => {
+                                let message = format!("getting namespace {name}: {error}");
+                                log.log(Level::Error, &message);
+                                results.errors.add(Some(name), message);
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            Scope::Cluster if plan.cluster_scoped => vec![None],
+            Scope::Cluster => continue,
+        };
+        for namespace in scopes {
+            let api: Api<DynamicObject> = match namespace {
+                Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+                None => Api::all_with(client.clone(), resource),
+            };
+            let mut params = ListParams::default().limit(PAGE_SIZE);
+            if let Some(selector) = &selector {
+                params = params.labels_from(selector);
+            }
+            let mut seen = 0i64;
+            loop {
+                let page = match api.list(&params).await {
+                    Ok(page) => page,
+                    Err(error) => {
+                        let message = format!("listing {gr}: {error}");
+                        log.log(Level::Error, &message);
+                        results.errors.add(namespace, message);
+                        break;
+                    }
+                };
+                let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+                for mut object in page.items {
+                    object.types = Some(TypeMeta {
+                        api_version: resource.api_version.clone(),
+                        kind: resource.kind.clone(),
+                    });
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    let value = serde_json::to_value(&object).map_err(std::io::Error::from)?;
+                    write_item(
+                        &mut tarball,
+                        &mut resource_list,
+                        &gr,
+                        &resource.version,
+                        &key,
+                        namespace,
+                        &name,
+                        &value,
+                    )?;
+                    items += 1;
+                    seen += 1;
+                }
+                progress.send_replace((items, items));
+                match next {
+                    Some(token) => params = params.continue_token(&token),
+                    None => break,
+                }
+            }
+            if seen > 0 {
+                log.info(&format!(
+                    "backed up {seen} {gr}{}",
+                    namespace
+                        .map(|ns| format!(" in namespace {ns}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+    }
+    Ok(Collected {
+        tarball: tarball.finish()?,
+        resource_list: resource_list.finish()?,
+        results,
+        items,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_item(
+    tarball: &mut TarballWriter,
+    resource_list: &mut ResourceListWriter,
+    gr: &str,
+    version: &str,
+    key: &str,
+    namespace: Option<&str>,
+    name: &str,
+    value: &serde_json::Value,
+) -> std::io::Result<()> {
+    let json = serde_json::to_vec(value)?;
+    tarball.add(&item_path(gr, namespace, name), &json)?;
+    tarball.add(&preferred_version_path(gr, version, namespace, name), &json)?;
+    let entry = match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    };
+    resource_list.add(key, &entry)
+}
+
+/// What to back up: the namespaces that exist and are included, and the resources to list.
+async fn plan(
+    client: &Client,
+    spec: &BackupSpec,
+    log: &mut OperationLog,
+    results: &mut Results,
+) -> Result<Plan, EngineError> {
+    let namespace_filter = IncludesExcludes::new(
+        spec.included_namespaces.as_ref(),
+        spec.excluded_namespaces.as_ref(),
+    );
+    let resource_filter = IncludesExcludes::new(
+        spec.included_resources.as_ref(),
+        spec.excluded_resources.as_ref(),
+    );
+    let all_namespaces: Vec<String> = Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(EngineError::Namespaces)?
+        .items
+        .into_iter()
+        .filter_map(|ns| ns.metadata.name)
+        .collect();
+    for wanted in namespace_filter.named_includes() {
+        if !all_namespaces.iter().any(|ns| ns == wanted) {
+            let message = format!("namespace {wanted} not found: nothing backed up from it");
+            log.log(Level::Warning, &message);
+            results.warnings.add(Some(wanted), message);
+        }
+    }
+    let namespaces: Vec<String> = all_namespaces
+        .into_iter()
+        .filter(|ns| namespace_filter.should_include(ns))
+        .collect();
+
+    let discovery = Discovery::new(client.clone())
+        .run()
+        .await
+        .map_err(EngineError::Discovery)?;
+    let mut resources = Vec::new();
+    let mut namespace_resource_included = false;
+    for group in discovery.groups() {
+        for (resource, caps) in group.recommended_resources() {
+            if !caps.supports_operation(verbs::LIST) {
+                continue;
+            }
+            let gr = group_resource(&resource.group, &resource.plural);
+            let kind = resource.kind.to_lowercase();
+            if !resource_filter.should_include_any(&resource_names(&resource.plural, &gr, &kind)) {
+                continue;
+            }
+            if gr == "namespaces" {
+                namespace_resource_included = true;
+            }
+            resources.push((resource, caps));
+        }
+    }
+    // Namespaces first, as Velero writes them, then by group-resource for a stable tarball.
+    resources.sort_by_key(|(r, _)| {
+        (
+            r.plural != "namespaces" || !r.group.is_empty(),
+            group_resource(&r.group, &r.plural),
+        )
+    });
+    Ok(Plan {
+        namespaces,
+        resources,
+        cluster_scoped: include_cluster_scoped(spec.include_cluster_resources, &namespace_filter),
+        namespace_resource_included,
+    })
+}

@@ -1,0 +1,121 @@
+//! From a BackupStorageLocation's name to its backup store.
+
+use ark_api::BackupStorageLocation;
+use ark_storage::BackupStore;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LocationError {
+    #[error("backup storage location {0:?} not found")]
+    NotFound(String),
+    #[error(
+        "backup storage location {location:?}: credential secret {secret:?} key {key:?}: {reason}"
+    )]
+    Credential {
+        location: String,
+        secret: String,
+        key: String,
+        reason: String,
+    },
+    #[error("cannot get backup storage location {0:?}: {1}")]
+    Api(String, kube::Error),
+    #[error(transparent)]
+    Storage(#[from] ark_storage::StorageError),
+}
+
+/// The location and its opened store.
+pub struct OpenLocation {
+    pub location: BackupStorageLocation,
+    pub store: BackupStore,
+}
+
+impl OpenLocation {
+    pub fn name(&self) -> String {
+        self.location.metadata.name.clone().unwrap_or_default()
+    }
+}
+
+pub async fn get(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<BackupStorageLocation, LocationError> {
+    Api::<BackupStorageLocation>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| LocationError::Api(name.to_string(), e))?
+        .ok_or_else(|| LocationError::NotFound(name.to_string()))
+}
+
+/// The location marked default, else the one named `default` (Velero's convention).
+pub async fn default_name(client: &Client, namespace: &str) -> Result<String, LocationError> {
+    let locations = Api::<BackupStorageLocation>::namespaced(client.clone(), namespace)
+        .list(&Default::default())
+        .await
+        .map_err(|e| LocationError::Api("<default>".into(), e))?;
+    Ok(locations
+        .items
+        .iter()
+        .find(|l| l.spec.default)
+        .and_then(|l| l.metadata.name.clone())
+        .unwrap_or_else(|| "default".to_string()))
+}
+
+pub async fn open(
+    client: &Client,
+    location: BackupStorageLocation,
+) -> Result<OpenLocation, LocationError> {
+    let name = location.metadata.name.clone().unwrap_or_default();
+    let namespace = location.metadata.namespace.clone().unwrap_or_default();
+    let credentials = match &location.spec.credential {
+        Some(selector) => {
+            Some(read_secret_key(client, &namespace, &name, &selector.name, &selector.key).await?)
+        }
+        None => None,
+    };
+    let spec = &location.spec;
+    let store = ark_storage::open(&ark_storage::Location {
+        name: name.clone(),
+        provider: spec.provider.clone(),
+        bucket: spec.object_storage.bucket.clone(),
+        prefix: spec.object_storage.prefix.clone(),
+        config: spec.config.clone().unwrap_or_default(),
+        credentials,
+    })?;
+    Ok(OpenLocation { location, store })
+}
+
+/// Gets and opens a location by name.
+pub async fn open_named(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<OpenLocation, LocationError> {
+    open(client, get(client, namespace, name).await?).await
+}
+
+async fn read_secret_key(
+    client: &Client,
+    namespace: &str,
+    location: &str,
+    secret: &str,
+    key: &str,
+) -> Result<String, LocationError> {
+    let error = |reason: String| LocationError::Credential {
+        location: location.to_string(),
+        secret: secret.to_string(),
+        key: key.to_string(),
+        reason,
+    };
+    let found = Api::<Secret>::namespaced(client.clone(), namespace)
+        .get_opt(secret)
+        .await
+        .map_err(|e| error(e.to_string()))?
+        .ok_or_else(|| error("secret not found".into()))?;
+    let bytes = found
+        .data
+        .and_then(|mut data| data.remove(key))
+        .ok_or_else(|| error("key not in secret".into()))?;
+    String::from_utf8(bytes.0).map_err(|_| error("not UTF-8 text".into()))
+}

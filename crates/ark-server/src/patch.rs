@@ -1,0 +1,45 @@
+//! Status writes. Backup and Restore carry status in the object (Velero's CRDs have no status
+//! subresource for them); BackupStorageLocation and DeleteBackupRequest have one.
+
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+
+/// Merge-patches `status` of an object whose CRD serves status as part of the object.
+pub async fn object_status<K>(
+    api: &Api<K>,
+    name: &str,
+    status: serde_json::Value,
+) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": status })),
+    )
+    .await
+}
+
+/// Merge-patches the status subresource.
+pub async fn status_subresource<K>(
+    api: &Api<K>,
+    name: &str,
+    status: serde_json::Value,
+) -> kube::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": status })),
+    )
+    .await
+}
+
+/// Now, as the API writes times.
+pub fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}

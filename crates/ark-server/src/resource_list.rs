@@ -1,0 +1,100 @@
+//! Resource lists, written as the items go by.
+
+use std::io::Write;
+use std::path::Path;
+
+use tempfile::NamedTempFile;
+
+use crate::backup::archive::{Gz, gz_file};
+
+/// A resource list (`<backup>-resource-list.json.gz`, `restore-<r>-resource-list.json.gz`):
+/// `{"apps/v1/Deployment": ["ns/name", ...], ...}`, written as a stream because every resource's
+/// items arrive together.
+pub struct ResourceListWriter {
+    file: NamedTempFile,
+    out: Gz,
+    current: Option<String>,
+    first_key: bool,
+    first_item: bool,
+}
+
+impl ResourceListWriter {
+    pub fn create(scratch: &Path) -> std::io::Result<Self> {
+        let (file, mut out) = gz_file(scratch)?;
+        out.write_all(b"{")?;
+        Ok(Self {
+            file,
+            out,
+            current: None,
+            first_key: true,
+            first_item: true,
+        })
+    }
+
+    /// Records `entry` (`ns/name` or `name`) under `key`; keys must arrive grouped.
+    pub fn add(&mut self, key: &str, entry: &str) -> std::io::Result<()> {
+        if self.current.as_deref() != Some(key) {
+            if self.current.is_some() {
+                self.out.write_all(b"]")?;
+            }
+            if !self.first_key {
+                self.out.write_all(b",")?;
+            }
+            self.first_key = false;
+            serde_json::to_writer(&mut self.out, key)?;
+            self.out.write_all(b":[")?;
+            self.current = Some(key.to_string());
+            self.first_item = true;
+        }
+        if !self.first_item {
+            self.out.write_all(b",")?;
+        }
+        self.first_item = false;
+        serde_json::to_writer(&mut self.out, entry)?;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> std::io::Result<NamedTempFile> {
+        if self.current.is_some() {
+            self.out.write_all(b"]")?;
+        }
+        self.out.write_all(b"}")?;
+        self.out.finish()?.flush()?;
+        Ok(self.file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+    use std::io::Read;
+
+    fn gunzip(path: &Path) -> Vec<u8> {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(File::open(path).unwrap())
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn resource_list_is_valid_json_grouped_by_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut list = ResourceListWriter::create(dir.path()).unwrap();
+        list.add("v1/ConfigMap", "shop/a").unwrap();
+        list.add("v1/ConfigMap", "shop/b").unwrap();
+        list.add("v1/Namespace", "shop").unwrap();
+        let file = list.finish().unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&gunzip(file.path())).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({ "v1/ConfigMap": ["shop/a", "shop/b"], "v1/Namespace": ["shop"] })
+        );
+        let empty = ResourceListWriter::create(dir.path())
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert_eq!(gunzip(empty.path()), b"{}");
+    }
+}

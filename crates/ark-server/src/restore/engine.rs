@@ -1,0 +1,320 @@
+//! Putting an unpacked backup into the cluster, resource by resource in restore order.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ark_api::RestoreSpec;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::SelectorExt;
+use kube::discovery::{ApiCapabilities, Discovery, Scope};
+use kube::{Api, Client};
+use serde_json::Value;
+
+use super::order::{is_restorable, restore_order};
+use super::transform::{Transform, differs};
+use crate::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::operation_log::{Level, OperationLog};
+use crate::resource_list::ResourceListWriter;
+use crate::results::Results;
+
+pub struct Restored {
+    pub results: Results,
+    pub items: i64,
+}
+
+/// One item file of the unpacked backup.
+struct Item {
+    namespace: Option<String>,
+    path: PathBuf,
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+fn child_dirs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
+pub struct RestoreInput<'a> {
+    pub client: &'a Client,
+    pub spec: &'a RestoreSpec,
+    pub restore_name: &'a str,
+    pub unpacked: &'a Path,
+    pub resource_list: &'a mut ResourceListWriter,
+    pub log: &'a mut OperationLog,
+    pub progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
+}
+
+pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
+    let RestoreInput {
+        client,
+        spec,
+        restore_name,
+        unpacked,
+        resource_list,
+        log,
+        progress,
+    } = input;
+    let mut results = Results::default();
+    let namespace_filter = IncludesExcludes::new(
+        spec.included_namespaces.as_ref(),
+        spec.excluded_namespaces.as_ref(),
+    );
+    let resource_filter = IncludesExcludes::new(
+        spec.included_resources.as_ref(),
+        spec.excluded_resources.as_ref(),
+    );
+    let cluster_scoped = include_cluster_scoped(spec.include_cluster_resources, &namespace_filter);
+    let selector = spec
+        .label_selector
+        .clone()
+        .map(kube::core::Selector::try_from)
+        .transpose()
+        .ok()
+        .flatten();
+    let mapping = spec.namespace_mapping.clone().unwrap_or_default();
+    let transform = Transform {
+        backup_name: &spec.backup_name,
+        restore_name,
+        namespace_mapping: &mapping,
+    };
+    let update_existing = spec.existing_resource_policy.as_deref() == Some("update");
+
+    let discovery = Discovery::new(client.clone()).run().await?;
+    let mut served: BTreeMap<String, (ApiResource, ApiCapabilities)> = BTreeMap::new();
+    for group in discovery.groups() {
+        for (resource, caps) in group.recommended_resources() {
+            served.insert(
+                ark_storage::tarball::group_resource(&resource.group, &resource.plural),
+                (resource, caps),
+            );
+        }
+    }
+
+    // The plan: every item file to restore, resource by resource.
+    let resources_dir = unpacked.join("resources");
+    let mut plan: Vec<(String, Vec<Item>)> = Vec::new();
+    for gr in restore_order(child_dirs(&resources_dir)) {
+        if !is_restorable(&gr) {
+            continue;
+        }
+        let plural = gr.split('.').next().unwrap_or(&gr).to_string();
+        let kind = served
+            .get(&gr)
+            .map(|(r, _)| r.kind.to_lowercase())
+            .unwrap_or_default();
+        if !resource_filter.should_include_any(&resource_names(&plural, &gr, &kind)) {
+            continue;
+        }
+        let dir = resources_dir.join(&gr);
+        let mut items = Vec::new();
+        for ns in child_dirs(&dir.join("namespaces")) {
+            if namespace_filter.should_include(&ns) {
+                for path in json_files(&dir.join("namespaces").join(&ns)) {
+                    items.push(Item {
+                        namespace: Some(ns.clone()),
+                        path,
+                    });
+                }
+            }
+        }
+        for path in json_files(&dir.join("cluster")) {
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            // A namespace's own object comes with its namespace; other cluster-scoped items only
+            // when cluster resources are part of the restore.
+            let wanted = if gr == "namespaces" {
+                namespace_filter.should_include(&name)
+            } else {
+                cluster_scoped
+            };
+            if wanted {
+                items.push(Item {
+                    namespace: None,
+                    path,
+                });
+            }
+        }
+        if !items.is_empty() {
+            plan.push((gr, items));
+        }
+    }
+    let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
+    let mut done = 0i64;
+    let mut ensured = std::collections::BTreeSet::new();
+    progress.send_replace((0, total));
+
+    for (gr, items) in plan {
+        let Some((resource, caps)) = served.get(&gr) else {
+            let message = format!(
+                "{gr}: the cluster does not serve this resource; {} items not restored",
+                items.len()
+            );
+            log.log(Level::Error, &message);
+            results.errors.velero.push(message);
+            done += items.len() as i64;
+            continue;
+        };
+        let key = if resource.group.is_empty() {
+            format!("{}/{}", resource.version, resource.kind)
+        } else {
+            format!("{}/{}/{}", resource.group, resource.version, resource.kind)
+        };
+        for item in items {
+            done += 1;
+            let source_ns = item.namespace.as_deref();
+            let target_ns = source_ns.map(|ns| transform.target_namespace(ns).to_string());
+            let value: Value = match std::fs::read(&item.path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+            {
+                Ok(value) => value,
+                Err(error) => {
+                    let message = format!("{gr} item {}: unreadable: {error}", item.path.display());
+                    results.errors.add(source_ns, message);
+                    continue;
+                }
+            };
+            if let Some(selector) = &selector {
+                let item_labels: BTreeMap<String, String> = serde_json::from_value(
+                    value
+                        .pointer("/metadata/labels")
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+                .unwrap_or_default();
+                if !selector.matches(&item_labels) {
+                    continue;
+                }
+            }
+            let candidate = transform.apply(&gr, value);
+            let name = candidate
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if let Some(ns) = &target_ns
+                && ensured.insert(ns.clone())
+            {
+                ensure_namespace(client, ns, &mut results).await;
+            }
+            let api: Api<DynamicObject> = match (caps.scope.clone(), &target_ns) {
+                (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
+                _ => Api::all_with(client.clone(), resource),
+            };
+            let object: DynamicObject = match serde_json::from_value(candidate.clone()) {
+                Ok(object) => object,
+                Err(error) => {
+                    results.errors.add(
+                        source_ns,
+                        format!("{gr} {name}: not a Kubernetes object: {error}"),
+                    );
+                    continue;
+                }
+            };
+            let shown = match &target_ns {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.clone(),
+            };
+            let outcome = match api.create(&PostParams::default(), &object).await {
+                Ok(_) => "created",
+                Err(kube::Error::Api(status)) if status.code == 409 => match api.get(&name).await {
+                    Ok(existing) => {
+                        let existing_value = serde_json::to_value(&existing).unwrap_or_default();
+                        if !differs(&existing_value, &candidate) {
+                            "skipped"
+                        } else if update_existing {
+                            match api
+                                .patch(&name, &PatchParams::default(), &Patch::Merge(&candidate))
+                                .await
+                            {
+                                Ok(_) => "updated",
+                                Err(error) => {
+                                    let message = format!("could not update {gr} {shown}: {error}");
+                                    log.log(Level::Warning, &message);
+                                    results.warnings.add(target_ns.as_deref(), message);
+                                    "failed"
+                                }
+                            }
+                        } else {
+                            let message = format!(
+                                "could not restore, {} {shown} already exists. Warning: the in-cluster version is different than the backed-up version",
+                                resource.kind
+                            );
+                            log.log(Level::Warning, &message);
+                            results.warnings.add(target_ns.as_deref(), message);
+                            "skipped"
+                        }
+                    }
+                    Err(error) => {
+                        results.errors.add(
+                            target_ns.as_deref(),
+                            format!("error restoring {gr} {shown}: {error}"),
+                        );
+                        "failed"
+                    }
+                },
+                Err(error) => {
+                    let message = format!("error restoring {gr} {shown}: {error}");
+                    log.log(Level::Error, &message);
+                    results.errors.add(target_ns.as_deref(), message);
+                    "failed"
+                }
+            };
+            resource_list
+                .add(&key, &format!("{shown}({outcome})"))
+                .map_err(|e| kube::Error::Service(Box::new(e)))?;
+            progress.send_replace((done, total));
+        }
+        log.info(&format!("restored {gr}"));
+    }
+    Ok(Restored {
+        results,
+        items: done,
+    })
+}
+
+/// Creates a namespace the restore writes into when neither it nor its backed-up object exists
+/// (a mapped namespace, or a backup without Namespace objects).
+async fn ensure_namespace(client: &Client, name: &str, results: &mut Results) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    if let Ok(Some(existing)) = api.get_opt(name).await {
+        if existing.metadata.deletion_timestamp.is_some() {
+            results.errors.add(
+                Some(name),
+                format!("namespace {name} is being deleted; its items cannot be restored yet"),
+            );
+        }
+        return;
+    }
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(name.to_string());
+    if let Err(error) = api.create(&PostParams::default(), &namespace).await
+        && !matches!(&error, kube::Error::Api(s) if s.code == 409)
+    {
+        results
+            .errors
+            .add(Some(name), format!("creating namespace {name}: {error}"));
+    }
+}

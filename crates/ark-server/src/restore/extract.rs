@@ -1,0 +1,240 @@
+//! Unpacking a backup tarball into a scratch directory, refusing anything that could write outside
+//! it or fill the disk: absolute paths, `..`, links and devices, oversized entries.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use tempfile::TempDir;
+
+/// Bounds on what a tarball may unpack to.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_entry_bytes: u64,
+    pub max_total_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_entry_bytes: 64 << 20,
+            max_total_bytes: 16 << 30,
+        }
+    }
+}
+
+pub struct Extracted {
+    pub dir: TempDir,
+    /// One line per refused entry, naming it and why.
+    pub rejected: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("the backup tarball is not a valid gzip tar: {0}")]
+    Corrupt(std::io::Error),
+    #[error("the backup tarball unpacks to more than {0} bytes")]
+    TooLarge(u64),
+    #[error("writing scratch files: {0}")]
+    Io(std::io::Error),
+}
+
+/// The relative path an entry may be written to, or why it may not.
+pub fn safe_relative_path(raw: &[u8]) -> Result<PathBuf, &'static str> {
+    let text = std::str::from_utf8(raw).map_err(|_| "path is not UTF-8")?;
+    if text.starts_with('/') {
+        return Err("absolute path");
+    }
+    let mut out = PathBuf::new();
+    for component in Path::new(text).components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => return Err("path contains '..'"),
+            Component::RootDir | Component::Prefix(_) => return Err("absolute path"),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return Err("empty path");
+    }
+    Ok(out)
+}
+
+pub fn extract(tarball: &Path, scratch: &Path, limits: Limits) -> Result<Extracted, ExtractError> {
+    let dir = tempfile::Builder::new()
+        .prefix("restore-")
+        .tempdir_in(scratch)
+        .map_err(ExtractError::Io)?;
+    let file = File::open(tarball).map_err(ExtractError::Io)?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(BufReader::new(file)));
+    let mut rejected = Vec::new();
+    let mut total = 0u64;
+    for entry in archive.entries().map_err(ExtractError::Corrupt)? {
+        let mut entry = entry.map_err(ExtractError::Corrupt)?;
+        let raw = entry.path_bytes().into_owned();
+        let shown = String::from_utf8_lossy(&raw).into_owned();
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            continue;
+        }
+        if !kind.is_file() {
+            rejected.push(format!(
+                "tarball entry {shown:?}: {kind:?} entries (links, devices) are not restored"
+            ));
+            continue;
+        }
+        let relative = match safe_relative_path(&raw) {
+            Ok(path) => path,
+            Err(reason) => {
+                rejected.push(format!("tarball entry {shown:?}: {reason}"));
+                continue;
+            }
+        };
+        if entry.size() > limits.max_entry_bytes {
+            rejected.push(format!(
+                "tarball entry {shown:?}: {} bytes, more than the {} allowed for one item",
+                entry.size(),
+                limits.max_entry_bytes
+            ));
+            continue;
+        }
+        let target = dir.path().join(&relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(ExtractError::Io)?;
+        }
+        let mut out = File::create(&target).map_err(ExtractError::Io)?;
+        // The header's size is the tarball's word: read no more than the bound, whatever it says.
+        let mut limited = (&mut entry).take(limits.max_entry_bytes + 1);
+        let written = std::io::copy(&mut limited, &mut out).map_err(ExtractError::Corrupt)?;
+        out.flush().map_err(ExtractError::Io)?;
+        total += written;
+        if total > limits.max_total_bytes {
+            return Err(ExtractError::TooLarge(limits.max_total_bytes));
+        }
+    }
+    Ok(Extracted { dir, rejected })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_escape_are_refused() {
+        assert_eq!(
+            safe_relative_path(b"resources/pods/namespaces/a/p.json").unwrap(),
+            PathBuf::from("resources/pods/namespaces/a/p.json")
+        );
+        assert_eq!(
+            safe_relative_path(b"./metadata/version").unwrap(),
+            PathBuf::from("metadata/version")
+        );
+        assert_eq!(safe_relative_path(b"/etc/passwd"), Err("absolute path"));
+        assert_eq!(
+            safe_relative_path(b"resources/../../x"),
+            Err("path contains '..'")
+        );
+        assert_eq!(safe_relative_path(b"."), Err("empty path"));
+    }
+
+    fn tarball(dir: &Path, build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> PathBuf {
+        let mut builder = tar::Builder::new(Vec::new());
+        build(&mut builder);
+        let tar = builder.into_inner().unwrap();
+        let path = dir.join("backup.tar.gz");
+        let mut gz = flate2::write::GzEncoder::new(
+            File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(&tar).unwrap();
+        gz.finish().unwrap();
+        path
+    }
+
+    fn file_header(size: u64) -> tar::Header {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(size);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        header
+    }
+
+    #[test]
+    fn links_escapes_and_oversized_entries_are_named_and_skipped() {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = tarball(scratch.path(), |b| {
+            b.append_data(
+                &mut file_header(2),
+                "resources/configmaps/namespaces/a/ok.json",
+                &b"{}"[..],
+            )
+            .unwrap();
+            let mut link = tar::Header::new_gnu();
+            link.set_entry_type(tar::EntryType::Symlink);
+            link.set_size(0);
+            b.append_link(&mut link, "resources/evil", "/etc/passwd")
+                .unwrap();
+            // tar::Builder refuses `..` itself; write the name into the header by hand.
+            let mut escape = file_header(2);
+            escape.as_gnu_mut().unwrap().name[..9].copy_from_slice(b"../x.json");
+            escape.set_cksum();
+            b.append(&escape, &b"{}"[..]).unwrap();
+            b.append_data(
+                &mut file_header(100),
+                "resources/big.json",
+                &[b' '; 100][..],
+            )
+            .unwrap();
+        });
+        let limits = Limits {
+            max_entry_bytes: 50,
+            max_total_bytes: 1000,
+        };
+        let extracted = extract(&path, scratch.path(), limits).unwrap();
+        assert!(
+            extracted
+                .dir
+                .path()
+                .join("resources/configmaps/namespaces/a/ok.json")
+                .is_file()
+        );
+        assert_eq!(
+            extracted.rejected,
+            [
+                "tarball entry \"resources/evil\": Symlink entries (links, devices) are not restored",
+                "tarball entry \"../x.json\": path contains '..'",
+                "tarball entry \"resources/big.json\": 100 bytes, more than the 50 allowed for one item",
+            ]
+        );
+        assert!(!scratch.path().join("x.json").exists());
+    }
+
+    #[test]
+    fn the_total_is_bounded_and_garbage_is_an_error() {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = tarball(scratch.path(), |b| {
+            for i in 0..5 {
+                b.append_data(
+                    &mut file_header(40),
+                    format!("resources/{i}.json"),
+                    &[b' '; 40][..],
+                )
+                .unwrap();
+            }
+        });
+        let limits = Limits {
+            max_entry_bytes: 50,
+            max_total_bytes: 100,
+        };
+        assert!(matches!(
+            extract(&path, scratch.path(), limits),
+            Err(ExtractError::TooLarge(100))
+        ));
+        let garbage = scratch.path().join("garbage.tar.gz");
+        std::fs::write(&garbage, b"not a tarball").unwrap();
+        assert!(matches!(
+            extract(&garbage, scratch.path(), Limits::default()),
+            Err(ExtractError::Corrupt(_))
+        ));
+    }
+}

@@ -1,0 +1,277 @@
+//! The restore controller: a New Restore is validated, its backup downloaded and unpacked (safely),
+//! its items created in Velero's order; logs and results go to `restores/<name>/`.
+
+mod engine;
+mod extract;
+mod order;
+mod transform;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_api::{Backup, BackupPhase, Restore, RestorePhase, labels};
+use futures::StreamExt;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use serde_json::json;
+
+use crate::filter::IncludesExcludes;
+use crate::locations::{self, OpenLocation};
+use crate::operation_log::{Level, OperationLog};
+use crate::resource_list::ResourceListWriter;
+use crate::results::gzip_json;
+use crate::{Context, patch};
+
+pub async fn run(ctx: Arc<Context>) {
+    let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    fail_interrupted(&api).await;
+    Controller::new(api, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.workers))
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+async fn fail_interrupted(api: &Api<Restore>) {
+    let Ok(list) = api.list(&Default::default()).await else {
+        return;
+    };
+    for restore in list
+        .items
+        .iter()
+        .filter(|r| r.phase() == RestorePhase::InProgress)
+    {
+        let name = restore.metadata.name.clone().unwrap_or_default();
+        let _ = patch::object_status(
+            api,
+            &name,
+            json!({
+                "phase": "Failed",
+                "failureReason": "found a restore with status InProgress during the server starting, mark it as Failed",
+                "completionTimestamp": patch::now(),
+            }),
+        )
+        .await;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ReconcileError(#[from] kube::Error);
+
+fn error_policy(_: Arc<Restore>, error: &ReconcileError, _: Arc<Context>) -> Action {
+    tracing::warn!("restore reconcile failed: {error}");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(restore: Arc<Restore>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    if restore.phase() != RestorePhase::New {
+        return Ok(Action::await_change());
+    }
+    process(&restore, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+/// Validation of the restore's own spec (the backup is checked against the cluster afterwards).
+fn validate(restore: &Restore) -> Vec<String> {
+    let spec = &restore.spec;
+    let mut errors = Vec::new();
+    if spec.backup_name.is_empty() {
+        errors.push("spec.backupName is required".to_string());
+    }
+    errors.extend(
+        IncludesExcludes::new(
+            spec.included_namespaces.as_ref(),
+            spec.excluded_namespaces.as_ref(),
+        )
+        .validate("namespace"),
+    );
+    errors.extend(
+        IncludesExcludes::new(
+            spec.included_resources.as_ref(),
+            spec.excluded_resources.as_ref(),
+        )
+        .validate("resource"),
+    );
+    match spec.existing_resource_policy.as_deref() {
+        None | Some("") | Some("none") | Some("update") => {}
+        Some(other) => errors.push(format!(
+            "invalid existingResourcePolicy {other:?}: expected none or update"
+        )),
+    }
+    if let Some(selector) = &spec.label_selector
+        && let Err(error) = kube::core::Selector::try_from(selector.clone())
+    {
+        errors.push(format!("labelSelector: {error}"));
+    }
+    errors
+}
+
+async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
+    let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = restore.metadata.name.clone().unwrap_or_default();
+    let mut errors = validate(restore);
+    let mut backup = None;
+    if errors.is_empty() {
+        match Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace).get_opt(&restore.spec.backup_name).await? {
+            None => errors.push(format!("backup {:?} not found", restore.spec.backup_name)),
+            Some(found) if !matches!(found.phase(), BackupPhase::Completed | BackupPhase::PartiallyFailed) => {
+                errors.push(format!("backup {:?} is {:?}: only Completed or PartiallyFailed backups can be restored", restore.spec.backup_name, found.phase()))
+            }
+            Some(found) => backup = Some(found),
+        }
+    }
+    let Some(backup) = backup.filter(|_| errors.is_empty()) else {
+        patch::object_status(
+            &api,
+            &name,
+            json!({ "phase": "FailedValidation", "validationErrors": errors }),
+        )
+        .await?;
+        return Ok(());
+    };
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({
+            "metadata": { "labels": { labels::BACKUP_NAME: labels::valid_label_value(&restore.spec.backup_name) } },
+            "status": { "phase": "InProgress", "startTimestamp": patch::now() },
+        })),
+    )
+    .await?;
+    let location = backup.spec.storage_location.clone().unwrap_or_default();
+    let outcome = match locations::open_named(&ctx.client, &ctx.namespace, &location).await {
+        Ok(open) => restore_from(&api, restore, &name, &open, ctx).await,
+        Err(error) => Err(error.to_string()),
+    };
+    let status = match outcome {
+        Ok(status) => status,
+        Err(reason) => {
+            json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() })
+        }
+    };
+    patch::object_status(&api, &name, status).await?;
+    Ok(())
+}
+
+async fn report_progress(
+    api: Api<Restore>,
+    name: String,
+    mut progress: tokio::sync::watch::Receiver<(i64, i64)>,
+) {
+    while progress.changed().await.is_ok() {
+        let (done, total) = *progress.borrow_and_update();
+        let _ = patch::object_status(
+            &api,
+            &name,
+            json!({ "progress": { "itemsRestored": done, "totalItems": total } }),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn restore_from(
+    api: &Api<Restore>,
+    restore: &Restore,
+    name: &str,
+    open: &OpenLocation,
+    ctx: &Context,
+) -> Result<serde_json::Value, String> {
+    let store = &open.store;
+    let layout = &store.layout;
+    let backup_name = &restore.spec.backup_name;
+    let mut log = OperationLog::create(&ctx.scratch, format!("restore={}/{name}", ctx.namespace))
+        .map_err(|e| format!("creating the restore log: {e}"))?;
+    log.info(&format!(
+        "starting restore from backup {backup_name} in location {}",
+        open.name()
+    ));
+
+    let tarball =
+        tempfile::NamedTempFile::new_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
+    store
+        .download_file(&layout.backup_contents(backup_name), tarball.path())
+        .await
+        .map_err(|e| {
+            format!(
+                "backup storage location {:?}: downloading the backup: {e}",
+                open.name()
+            )
+        })?;
+    let scratch = ctx.scratch.clone();
+    let tarball_path = tarball.path().to_path_buf();
+    let extracted = tokio::task::spawn_blocking(move || {
+        extract::extract(&tarball_path, &scratch, extract::Limits::default())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("backup {backup_name}: {e}"))?;
+    drop(tarball);
+
+    let mut resource_list =
+        ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
+    let (progress, receiver) = tokio::sync::watch::channel((0, 0));
+    let reporter = tokio::spawn(report_progress(api.clone(), name.to_string(), receiver));
+    let restored = engine::restore(engine::RestoreInput {
+        client: &ctx.client,
+        spec: &restore.spec,
+        restore_name: name,
+        unpacked: extracted.dir.path(),
+        resource_list: &mut resource_list,
+        log: &mut log,
+        progress: &progress,
+    })
+    .await;
+    drop(progress);
+    let _ = reporter.await;
+    let mut restored = restored.map_err(|e| format!("restoring: {e}"))?;
+    for rejected in &extracted.rejected {
+        log.log(Level::Error, rejected);
+        restored.results.errors.velero.push(rejected.clone());
+    }
+    let errors = restored.results.errors.count();
+    let warnings = restored.results.warnings.count();
+    let phase = if errors > 0 {
+        "PartiallyFailed"
+    } else {
+        "Completed"
+    };
+    log.info(&format!(
+        "restore {phase}: {} items, {errors} errors, {warnings} warnings",
+        restored.items
+    ));
+
+    let upload_error = |what: &str, e: ark_storage::StoreError| {
+        format!(
+            "backup storage location {:?}: uploading restore {what}: {e}",
+            open.name()
+        )
+    };
+    let log_file = log
+        .finish()
+        .map_err(|e| format!("finishing the restore log: {e}"))?;
+    store
+        .upload_file(&layout.restore_log(name), log_file.path())
+        .await
+        .map_err(|e| upload_error("log", e))?;
+    let results = gzip_json(&restored.results).map_err(|e| e.to_string())?;
+    store
+        .put(&layout.restore_results(name), results)
+        .await
+        .map_err(|e| upload_error("results", e))?;
+    let list = resource_list.finish().map_err(|e| e.to_string())?;
+    store
+        .upload_file(&layout.restore_resource_list(name), list.path())
+        .await
+        .map_err(|e| upload_error("resource list", e))?;
+    Ok(json!({
+        "phase": phase,
+        "completionTimestamp": patch::now(),
+        "progress": { "itemsRestored": restored.items, "totalItems": restored.items },
+        "errors": errors,
+        "warnings": warnings,
+    }))
+}

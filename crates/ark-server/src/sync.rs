@@ -1,0 +1,137 @@
+//! Backup sync: every backup in a location's bucket that has no Backup object gets one, so a
+//! deleted namespace or a new cluster pointed at the same bucket sees every backup again.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use ark_api::{Backup, BackupStorageLocation, labels};
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::{Context, locations};
+
+pub async fn run(ctx: Arc<Context>) {
+    loop {
+        if let Err(error) = sync_all(&ctx).await {
+            tracing::warn!("backup sync: {error}");
+        }
+        tokio::time::sleep(ctx.sync_period).await;
+    }
+}
+
+async fn sync_all(ctx: &Context) -> Result<(), kube::Error> {
+    let locations_api: Api<BackupStorageLocation> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    for location in locations_api.list(&Default::default()).await?.items {
+        let name = location.metadata.name.clone().unwrap_or_default();
+        let existing: BTreeSet<String> = backups
+            .list(&Default::default())
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|b| b.metadata.name)
+            .collect();
+        if let Err(error) = sync_location(ctx, &backups, location, &existing).await {
+            tracing::warn!("backup sync of location {name}: {error}");
+        }
+    }
+    Ok(())
+}
+
+async fn sync_location(
+    ctx: &Context,
+    backups: &Api<Backup>,
+    location: BackupStorageLocation,
+    existing: &BTreeSet<String>,
+) -> Result<(), String> {
+    let open = locations::open(&ctx.client, location)
+        .await
+        .map_err(|e| e.to_string())?;
+    let location_name = open.name();
+    let store = &open.store;
+    let in_bucket = store
+        .child_folders(&store.layout.backups_dir())
+        .await
+        .map_err(|e| e.to_string())?;
+    for name in in_bucket.iter().filter(|name| !existing.contains(*name)) {
+        let bytes = match store.get(&store.layout.backup_metadata(name)).await {
+            Ok(bytes) => bytes,
+            // A folder without velero-backup.json is not a backup (yet, or any more).
+            Err(error) if error.is_not_found() => continue,
+            Err(error) => return Err(error.to_string()),
+        };
+        let backup: Backup = match serde_json::from_slice(&bytes) {
+            Ok(backup) => backup,
+            Err(error) => {
+                tracing::warn!(
+                    "backup sync: {name}/velero-backup.json in location {location_name} is invalid: {error}"
+                );
+                continue;
+            }
+        };
+        let synced = synced_backup(backup, &ctx.namespace, &location_name);
+        match backups.create(&PostParams::default(), &synced).await {
+            Ok(_) => {
+                tracing::info!("backup sync: created Backup {name} from location {location_name}")
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => return Err(format!("creating Backup {name}: {error}")),
+        }
+    }
+    Ok(())
+}
+
+/// The Backup object for a backup found in a bucket: its spec and status as uploaded, with only
+/// the identity a new object may carry, in this server's namespace and location.
+pub fn synced_backup(uploaded: Backup, namespace: &str, location: &str) -> Backup {
+    let mut backup = Backup::new(
+        uploaded.metadata.name.as_deref().unwrap_or_default(),
+        uploaded.spec,
+    );
+    backup.status = uploaded.status;
+    backup.metadata.namespace = Some(namespace.to_string());
+    backup.metadata.annotations = uploaded.metadata.annotations;
+    let mut labels = uploaded.metadata.labels.unwrap_or_default();
+    labels.insert(
+        labels::STORAGE_LOCATION.to_string(),
+        labels::valid_label_value(location),
+    );
+    backup.metadata.labels = Some(labels);
+    backup.spec.storage_location = Some(location.to_string());
+    backup
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_api::{BackupPhase, BackupSpec, BackupStatus};
+
+    #[test]
+    fn a_synced_backup_keeps_spec_and_status_and_drops_server_fields() {
+        let mut uploaded = Backup::new(
+            "nightly",
+            BackupSpec {
+                storage_location: Some("old".into()),
+                ..Default::default()
+            },
+        );
+        uploaded.metadata.uid = Some("uid-from-another-cluster".into());
+        uploaded.metadata.resource_version = Some("42".into());
+        uploaded.metadata.namespace = Some("elsewhere".into());
+        uploaded.status = Some(BackupStatus {
+            phase: Some(BackupPhase::Completed),
+            ..Default::default()
+        });
+        let synced = synced_backup(uploaded, "velero", "default");
+        assert_eq!(synced.metadata.uid, None);
+        assert_eq!(synced.metadata.resource_version, None);
+        assert_eq!(synced.metadata.namespace.as_deref(), Some("velero"));
+        assert_eq!(synced.spec.storage_location.as_deref(), Some("default"));
+        assert_eq!(
+            synced.metadata.labels.unwrap()[labels::STORAGE_LOCATION],
+            "default"
+        );
+        assert_eq!(synced.status.unwrap().phase, Some(BackupPhase::Completed));
+    }
+}

@@ -1,0 +1,190 @@
+//! A backup store: one location's object store seen through Velero's layout.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::buffered::BufWriter;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use tokio::io::AsyncWriteExt;
+
+use crate::layout::{Layout, TOP_LEVEL_FOLDERS};
+
+/// An object-store error with the key it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{key}: {source}")]
+    Object {
+        key: String,
+        source: object_store::Error,
+    },
+    #[error("{key}: {source}")]
+    Io { key: String, source: std::io::Error },
+    #[error("{key}: not found")]
+    NotFound { key: String },
+    #[error(
+        "the bucket{} holds {folder:?}, which is not a folder of a backup store (expected only {TOP_LEVEL_FOLDERS:?})",
+        prefix.as_ref().map(|p| format!(" under prefix {p:?}")).unwrap_or_default()
+    )]
+    NotABackupStore {
+        prefix: Option<String>,
+        folder: String,
+    },
+}
+
+impl StoreError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+}
+
+fn object_error(key: &Path) -> impl FnOnce(object_store::Error) -> StoreError + '_ {
+    move |source| match source {
+        object_store::Error::NotFound { .. } => StoreError::NotFound {
+            key: key.to_string(),
+        },
+        source => StoreError::Object {
+            key: key.to_string(),
+            source,
+        },
+    }
+}
+
+#[derive(Clone)]
+pub struct BackupStore {
+    store: Arc<dyn ObjectStore>,
+    pub layout: Layout,
+}
+
+impl BackupStore {
+    pub fn new(store: Arc<dyn ObjectStore>, layout: Layout) -> Self {
+        Self { store, layout }
+    }
+
+    pub async fn put(&self, key: &Path, bytes: Bytes) -> Result<(), StoreError> {
+        self.store
+            .put(key, PutPayload::from_bytes(bytes))
+            .await
+            .map(|_| ())
+            .map_err(object_error(key))
+    }
+
+    pub async fn get(&self, key: &Path) -> Result<Bytes, StoreError> {
+        let result = self.store.get(key).await.map_err(object_error(key))?;
+        result.bytes().await.map_err(object_error(key))
+    }
+
+    pub async fn exists(&self, key: &Path) -> Result<bool, StoreError> {
+        match self.store.head(key).await.map_err(object_error(key)) {
+            Ok(_) => Ok(true),
+            Err(error) if error.is_not_found() => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Uploads a local file without reading it into memory (multipart past the first chunk).
+    pub async fn upload_file(&self, key: &Path, file: &std::path::Path) -> Result<(), StoreError> {
+        let io_error = |source| StoreError::Io {
+            key: key.to_string(),
+            source,
+        };
+        let mut reader = tokio::fs::File::open(file).await.map_err(io_error)?;
+        let mut writer = BufWriter::new(self.store.clone(), key.clone());
+        if let Err(source) = tokio::io::copy(&mut reader, &mut writer).await {
+            let _ = writer.abort().await;
+            return Err(io_error(source));
+        }
+        writer.shutdown().await.map_err(io_error)
+    }
+
+    /// Downloads an object into a local file, chunk by chunk.
+    pub async fn download_file(
+        &self,
+        key: &Path,
+        file: &std::path::Path,
+    ) -> Result<u64, StoreError> {
+        let io_error = |source| StoreError::Io {
+            key: key.to_string(),
+            source,
+        };
+        let result = self.store.get(key).await.map_err(object_error(key))?;
+        let mut out = tokio::fs::File::create(file).await.map_err(io_error)?;
+        let mut stream = result.into_stream();
+        let mut written = 0;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(object_error(key))?;
+            written += chunk.len() as u64;
+            out.write_all(&chunk).await.map_err(io_error)?;
+        }
+        out.flush().await.map_err(io_error)?;
+        Ok(written)
+    }
+
+    /// The names of the folders under `dir` (`backups/` -> backup names).
+    pub async fn child_folders(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
+        let listing = self
+            .store
+            .list_with_delimiter(Some(dir))
+            .await
+            .map_err(object_error(dir))?;
+        Ok(listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect())
+    }
+
+    /// Every key under `dir`.
+    pub async fn keys_under(&self, dir: &Path) -> Result<Vec<Path>, StoreError> {
+        self.store
+            .list(Some(dir))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await
+            .map_err(object_error(dir))
+    }
+
+    /// Deletes every key under `dir` with the store's batch delete; returns how many went.
+    pub async fn delete_under(&self, dir: &Path) -> Result<usize, StoreError> {
+        let keys = self
+            .store
+            .list(Some(dir))
+            .map_ok(|meta| meta.location)
+            .boxed();
+        let deleted: Vec<Path> = self
+            .store
+            .delete_stream(keys)
+            .try_collect()
+            .await
+            .map_err(object_error(dir))?;
+        Ok(deleted.len())
+    }
+
+    pub async fn delete(&self, key: &Path) -> Result<(), StoreError> {
+        match self.store.delete(key).await.map_err(object_error(key)) {
+            Err(error) if error.is_not_found() => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Velero's check that a location is a backup store: reachable, and nothing under the prefix but
+    /// the folders Velero writes.
+    pub async fn validate(&self) -> Result<(), StoreError> {
+        let root = self.layout.root();
+        let listing = self
+            .store
+            .list_with_delimiter(root.as_ref())
+            .await
+            .map_err(object_error(root.as_ref().unwrap_or(&Path::from("/"))))?;
+        for folder in listing.common_prefixes.iter().filter_map(|p| p.filename()) {
+            if !TOP_LEVEL_FOLDERS.contains(&folder) {
+                return Err(StoreError::NotABackupStore {
+                    prefix: self.layout.prefix().map(str::to_string),
+                    folder: folder.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,72 @@
+//! `--wait`: follow an operation with a progress bar until it reaches a final phase.
+
+use std::fmt::Debug;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use kube::Api;
+use kube::runtime::wait::await_condition;
+use serde::de::DeserializeOwned;
+
+/// What `--wait` needs to know of an operation.
+pub trait Operation:
+    kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static
+{
+    /// The phase's name and whether it is final.
+    fn phase_state(&self) -> (String, bool);
+    /// Items done and in all, once known.
+    fn items(&self) -> Option<(i64, i64)>;
+}
+
+impl Operation for ark_api::Backup {
+    fn phase_state(&self) -> (String, bool) {
+        let phase = self.phase();
+        (format!("{phase:?}"), phase.is_terminal())
+    }
+    fn items(&self) -> Option<(i64, i64)> {
+        let progress = self.status.as_ref()?.progress.as_ref()?;
+        Some((
+            progress.items_backed_up.unwrap_or(0),
+            progress.total_items.unwrap_or(0),
+        ))
+    }
+}
+
+impl Operation for ark_api::Restore {
+    fn phase_state(&self) -> (String, bool) {
+        let phase = self.phase();
+        (format!("{phase:?}"), phase.is_terminal())
+    }
+    fn items(&self) -> Option<(i64, i64)> {
+        let progress = self.status.as_ref()?.progress.as_ref()?;
+        Some((
+            progress.items_restored.unwrap_or(0),
+            progress.total_items.unwrap_or(0),
+        ))
+    }
+}
+
+/// Watches the object until its phase is final and returns it; the bar goes to stderr (hidden when
+/// stderr is not a terminal).
+pub async fn until_done<K: Operation>(api: Api<K>, name: &str) -> anyhow::Result<K> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} items ({elapsed})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let shown = bar.clone();
+    let condition = move |object: Option<&K>| {
+        let Some(object) = object else { return true };
+        let (phase, done) = object.phase_state();
+        shown.set_message(phase);
+        if let Some((items, total)) = object.items() {
+            shown.set_length(total.max(items) as u64);
+            shown.set_position(items as u64);
+        }
+        done
+    };
+    let result = await_condition(api, name, condition).await;
+    bar.finish_and_clear();
+    result?.ok_or_else(|| anyhow::anyhow!("{name} was deleted while waiting for it"))
+}
