@@ -202,3 +202,56 @@ pub fn is_pod_running() -> impl Condition<Pod> {
             == Some("Running")
     }
 }
+
+/// An `ark server` process acting on one namespace, stopped when dropped. Its log is kept in the
+/// scratch directory and printed if the test fails (on drop while panicking).
+pub struct ArkServer {
+    child: std::process::Child,
+    log: PathBuf,
+    _scratch: tempfile::TempDir,
+}
+
+impl ArkServer {
+    /// Starts `binary server -n namespace` with short sync and validation periods.
+    pub fn start(binary: &str, cluster: &Cluster, namespace: &str) -> ArkServer {
+        let scratch = tempfile::tempdir().expect("scratch dir");
+        let log = scratch.path().join("server.log");
+        let child = std::process::Command::new(binary)
+            .args([
+                "server",
+                "-n",
+                namespace,
+                "--backup-sync-period",
+                "2s",
+                "--store-validation-frequency",
+                "2s",
+            ])
+            .arg("--scratch-dir")
+            .arg(scratch.path().join("work"))
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("server log"))
+            .spawn()
+            .expect("start ark server");
+        ArkServer {
+            child,
+            log,
+            _scratch: scratch,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for ArkServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- ark server log ---\n{}", self.log());
+        }
+    }
+}

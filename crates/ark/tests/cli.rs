@@ -1,25 +1,12 @@
 //! The `ark` binary as users run it, against the local cluster: exact output and exit codes.
 
-use std::process::{Command, Output};
+mod common;
 
 use ark_api::{Backup, BackupSpec};
 use ark_tests::{Cluster, TestNamespace};
+use common::{ark, text};
 use kube::Api;
 use kube::api::PostParams;
-
-fn ark(cluster: Option<&Cluster>, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ark"));
-    command.args(args).env_remove("ARK_NAMESPACE");
-    match cluster {
-        Some(cluster) => command.env("KUBECONFIG", &cluster.kubeconfig),
-        None => command.env("KUBECONFIG", "/nonexistent/kubeconfig"),
-    };
-    command.output().expect("run ark")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[test]
 fn a_mistyped_command_is_a_usage_error_with_a_suggestion() {

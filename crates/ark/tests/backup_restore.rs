@@ -1,0 +1,437 @@
+//! Backups and restores that really move data, end to end on the local cluster: a namespace with a
+//! Deployment, its ReplicaSet and Running pods, a ConfigMap, a Secret, a Service and a
+//! ServiceAccount goes to the bucket in Velero's file set and comes back, with a file location and
+//! with SeaweedFS S3.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::time::Duration;
+
+use ark_api::{Backup, Restore};
+use ark_storage::BackupStore;
+use ark_tests::{ArkServer, Cluster, TestNamespace, is_pod_running, unique_name, wait_for};
+use common::{ARK, ark_ok};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service, ServiceAccount};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::wait::{Condition, conditions};
+use kube::{Api, Client};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// Where a test's backups go: the location's `ark backup-location create` flags, and the same
+/// store opened directly to look at the bucket.
+struct TestLocation {
+    flags: Vec<String>,
+    store: BackupStore,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn file_location() -> TestLocation {
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = dir.path().to_str().unwrap().to_string();
+    let store = ark_storage::open(&ark_storage::Location {
+        name: "default".into(),
+        provider: "file".into(),
+        bucket: bucket.clone(),
+        ..Default::default()
+    })
+    .unwrap();
+    TestLocation {
+        flags: vec![
+            "--provider".into(),
+            "file".into(),
+            "--bucket".into(),
+            bucket,
+        ],
+        store,
+        _dir: Some(dir),
+    }
+}
+
+/// An S3 location on SeaweedFS under a prefix of its own, with credentials in a Secret as Velero
+/// users keep them.
+async fn s3_location(cluster: &Cluster, client: &Client, ark_ns: &str) -> TestLocation {
+    let prefix = unique_name("e2e");
+    let location = cluster.s3_location(&prefix);
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "cloud-credentials" },
+        "stringData": { "cloud": location.credentials.clone().unwrap() },
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), ark_ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let config = location
+        .config
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    TestLocation {
+        flags: vec![
+            "--provider".into(),
+            "aws".into(),
+            "--bucket".into(),
+            cluster.s3_bucket.clone(),
+            "--prefix".into(),
+            prefix,
+            "--config".into(),
+            config,
+            "--credential".into(),
+            "cloud-credentials=cloud".into(),
+        ],
+        store: ark_storage::open(&location).unwrap(),
+        _dir: None,
+    }
+}
+
+fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+/// The application the tests back up: every kind the issue names, pods Running on the kwok node.
+async fn deploy_shop(client: &Client, ns: &str) {
+    let pp = PostParams::default();
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&pp, &object(serde_json::json!({ "metadata": { "name": "settings" }, "data": { "color": "blue" } })))
+        .await
+        .unwrap();
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .create(&pp, &object(serde_json::json!({ "metadata": { "name": "db" }, "stringData": { "password": "hunter2" } })))
+        .await
+        .unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &object(serde_json::json!({ "metadata": { "name": "shop" } })),
+        )
+        .await
+        .unwrap();
+    Api::<Service>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &object(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": { "selector": { "app": "web" }, "ports": [{ "port": 80 }] },
+            })),
+        )
+        .await
+        .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &object(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": {
+                    "replicas": 2,
+                    "selector": { "matchLabels": { "app": "web" } },
+                    "template": {
+                        "metadata": { "labels": { "app": "web" } },
+                        "spec": {
+                            "serviceAccountName": "shop",
+                            "nodeSelector": { "type": "kwok" },
+                            "containers": [{ "name": "web", "image": "nginx" }],
+                        },
+                    },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    wait_for_running_pods(client, ns, 2).await;
+}
+
+async fn wait_for_running_pods(client: &Client, ns: &str, count: usize) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .unwrap();
+        let running = list
+            .items
+            .iter()
+            .filter(|p| is_pod_running().matches_object(Some(p)))
+            .count();
+        if running >= count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{count} pods of app=web in {ns} not Running: {running}"
+        );
+        // The watch-based wait needs a name; a short poll is fine for a set of pods.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+async fn delete_namespace(client: &Client, ns: &str) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let uid = api.get(ns).await.unwrap().metadata.uid.unwrap();
+    api.delete(ns, &DeleteParams::default()).await.unwrap();
+    wait_for(api, ns, conditions::is_deleted(&uid), WAIT)
+        .await
+        .ok();
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+async fn file_names_under(store: &BackupStore, dir: &ark_storage::Path) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .keys_under(dir)
+        .await
+        .unwrap()
+        .iter()
+        .map(|k| k.filename().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestLocation) {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ark_ns = TestNamespace::create(&client, "ark").await;
+    let app = TestNamespace::create(&client, "shop").await;
+    let location = location(&cluster, &client, &ark_ns.name).await;
+    let server = ArkServer::start(ARK, &cluster, &ark_ns.name);
+
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    create.extend(location.flags.iter().map(String::as_str));
+    assert_eq!(
+        ark_ok(&cluster, &ark_ns.name, &create),
+        "Backup storage location \"default\" configured successfully.\n"
+    );
+    deploy_shop(&client, &app.name).await;
+
+    // Backup.
+    let stdout = ark_ok(
+        &cluster,
+        &ark_ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    assert_eq!(
+        stdout,
+        "Backup request \"b1\" submitted successfully.\n\
+         Backup completed with status: Completed. You may check for more information using the commands `ark backup describe b1` and `ark backup logs b1`.\n"
+    );
+    let store = &location.store;
+    assert_eq!(
+        file_names_under(store, &store.layout.backup_dir("b1")).await,
+        [
+            "b1-logs.gz",
+            "b1-resource-list.json.gz",
+            "b1-results.gz",
+            "b1-volumesnapshots.json.gz",
+            "b1.tar.gz",
+            "velero-backup.json"
+        ]
+    );
+    let uploaded: Backup = serde_json::from_slice(
+        &store
+            .get(&store.layout.backup_metadata("b1"))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(uploaded.phase(), ark_api::BackupPhase::Completed);
+    let tarball = gunzip(
+        &store
+            .get(&store.layout.backup_contents("b1"))
+            .await
+            .unwrap(),
+    );
+    let mut entries = BTreeMap::new();
+    for entry in tar::Archive::new(tarball.as_slice()).entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().display().to_string();
+        let mut content = String::new();
+        entry.read_to_string(&mut content).unwrap();
+        entries.insert(path, content);
+    }
+    assert_eq!(entries["metadata/version"], "1.1.0");
+    let ns = &app.name;
+    for path in [
+        format!("resources/namespaces/cluster/{ns}.json"),
+        format!("resources/configmaps/namespaces/{ns}/settings.json"),
+        format!("resources/configmaps/v1-preferredversion/namespaces/{ns}/settings.json"),
+        format!("resources/secrets/namespaces/{ns}/db.json"),
+        format!("resources/serviceaccounts/namespaces/{ns}/shop.json"),
+        format!("resources/services/namespaces/{ns}/web.json"),
+        format!("resources/deployments.apps/namespaces/{ns}/web.json"),
+        format!("resources/deployments.apps/v1-preferredversion/namespaces/{ns}/web.json"),
+    ] {
+        assert!(
+            entries.contains_key(&path),
+            "{path} missing from the tarball: {:?}",
+            entries.keys()
+        );
+    }
+    assert_eq!(
+        entries
+            .keys()
+            .filter(|p| p.starts_with("resources/replicasets.apps/namespaces/"))
+            .count(),
+        1
+    );
+    assert_eq!(
+        entries
+            .keys()
+            .filter(|p| p.starts_with("resources/pods/namespaces/"))
+            .count(),
+        2
+    );
+    let settings: serde_json::Value = serde_json::from_str(
+        &entries[&format!("resources/configmaps/namespaces/{ns}/settings.json")],
+    )
+    .unwrap();
+    assert_eq!(settings["kind"], "ConfigMap");
+    assert_eq!(settings["data"]["color"], "blue");
+
+    // The namespace is lost; the restore brings everything back, pods Running again.
+    delete_namespace(&client, ns).await;
+    let stdout = ark_ok(
+        &cluster,
+        &ark_ns.name,
+        &["restore", "create", "r1", "--from-backup", "b1", "--wait"],
+    );
+    assert!(stdout.ends_with("Restore completed with status: Completed. You may check for more information using the commands `ark restore describe r1` and `ark restore logs r1`.\n"), "{stdout}");
+    let settings = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(settings.data.unwrap()["color"], "blue");
+    let labels = settings.metadata.labels.unwrap();
+    assert_eq!(labels["velero.io/backup-name"], "b1");
+    assert_eq!(labels["velero.io/restore-name"], "r1");
+    let secret = Api::<Secret>::namespaced(client.clone(), ns)
+        .get("db")
+        .await
+        .unwrap();
+    assert_eq!(secret.data.unwrap()["password"].0, b"hunter2");
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .get("shop")
+        .await
+        .unwrap();
+    let service = Api::<Service>::namespaced(client.clone(), ns)
+        .get("web")
+        .await
+        .unwrap();
+    assert!(
+        service
+            .spec
+            .unwrap()
+            .cluster_ip
+            .is_some_and(|ip| !ip.is_empty())
+    );
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get("web")
+        .await
+        .unwrap();
+    assert_eq!(deployment.spec.unwrap().replicas, Some(2));
+    wait_for_running_pods(&client, ns, 2).await;
+    let restore = Api::<Restore>::namespaced(client.clone(), &ark_ns.name)
+        .get("r1")
+        .await
+        .unwrap();
+    let status = restore.status.unwrap();
+    assert_eq!((status.errors, status.warnings), (Some(0), Some(0)));
+    assert_eq!(
+        file_names_under(store, &store.layout.restore_dir("r1")).await,
+        [
+            "restore-r1-logs.gz",
+            "restore-r1-resource-list.json.gz",
+            "restore-r1-results.gz"
+        ]
+    );
+
+    // A restore into a mapped namespace.
+    let copy = format!("{ns}-copy");
+    let mapping = format!("{ns}:{copy}");
+    ark_ok(
+        &cluster,
+        &ark_ns.name,
+        &[
+            "restore",
+            "create",
+            "r2",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--wait",
+        ],
+    );
+    let copied = Api::<ConfigMap>::namespaced(client.clone(), &copy)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(copied.data.unwrap()["color"], "blue");
+    wait_for_running_pods(&client, &copy, 2).await;
+    Api::<Namespace>::all(client.clone())
+        .delete(&copy, &DeleteParams::default())
+        .await
+        .unwrap();
+
+    // What happened is visible.
+    let get = ark_ok(&cluster, &ark_ns.name, &["restore", "get"]);
+    assert!(
+        get.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("r1    b1      Completed"),
+        "{get}"
+    );
+    let describe = ark_ok(
+        &cluster,
+        &ark_ns.name,
+        &["backup", "describe", "b1", "--details"],
+    );
+    assert!(
+        describe.contains(&format!("    - {ns}/settings\n")),
+        "{describe}"
+    );
+    assert!(
+        describe.contains("Items backed up:              "),
+        "{describe}"
+    );
+    let logs = ark_ok(&cluster, &ark_ns.name, &["backup", "logs", "b1"]);
+    assert!(
+        logs.contains(&format!(
+            "level=info msg=\"backed up 1 deployments.apps in namespace {ns}\" backup={}/b1",
+            ark_ns.name
+        )),
+        "{logs}"
+    );
+    let logs = ark_ok(&cluster, &ark_ns.name, &["restore", "logs", "r1"]);
+    assert!(logs.contains("msg=\"restored deployments.apps\""), "{logs}");
+    drop(server);
+}
+
+#[tokio::test]
+async fn round_trip_with_a_file_location() {
+    round_trip(async |_, _, _| file_location()).await;
+}
+
+#[tokio::test]
+async fn round_trip_with_s3() {
+    round_trip(s3_location).await;
+}

@@ -1,0 +1,40 @@
+//! Running the `ark` binary as users do.
+
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::process::{Command, Output};
+
+use ark_tests::Cluster;
+
+pub const ARK: &str = env!("CARGO_BIN_EXE_ark");
+
+/// Runs `ark ARGS` against the local cluster (or against no cluster at all).
+pub fn ark(cluster: Option<&Cluster>, args: &[&str]) -> Output {
+    let mut command = Command::new(ARK);
+    command.args(args).env_remove("ARK_NAMESPACE");
+    match cluster {
+        Some(cluster) => command.env("KUBECONFIG", &cluster.kubeconfig),
+        None => command.env("KUBECONFIG", "/nonexistent/kubeconfig"),
+    };
+    command.stdin(std::process::Stdio::null());
+    command.output().expect("run ark")
+}
+
+/// Runs ark in namespace `ns` and insists that it succeeds.
+pub fn ark_ok(cluster: &Cluster, ns: &str, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["-n", ns]);
+    let output = ark(Some(cluster), &all);
+    assert!(
+        output.status.success(),
+        "ark {args:?} failed ({:?}):\n{}{}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
