@@ -244,6 +244,11 @@ impl ArkServer {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// The directory the server's scratch directory (`work/`) is in.
+    pub fn scratch_parent(&self) -> &std::path::Path {
+        self._scratch.path()
+    }
 }
 
 impl Drop for ArkServer {

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
-use object_store::{ClientOptions, ObjectStore};
+use object_store::{ClientOptions, ObjectStore, RetryConfig};
 
 use crate::BackupStore;
 use crate::credentials::{CredentialsError, aws_profile};
@@ -37,6 +38,11 @@ pub enum StorageError {
     UnknownProvider { location: String, provider: String },
     #[error("backup storage location {location:?}: {reason}")]
     Config { location: String, reason: String },
+    #[error(
+        "backup storage location {location:?}: no credentials: name a Secret in the location's spec.credential \
+         (ark backup-location create --credential SECRET=KEY) or set {env} in the server's environment"
+    )]
+    NoCredentials { location: String, env: &'static str },
     #[error("backup storage location {location:?}: credentials: {source}")]
     Credentials {
         location: String,
@@ -69,16 +75,49 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
             })?;
             Arc::new(LocalFileSystem::new_with_prefix(&location.bucket).map_err(store_error)?)
         }
-        "aws" => Arc::new(s3_builder(location)?.build().map_err(store_error)?),
+        "aws" => {
+            require_credentials(
+                location,
+                &[
+                    "AWS_ACCESS_KEY_ID",
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                ],
+            )?;
+            Arc::new(s3_builder(location)?.build().map_err(store_error)?)
+        }
         "gcp" => {
-            let mut builder =
-                GoogleCloudStorageBuilder::from_env().with_bucket_name(&location.bucket);
+            require_credentials(
+                location,
+                &[
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    "GOOGLE_SERVICE_ACCOUNT",
+                    "GOOGLE_SERVICE_ACCOUNT_PATH",
+                    "GOOGLE_SERVICE_ACCOUNT_KEY",
+                ],
+            )?;
+            let mut builder = GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(&location.bucket)
+                .with_retry(retry());
             if let Some(key) = &location.credentials {
                 builder = builder.with_service_account_key(key);
             }
             Arc::new(builder.build().map_err(store_error)?)
         }
-        "azure" => Arc::new(azure_builder(location)?.build().map_err(store_error)?),
+        "azure" => {
+            require_credentials(
+                location,
+                &[
+                    "AZURE_STORAGE_ACCOUNT_KEY",
+                    "AZURE_STORAGE_ACCESS_KEY",
+                    "AZURE_STORAGE_SAS_KEY",
+                    "AZURE_CLIENT_SECRET",
+                    "AZURE_FEDERATED_TOKEN_FILE",
+                ],
+            )?;
+            Arc::new(azure_builder(location)?.build().map_err(store_error)?)
+        }
         _ => {
             return Err(StorageError::UnknownProvider {
                 location: location.name.clone(),
@@ -90,6 +129,19 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
         store,
         Layout::new(location.prefix.as_deref()),
     ))
+}
+
+/// Without credentials, the cloud SDKs fall back to an instance-metadata endpoint on a link-local
+/// address; ark never does that implicitly: a location without credentials is an error that says
+/// how to give them.
+fn require_credentials(location: &Location, env: &[&'static str]) -> Result<(), StorageError> {
+    if location.credentials.is_some() || env.iter().any(|var| std::env::var_os(var).is_some()) {
+        return Ok(());
+    }
+    Err(StorageError::NoCredentials {
+        location: location.name.clone(),
+        env: env[0],
+    })
 }
 
 fn flag(location: &Location, key: &str) -> Result<bool, StorageError> {
@@ -105,6 +157,16 @@ fn flag(location: &Location, key: &str) -> Result<bool, StorageError> {
             location: location.name.clone(),
             reason: format!("config {key}={v:?} is not true or false"),
         }),
+    }
+}
+
+/// A bucket that does not answer fails an operation within seconds, not after object_store's
+/// default three minutes: a backup against a dead endpoint should say so while the user waits.
+fn retry() -> RetryConfig {
+    RetryConfig {
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(20),
+        ..Default::default()
     }
 }
 
@@ -125,7 +187,8 @@ fn s3_builder(location: &Location) -> Result<AmazonS3Builder, StorageError> {
                 .map_or("us-east-1", String::as_str),
         )
         .with_virtual_hosted_style_request(!flag(location, "s3ForcePathStyle")?)
-        .with_client_options(client_options(location)?);
+        .with_client_options(client_options(location)?)
+        .with_retry(retry());
     if let Some(url) = location.config.get("s3Url") {
         builder = builder
             .with_endpoint(url)
@@ -156,7 +219,8 @@ fn s3_builder(location: &Location) -> Result<AmazonS3Builder, StorageError> {
 fn azure_builder(location: &Location) -> Result<MicrosoftAzureBuilder, StorageError> {
     let mut builder = MicrosoftAzureBuilder::from_env()
         .with_container_name(&location.bucket)
-        .with_client_options(client_options(location)?);
+        .with_client_options(client_options(location)?)
+        .with_retry(retry());
     if let Some(account) = location.config.get("storageAccount") {
         builder = builder.with_account(account);
     }
@@ -170,4 +234,56 @@ fn azure_builder(location: &Location) -> Result<MicrosoftAzureBuilder, StorageEr
         }
     }
     Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s3(credentials: Option<&str>) -> Location {
+        // What the binaries do at start-up: one provider for the process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Location {
+            name: "default".into(),
+            provider: "aws".into(),
+            bucket: "b".into(),
+            config: BTreeMap::from([("s3Url".into(), "http://127.0.0.1:9".into())]),
+            credentials: credentials.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_cloud_location_without_credentials_is_refused_not_sent_to_instance_metadata() {
+        let error = open(&s3(None)).err().expect("refused");
+        assert_eq!(
+            error.to_string(),
+            "backup storage location \"default\": no credentials: name a Secret in the location's spec.credential \
+             (ark backup-location create --credential SECRET=KEY) or set AWS_ACCESS_KEY_ID in the server's environment"
+        );
+        assert!(
+            open(&s3(Some(
+                "[default]\naws_access_key_id=a\naws_secret_access_key=b\n"
+            )))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn unknown_providers_and_bad_flags_are_named() {
+        let mut location = s3(Some("[default]\n"));
+        location.provider = "ftp".into();
+        assert_eq!(
+            open(&location).err().unwrap().to_string(),
+            "backup storage location \"default\": unknown provider \"ftp\" (expected aws, gcp, azure or file)"
+        );
+        let mut location = s3(Some("[default]\n"));
+        location
+            .config
+            .insert("s3ForcePathStyle".into(), "yes".into());
+        assert_eq!(
+            open(&location).err().unwrap().to_string(),
+            "backup storage location \"default\": config s3ForcePathStyle=\"yes\" is not true or false"
+        );
+    }
 }
