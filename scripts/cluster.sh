@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The local test cluster: kube-apiserver + etcd + kube-controller-manager + kube-scheduler with kwok as
-# the kubelet (through kwokctl's binary runtime), and SeaweedFS as S3, all on 127.0.0.1.
+# The local test clusters: kube-apiserver + etcd + kube-controller-manager + kube-scheduler with kwok as
+# the kubelet (through kwokctl's binary runtime), and SeaweedFS as S3, all on 127.0.0.1. A second,
+# smaller-footprint cluster beside the first (same S3) is where migration tests restore to.
 #   scripts/cluster.sh up      build (first time only) and start; a no-op when already running
 #   scripts/cluster.sh down    stop every process `up` started and remove the state
 #   scripts/cluster.sh status  say what runs
-# Tests read $ARK_CLUSTER_STATE/cluster.env (default: .cluster/ in the repository).
+# Tests read $ARK_CLUSTER_STATE/cluster.env and $ARK_CLUSTER_STATE/second/cluster.env (default
+# state: .cluster/ in the repository).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -14,9 +16,6 @@ source "$here/cluster-versions.sh"
 state="${ARK_CLUSTER_STATE:-$repo/.cluster}"
 bin="$ARK_CLUSTER_CACHE/bin"
 weed="$ARK_CLUSTER_CACHE/venv/bin/weed"
-cluster_name=ark
-export KWOK_WORKDIR="$state/kwok"
-kubeconfig="$state/kubeconfig"
 s3_port="${ARK_S3_PORT:-8333}"
 s3_bucket=ark-test
 s3_access_key=ark-test-access
@@ -29,8 +28,11 @@ fail() {
   exit 1
 }
 
+# Every function below acts on the cluster whose state directory is $1.
+kwokctl() { KWOK_WORKDIR="$1/kwok" "$bin/kwokctl" --name ark "${@:2}"; }
+
 apiserver_up() {
-  [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1
+  [ -f "$1/kubeconfig" ] && kubectl --kubeconfig "$1/kubeconfig" get --raw /readyz >/dev/null 2>&1
 }
 
 s3_up() {
@@ -39,16 +41,17 @@ s3_up() {
 }
 
 start_kubernetes() {
-  if apiserver_up; then
-    say "kubernetes already running"
+  local dir="$1"
+  if apiserver_up "$dir"; then
+    say "kubernetes already running ($dir)"
     return
   fi
   # A half-started cluster from an earlier run is removed before starting anew.
-  "$bin/kwokctl" --name "$cluster_name" delete cluster >/dev/null 2>&1 || true
-  mkdir -p "$state"
-  say "starting kube-apiserver, etcd, controller-manager, scheduler and kwok"
-  local log="$state/kwokctl-create.log"
-  PATH="$bin:$PATH" "$bin/kwokctl" --name "$cluster_name" create cluster \
+  kwokctl "$dir" delete cluster >/dev/null 2>&1 || true
+  mkdir -p "$dir"
+  say "starting kube-apiserver, etcd, controller-manager, scheduler and kwok ($dir)"
+  local log="$dir/kwokctl-create.log"
+  PATH="$bin:$PATH" kwokctl "$dir" create cluster \
     --runtime binary \
     --kube-apiserver-binary "$bin/kube-apiserver" \
     --kube-controller-manager-binary "$bin/kube-controller-manager" \
@@ -57,14 +60,13 @@ start_kubernetes() {
     --kwok-controller-binary "$bin/kwok" \
     --kube-authorization=true \
     --enable-crds Exec,ClusterExec \
-    --kubeconfig "$kubeconfig" \
+    --kubeconfig "$dir/kubeconfig" \
     --wait 3m >"$log" 2>&1 || fail "kwokctl create cluster" "$log"
-  "$bin/kwokctl" --name "$cluster_name" scale node --replicas 1 >>"$log" 2>&1 ||
-    fail "kwokctl scale node" "$log"
+  kwokctl "$dir" scale node --replicas 1 >>"$log" 2>&1 || fail "kwokctl scale node" "$log"
 }
 
 install_crds() {
-  local log="$state/crds.log"
+  local kubeconfig="$1/kubeconfig" log="$1/crds.log"
   {
     kubectl --kubeconfig "$kubeconfig" apply --server-side -f "$repo/config/crd/"
     kubectl --kubeconfig "$kubeconfig" wait --for condition=Established --timeout 60s \
@@ -72,6 +74,12 @@ install_crds() {
     kubectl --kubeconfig "$kubeconfig" create namespace velero --dry-run=client -o yaml |
       kubectl --kubeconfig "$kubeconfig" apply -f -
   } >"$log" 2>&1 || fail "installing ark's CRDs" "$log"
+}
+
+stop_kubernetes() {
+  if [ -d "$1/kwok" ]; then
+    kwokctl "$1" delete cluster >/dev/null 2>&1 || true
+  fi
 }
 
 start_s3() {
@@ -100,8 +108,8 @@ start_s3() {
 }
 
 write_env() {
-  cat >"$state/cluster.env" <<ENV
-KUBECONFIG=$kubeconfig
+  cat >"$1/cluster.env" <<ENV
+KUBECONFIG=$1/kubeconfig
 ARK_S3_ENDPOINT=http://127.0.0.1:$s3_port
 ARK_S3_BUCKET=$s3_bucket
 ARK_S3_ACCESS_KEY=$s3_access_key
@@ -114,16 +122,18 @@ case "${1:-}" in
   up)
     start=$(date +%s)
     bash "$here/cluster-build.sh"
-    start_kubernetes
-    install_crds
+    for dir in "$state" "$state/second"; do
+      start_kubernetes "$dir"
+      install_crds "$dir"
+    done
     start_s3
-    write_env
+    write_env "$state"
+    write_env "$state/second"
     say "ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
     ;;
   down)
-    if [ -d "$KWOK_WORKDIR" ]; then
-      "$bin/kwokctl" --name "$cluster_name" delete cluster >/dev/null 2>&1 || true
-    fi
+    stop_kubernetes "$state/second"
+    stop_kubernetes "$state"
     if [ -f "$state/weed.pid" ]; then
       pid=$(cat "$state/weed.pid")
       kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
@@ -134,9 +144,12 @@ case "${1:-}" in
     say "stopped and removed $state"
     ;;
   status)
-    if apiserver_up; then say "kubernetes: running ($kubeconfig)"; else say "kubernetes: not running"; fi
-    if s3_up; then say "s3: running on 127.0.0.1:$s3_port"; else say "s3: not running"; fi
-    apiserver_up && s3_up
+    up=0
+    for dir in "$state" "$state/second"; do
+      if apiserver_up "$dir"; then say "kubernetes: running ($dir/kubeconfig)"; else say "kubernetes: not running ($dir)"; up=1; fi
+    done
+    if s3_up; then say "s3: running on 127.0.0.1:$s3_port"; else say "s3: not running"; up=1; fi
+    exit $up
     ;;
   *)
     echo "usage: $0 up|down|status" >&2

@@ -4,6 +4,8 @@
 //!
 //! A test that finds no cluster fails and says how to start one: it never skips itself.
 
+pub mod fixtures;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,9 +35,18 @@ fn state_dir() -> PathBuf {
 }
 
 impl Cluster {
-    /// Reads `cluster.env`; panics with the command to run when the cluster was never started.
+    /// The main cluster (with the S3 server).
     pub fn get() -> Cluster {
-        let path = state_dir().join("cluster.env");
+        Self::read(state_dir().join("cluster.env"))
+    }
+
+    /// The second cluster, beside the first and sharing its S3 server: where migrations go.
+    pub fn second() -> Cluster {
+        Self::read(state_dir().join("second/cluster.env"))
+    }
+
+    /// Reads a `cluster.env`; panics with the command to run when the cluster was never started.
+    fn read(path: PathBuf) -> Cluster {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!(
                 "the local test cluster is not running ({}: {e}); start it with `cargo xtask cluster up`, \
@@ -120,8 +131,10 @@ pub struct TestNamespace {
     cluster: Cluster,
 }
 
-impl TestNamespace {
-    pub async fn create(client: &Client, prefix: &str) -> TestNamespace {
+impl Cluster {
+    /// A namespace of the test's own in this cluster, deleted when dropped.
+    pub async fn namespace(&self, prefix: &str) -> TestNamespace {
+        let client = self.client().await;
         let name = unique_name(prefix);
         let namespace: Namespace = serde_json::from_value(serde_json::json!({
             "metadata": { "name": name, "labels": { "ark.test/e2e": "true" } }
@@ -133,7 +146,7 @@ impl TestNamespace {
             .expect("create test namespace");
         TestNamespace {
             name,
-            cluster: Cluster::get(),
+            cluster: self.clone(),
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ark_api::{Backup, BackupSpec, DeleteBackupRequest, DeleteBackupRequestSpec};
-use ark_tests::{Cluster, TestNamespace, is_pod_running, kwok_pod, unique_name, wait_for};
+use ark_tests::{Cluster, is_pod_running, kwok_pod, unique_name, wait_for};
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
 use kube::api::{ApiResource, AttachParams, DynamicObject, GroupVersionKind, PostParams};
@@ -17,7 +17,7 @@ async fn api_server_answers_and_enforces_rbac() {
     let version = admin.apiserver_version().await.unwrap();
     assert_eq!(version.major, "1");
 
-    let ns = TestNamespace::create(&admin, "rbac").await;
+    let ns = cluster.namespace("rbac").await;
     let account: ServiceAccount =
         serde_json::from_value(serde_json::json!({ "metadata": { "name": "nobody" } })).unwrap();
     Api::<ServiceAccount>::namespaced(admin.clone(), &ns.name)
@@ -59,7 +59,7 @@ async fn ark_crds_are_served() {
         ]
     );
 
-    let ns = TestNamespace::create(&client, "crds").await;
+    let ns = cluster.namespace("crds").await;
     let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
     let backup = Backup::new(
         "nightly",
@@ -111,7 +111,7 @@ async fn enable_exec(client: &Client, namespace: &str, pod: &str, containers: &[
 async fn pods_run_on_the_kwok_node_and_exec_runs_a_real_command() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ns = TestNamespace::create(&client, "exec").await;
+    let ns = cluster.namespace("exec").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
     pods.create(&PostParams::default(), &kwok_pod("app", &["main"]))
         .await

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use ark_api::{Backup, Restore};
 use ark_storage::BackupStore;
-use ark_tests::{ArkServer, Cluster, TestNamespace, is_pod_running, unique_name, wait_for};
+use ark_tests::{ArkServer, Cluster, fixtures, wait_for};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service, ServiceAccount};
-use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::runtime::wait::{Condition, conditions};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
+use kube::api::DeleteParams;
+use kube::runtime::wait::conditions;
 use kube::{Api, Client};
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -48,125 +48,6 @@ fn file_location() -> TestLocation {
         ],
         store,
         _dir: Some(dir),
-    }
-}
-
-/// An S3 location on SeaweedFS under a prefix of its own, with credentials in a Secret as Velero
-/// users keep them.
-async fn s3_location(cluster: &Cluster, client: &Client, ark_ns: &str) -> TestLocation {
-    let prefix = unique_name("e2e");
-    let location = cluster.s3_location(&prefix);
-    let secret: Secret = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "cloud-credentials" },
-        "stringData": { "cloud": location.credentials.clone().unwrap() },
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(client.clone(), ark_ns)
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
-    let config = location
-        .config
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    TestLocation {
-        flags: vec![
-            "--provider".into(),
-            "aws".into(),
-            "--bucket".into(),
-            cluster.s3_bucket.clone(),
-            "--prefix".into(),
-            prefix,
-            "--config".into(),
-            config,
-            "--credential".into(),
-            "cloud-credentials=cloud".into(),
-        ],
-        store: ark_storage::open(&location).unwrap(),
-        _dir: None,
-    }
-}
-
-fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
-
-/// The application the tests back up: every kind the issue names, pods Running on the kwok node.
-async fn deploy_shop(client: &Client, ns: &str) {
-    let pp = PostParams::default();
-    Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .create(&pp, &object(serde_json::json!({ "metadata": { "name": "settings" }, "data": { "color": "blue" } })))
-        .await
-        .unwrap();
-    Api::<Secret>::namespaced(client.clone(), ns)
-        .create(&pp, &object(serde_json::json!({ "metadata": { "name": "db" }, "stringData": { "password": "hunter2" } })))
-        .await
-        .unwrap();
-    Api::<ServiceAccount>::namespaced(client.clone(), ns)
-        .create(
-            &pp,
-            &object(serde_json::json!({ "metadata": { "name": "shop" } })),
-        )
-        .await
-        .unwrap();
-    Api::<Service>::namespaced(client.clone(), ns)
-        .create(
-            &pp,
-            &object(serde_json::json!({
-                "metadata": { "name": "web" },
-                "spec": { "selector": { "app": "web" }, "ports": [{ "port": 80 }] },
-            })),
-        )
-        .await
-        .unwrap();
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(
-            &pp,
-            &object(serde_json::json!({
-                "metadata": { "name": "web" },
-                "spec": {
-                    "replicas": 2,
-                    "selector": { "matchLabels": { "app": "web" } },
-                    "template": {
-                        "metadata": { "labels": { "app": "web" } },
-                        "spec": {
-                            "serviceAccountName": "shop",
-                            "nodeSelector": { "type": "kwok" },
-                            "containers": [{ "name": "web", "image": "nginx" }],
-                        },
-                    },
-                },
-            })),
-        )
-        .await
-        .unwrap();
-    wait_for_running_pods(client, ns, 2).await;
-}
-
-async fn wait_for_running_pods(client: &Client, ns: &str, count: usize) {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let list = pods
-            .list(&ListParams::default().labels("app=web"))
-            .await
-            .unwrap();
-        let running = list
-            .items
-            .iter()
-            .filter(|p| is_pod_running().matches_object(Some(p)))
-            .count();
-        if running >= count {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{count} pods of app=web in {ns} not Running: {running}"
-        );
-        // The watch-based wait needs a name; a short poll is fine for a set of pods.
-        tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
 
@@ -202,8 +83,8 @@ async fn file_names_under(store: &BackupStore, dir: &ark_storage::Path) -> Vec<S
 async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestLocation) {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ark_ns = TestNamespace::create(&client, "ark").await;
-    let app = TestNamespace::create(&client, "shop").await;
+    let ark_ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("shop").await;
     let location = location(&cluster, &client, &ark_ns.name).await;
     let server = ArkServer::start(ARK, &cluster, &ark_ns.name);
 
@@ -213,7 +94,7 @@ async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestL
         ark_ok(&cluster, &ark_ns.name, &create),
         "Backup storage location \"default\" configured successfully.\n"
     );
-    deploy_shop(&client, &app.name).await;
+    fixtures::deploy_shop(&client, &app.name).await;
 
     // Backup.
     let stdout = ark_ok(
@@ -347,7 +228,7 @@ async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestL
         .await
         .unwrap();
     assert_eq!(deployment.spec.unwrap().replicas, Some(2));
-    wait_for_running_pods(&client, ns, 2).await;
+    fixtures::wait_for_running_pods(&client, ns, 2).await;
     let restore = Api::<Restore>::namespaced(client.clone(), &ark_ns.name)
         .get("r1")
         .await
@@ -385,7 +266,7 @@ async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestL
         .await
         .unwrap();
     assert_eq!(copied.data.unwrap()["color"], "blue");
-    wait_for_running_pods(&client, &copy, 2).await;
+    fixtures::wait_for_running_pods(&client, &copy, 2).await;
     Api::<Namespace>::all(client.clone())
         .delete(&copy, &DeleteParams::default())
         .await
@@ -433,5 +314,13 @@ async fn round_trip_with_a_file_location() {
 
 #[tokio::test]
 async fn round_trip_with_s3() {
-    round_trip(s3_location).await;
+    round_trip(async |cluster, client, ark_ns| {
+        let (flags, location) = fixtures::s3_location(cluster, client, ark_ns, None).await;
+        TestLocation {
+            flags,
+            store: ark_storage::open(&location).unwrap(),
+            _dir: None,
+        }
+    })
+    .await;
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use ark_api::{Backup, BackupSpec};
-use ark_tests::{Cluster, TestNamespace};
+use ark_tests::Cluster;
 use common::{ark, text};
 use kube::Api;
 use kube::api::PostParams;
@@ -66,7 +66,7 @@ async fn version_reports_the_cluster() {
 async fn backup_get_lists_backups_and_names_missing_ones() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ns = TestNamespace::create(&client, "cli").await;
+    let ns = cluster.namespace("cli").await;
     let backups: Api<Backup> = Api::namespaced(client, &ns.name);
     let spec = BackupSpec {
         storage_location: Some("default".into()),

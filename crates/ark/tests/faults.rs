@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use ark_api::{Backup, BackupStorageLocation, Restore};
-use ark_tests::{ArkServer, Cluster, TestNamespace, wait_for};
+use ark_tests::{ArkServer, Cluster, wait_for};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
@@ -53,7 +53,7 @@ fn invalid_names_selectors_and_durations_fail_before_anything_is_created() {
 async fn restoring_an_unknown_backup_is_refused_by_name() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ns = TestNamespace::create(&client, "ark").await;
+    let ns = cluster.namespace("ark").await;
     let output = ark(
         Some(&cluster),
         &[
@@ -85,7 +85,7 @@ async fn restoring_an_unknown_backup_is_refused_by_name() {
 async fn an_unreachable_bucket_fails_the_backup_and_marks_the_location_unavailable() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ns = TestNamespace::create(&client, "ark").await;
+    let ns = cluster.namespace("ark").await;
     let _server = ArkServer::start(ARK, &cluster, &ns.name);
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "creds" },
@@ -150,7 +150,7 @@ async fn an_unreachable_bucket_fails_the_backup_and_marks_the_location_unavailab
 async fn a_read_only_location_is_never_written() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ns = TestNamespace::create(&client, "ark").await;
+    let ns = cluster.namespace("ark").await;
     let bucket = tempfile::tempdir().unwrap();
     let _server = ArkServer::start(ARK, &cluster, &ns.name);
     ark_ok(
@@ -192,8 +192,8 @@ async fn a_read_only_location_is_never_written() {
 async fn a_hostile_tarball_restores_what_is_sound_and_names_the_rest() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let ns = TestNamespace::create(&client, "ark").await;
-    let app = TestNamespace::create(&client, "target").await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("target").await;
     let bucket = tempfile::tempdir().unwrap();
     let server = ArkServer::start(ARK, &cluster, &ns.name);
     ark_ok(

@@ -244,6 +244,21 @@ async fn restore_from(
         restored.items
     ));
 
+    let final_status = json!({
+        "phase": phase,
+        "completionTimestamp": patch::now(),
+        "progress": { "itemsRestored": restored.items, "totalItems": restored.items },
+        "errors": errors,
+        "warnings": warnings,
+    });
+    if open.location.is_read_only() {
+        // A ReadOnly location is never written, not even with this restore's logs.
+        tracing::info!(
+            "restore {name}: location {} is read-only: logs and results stay out of the bucket",
+            open.name()
+        );
+        return Ok(final_status);
+    }
     let upload_error = |what: &str, e: ark_storage::StoreError| {
         format!(
             "backup storage location {:?}: uploading restore {what}: {e}",
@@ -267,11 +282,5 @@ async fn restore_from(
         .upload_file(&layout.restore_resource_list(name), list.path())
         .await
         .map_err(|e| upload_error("resource list", e))?;
-    Ok(json!({
-        "phase": phase,
-        "completionTimestamp": patch::now(),
-        "progress": { "itemsRestored": restored.items, "totalItems": restored.items },
-        "errors": errors,
-        "warnings": warnings,
-    }))
+    Ok(final_status)
 }

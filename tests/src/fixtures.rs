@@ -1,0 +1,137 @@
+//! The application and storage the end-to-end tests share.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use kube::api::{ListParams, PostParams};
+use kube::runtime::wait::Condition;
+use kube::{Api, Client};
+
+use crate::{Cluster, is_pod_running, unique_name};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// `ark backup-location create` flags for an S3 location on SeaweedFS under a prefix of its own,
+/// with the credentials in a Secret (`cloud-credentials`, key `cloud`) as Velero users keep them;
+/// and the location, to open the same store directly.
+pub async fn s3_location(
+    cluster: &Cluster,
+    client: &Client,
+    ark_ns: &str,
+    prefix: Option<&str>,
+) -> (Vec<String>, ark_storage::Location) {
+    let prefix = prefix.map_or_else(|| unique_name("e2e"), str::to_string);
+    let location = cluster.s3_location(&prefix);
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "cloud-credentials" },
+        "stringData": { "cloud": location.credentials.clone().unwrap() },
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), ark_ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let config = location
+        .config
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let flags = [
+        "--provider",
+        "aws",
+        "--bucket",
+        &cluster.s3_bucket,
+        "--prefix",
+        &prefix,
+        "--config",
+        &config,
+        "--credential",
+        "cloud-credentials=cloud",
+    ]
+    .map(String::from)
+    .to_vec();
+    (flags, location)
+}
+
+fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+/// The application the tests back up: every kind the issue names, pods Running on the kwok node.
+pub async fn deploy_shop(client: &Client, ns: &str) {
+    let pp = PostParams::default();
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&pp, &object(serde_json::json!({ "metadata": { "name": "settings" }, "data": { "color": "blue" } })))
+        .await
+        .unwrap();
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .create(&pp, &object(serde_json::json!({ "metadata": { "name": "db" }, "stringData": { "password": "hunter2" } })))
+        .await
+        .unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &object(serde_json::json!({ "metadata": { "name": "shop" } })),
+        )
+        .await
+        .unwrap();
+    Api::<Service>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &object(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": { "selector": { "app": "web" }, "ports": [{ "port": 80 }] },
+            })),
+        )
+        .await
+        .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &object(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": {
+                    "replicas": 2,
+                    "selector": { "matchLabels": { "app": "web" } },
+                    "template": {
+                        "metadata": { "labels": { "app": "web" } },
+                        "spec": {
+                            "serviceAccountName": "shop",
+                            "nodeSelector": { "type": "kwok" },
+                            "containers": [{ "name": "web", "image": "nginx" }],
+                        },
+                    },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    wait_for_running_pods(client, ns, 2).await;
+}
+
+pub async fn wait_for_running_pods(client: &Client, ns: &str, count: usize) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .unwrap();
+        let running = list
+            .items
+            .iter()
+            .filter(|p| is_pod_running().matches_object(Some(p)))
+            .count();
+        if running >= count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{count} pods of app=web in {ns} not Running: {running}"
+        );
+        // The watch-based wait needs a name; a short poll is fine for a set of pods.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
