@@ -325,6 +325,7 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--store-validation-frequency', '--store-validation-frequency', [CompletionResultType]::ParameterName, 'How often each location is checked')
             [CompletionResult]::new('--default-backup-ttl', '--default-backup-ttl', [CompletionResultType]::ParameterName, 'TTL of backups that set none')
             [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Backups and restores run at once')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'This replica''s identity in the leader-election Lease (default: <hostname>-<pid>)')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')

@@ -1330,7 +1330,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__server)
-            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --namespace --kubeconfig --context --help --version"
+            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1353,6 +1353,10 @@ _ark() {
                     return 0
                     ;;
                 --workers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

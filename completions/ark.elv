@@ -290,6 +290,7 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --store-validation-frequency 'How often each location is checked'
             cand --default-backup-ttl 'TTL of backups that set none'
             cand --workers 'Backups and restores run at once'
+            cand --id 'This replica''s identity in the leader-election Lease (default: <hostname>-<pid>)'
             cand -n 'The namespace ark''s objects live in'
             cand --namespace 'The namespace ark''s objects live in'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'

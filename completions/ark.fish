@@ -192,6 +192,7 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l backup-sync-period -d
 complete -c ark -n "__fish_ark_using_subcommand server" -l store-validation-frequency -d 'How often each location is checked' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l default-backup-ttl -d 'TTL of backups that set none' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l workers -d 'Backups and restores run at once' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l id -d 'This replica\'s identity in the leader-election Lease (default: <hostname>-<pid>)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r

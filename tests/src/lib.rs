@@ -227,6 +227,16 @@ pub struct ArkServer {
 impl ArkServer {
     /// Starts `binary server -n namespace` with short sync and validation periods.
     pub fn start(binary: &str, cluster: &Cluster, namespace: &str) -> ArkServer {
+        Self::start_with(binary, cluster, namespace, &[])
+    }
+
+    /// The same, with more `ark server` arguments.
+    pub fn start_with(
+        binary: &str,
+        cluster: &Cluster,
+        namespace: &str,
+        extra: &[&str],
+    ) -> ArkServer {
         let scratch = tempfile::tempdir().expect("scratch dir");
         let log = scratch.path().join("server.log");
         let child = std::process::Command::new(binary)
@@ -241,6 +251,7 @@ impl ArkServer {
             ])
             .arg("--scratch-dir")
             .arg(scratch.path().join("work"))
+            .args(extra)
             .env("KUBECONFIG", &cluster.kubeconfig)
             .env("RUST_LOG", "info")
             .stdout(std::process::Stdio::null())

@@ -3,6 +3,7 @@
 
 mod backup;
 mod filter;
+mod leader;
 mod location_validation;
 pub mod locations;
 mod operation_log;
@@ -31,6 +32,8 @@ pub struct ServerOptions {
     pub default_ttl: Duration,
     /// Backups (and restores) run at once.
     pub workers: u16,
+    /// This replica's name in the leader-election Lease.
+    pub identity: String,
 }
 
 /// What every controller shares.
@@ -48,6 +51,8 @@ pub(crate) struct Context {
 pub enum ServerError {
     #[error("scratch directory {0}: {1}")]
     Scratch(PathBuf, std::io::Error),
+    #[error("lost the leader lease {0}/{1}: stopping so that another replica takes over")]
+    LostLeadership(String, &'static str),
 }
 
 /// Runs the controllers until the process is told to stop.
@@ -63,12 +68,30 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         sync_period: options.sync_period,
         validation_period: options.validation_period,
     });
-    tracing::info!("ark server starting in namespace {}", ctx.namespace);
-    tokio::join!(
-        backup::run(ctx.clone()),
-        restore::run(ctx.clone()),
-        location_validation::run(ctx.clone()),
-        sync::run(ctx.clone()),
+    let election = leader::Election {
+        identity: options.identity,
+        lease_duration: Duration::from_secs(15),
+        renew_period: Duration::from_secs(5),
+        retry_period: Duration::from_secs(2),
+    };
+    tracing::info!(
+        "ark server {} starting in namespace {}",
+        election.identity,
+        ctx.namespace
     );
-    Ok(())
+    leader::acquire(&ctx.client, &ctx.namespace, &election).await;
+    let controllers = async {
+        tokio::join!(
+            backup::run(ctx.clone()),
+            restore::run(ctx.clone()),
+            location_validation::run(ctx.clone()),
+            sync::run(ctx.clone()),
+        )
+    };
+    tokio::select! {
+        _ = controllers => Ok(()),
+        () = leader::hold(&ctx.client, &ctx.namespace, &election) => {
+            Err(ServerError::LostLeadership(ctx.namespace.clone(), leader::LEASE_NAME))
+        }
+    }
 }

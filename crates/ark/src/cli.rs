@@ -308,6 +308,9 @@ pub struct ServerArgs {
     /// Backups and restores run at once
     #[arg(long, default_value_t = 2)]
     pub workers: u16,
+    /// This replica's identity in the leader-election Lease (default: <hostname>-<pid>)
+    #[arg(long, value_name = "NAME")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Args)]

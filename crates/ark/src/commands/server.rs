@@ -20,7 +20,16 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         validation_period: args.store_validation_frequency,
         default_ttl: args.default_backup_ttl,
         workers: args.workers,
+        identity: args.id.unwrap_or_else(default_identity),
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `<hostname>-<pid>`: unique among replicas, recognisable in the Lease.
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "ark".to_string());
+    format!("{host}-{}", std::process::id())
 }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds Velero (and its AWS plugin) from the Go module proxy, for the by-hand interoperability
+# check in README.md ("Velero compatibility"). Not part of the tests: ark does not depend on Velero.
+set -euo pipefail
+
+VELERO_VERSION="${VELERO_VERSION:-v1.18.3}"
+AWS_PLUGIN_VERSION="${AWS_PLUGIN_VERSION:-v1.14.3}"
+out="${ARK_VELERO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ark-velero}/$VELERO_VERSION"
+mkdir -p "$out/bin" "$out/src"
+log="$out/build.log"
+
+if [ ! -x "$out/bin/velero" ]; then
+  echo "velero-build: building velero $VELERO_VERSION (log: $log)" >&2
+  cd "$out/src"
+  rm -f go.mod go.sum
+  {
+    go mod init ark.local/velero-wrapper
+    gomod=$(go mod download -json "github.com/vmware-tanzu/velero@$VELERO_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    # Velero's go.mod replaces kopia with its fork: the wrapper needs the same replace.
+    grep -E '^replace .*kopia' "$gomod" | sed 's/^replace //' | while read -r line; do
+      go mod edit -replace="$(echo "$line" | sed 's/ => /=/; s/ \(v[^ ]*\)$/@\1/; s/ //g')"
+    done
+    go mod edit -require="github.com/vmware-tanzu/velero@$VELERO_VERSION"
+    GOFLAGS=-mod=mod go build -trimpath -o "$out/bin/velero" github.com/vmware-tanzu/velero/cmd/velero
+  } >>"$log" 2>&1 || { echo "velero-build: FAILED (log: $log)" >&2; tail -20 "$log" >&2; exit 1; }
+fi
+if [ ! -x "$out/bin/velero-plugin-for-aws" ]; then
+  echo "velero-build: building velero-plugin-for-aws $AWS_PLUGIN_VERSION" >&2
+  GOBIN="$out/bin" go install -trimpath \
+    "github.com/vmware-tanzu/velero-plugin-for-aws@$AWS_PLUGIN_VERSION" >>"$log" 2>&1 ||
+    { echo "velero-build: FAILED (log: $log)" >&2; tail -20 "$log" >&2; exit 1; }
+fi
+echo "$out/bin"
