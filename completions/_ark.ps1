@@ -118,10 +118,16 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;backup;delete' {
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Delete the backups matching this label selector')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Delete the backups matching this label selector')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Delete every backup in the namespace')
+            [CompletionResult]::new('--confirm', '--confirm', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required when standard input is not a terminal)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -326,6 +332,10 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--default-backup-ttl', '--default-backup-ttl', [CompletionResultType]::ParameterName, 'TTL of backups that set none')
             [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Backups and restores run at once')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'This replica''s identity in the leader-election Lease (default: <hostname>-<pid>)')
+            [CompletionResult]::new('--deletion-workers', '--deletion-workers', [CompletionResultType]::ParameterName, 'Backup deletions run at once')
+            [CompletionResult]::new('--deletion-request-ttl', '--deletion-request-ttl', [CompletionResultType]::ParameterName, 'How long a processed DeleteBackupRequest is kept')
+            [CompletionResult]::new('--garbage-collection-frequency', '--garbage-collection-frequency', [CompletionResultType]::ParameterName, 'How often expired backups are looked for')
+            [CompletionResult]::new('--metrics-address', '--metrics-address', [CompletionResultType]::ParameterName, 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')

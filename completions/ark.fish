@@ -85,9 +85,13 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcomma
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s l -l selector -d 'Delete the backups matching this label selector' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l all -d 'Delete every backup in the namespace'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l confirm -d 'Do not ask for confirmation (required when standard input is not a terminal)'
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create a backup'
@@ -193,6 +197,10 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l store-validation-freq
 complete -c ark -n "__fish_ark_using_subcommand server" -l default-backup-ttl -d 'TTL of backups that set none' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l workers -d 'Backups and restores run at once' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l id -d 'This replica\'s identity in the leader-election Lease (default: <hostname>-<pid>)' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-workers -d 'Backup deletions run at once' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-request-ttl -d 'How long a processed DeleteBackupRequest is kept' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l garbage-collection-frequency -d 'How often expired backups are looked for' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l metrics-address -d 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r

@@ -21,6 +21,9 @@ if [ ! -x "$out/bin/velero" ]; then
       go mod edit -replace="$(echo "$line" | sed 's/ => /=/; s/ \(v[^ ]*\)$/@\1/; s/ //g')"
     done
     go mod edit -require="github.com/vmware-tanzu/velero@$VELERO_VERSION"
+    # The module proxy here refuses k8s.io/cli-runtime v0.33.12, which v1.18.3 asks for; v0.33.10
+    # has the same API for what the velero CLI uses.
+    go mod edit -replace="k8s.io/cli-runtime=k8s.io/cli-runtime@v0.33.10"
     GOFLAGS=-mod=mod go build -trimpath -o "$out/bin/velero" github.com/vmware-tanzu/velero/cmd/velero
   } >>"$log" 2>&1 || { echo "velero-build: FAILED (log: $log)" >&2; tail -20 "$log" >&2; exit 1; }
 fi

@@ -269,6 +269,10 @@ impl ArkServer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The directory the server's scratch directory (`work/`) is in.
     pub fn scratch_parent(&self) -> &std::path::Path {
         self._scratch.path()

@@ -27,6 +27,22 @@ pub fn valid_label_value(value: &str) -> String {
     format!("{}{}", &value[..keep], &digest[..HASH_DIGITS])
 }
 
+/// The labels that tie a DeleteBackupRequest to one backup: its name and its uid.
+pub fn for_backup(name: &str, uid: &str) -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::from([
+        (BACKUP_NAME.to_string(), valid_label_value(name)),
+        (BACKUP_UID.to_string(), uid.to_string()),
+    ])
+}
+
+/// The label selector matching exactly those labels.
+pub fn selector_for_backup(name: &str, uid: &str) -> String {
+    format!(
+        "{BACKUP_NAME}={},{BACKUP_UID}={uid}",
+        valid_label_value(name)
+    )
+}
+
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes)

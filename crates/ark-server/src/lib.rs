@@ -2,23 +2,31 @@
 //! sync backups from the bucket. Each reads, decides with pure functions, then writes status.
 
 mod backup;
+mod deletion;
 mod filter;
+mod gc;
 mod leader;
 mod location_validation;
 pub mod locations;
+mod metrics;
 mod operation_log;
 mod patch;
 mod resource_list;
 mod restore;
 mod results;
+pub mod snapshots;
 mod sync;
 
+use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use snapshots::VolumeSnapshotter;
+
 /// How the server is run.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServerOptions {
     /// The namespace whose ark objects this server acts on.
     pub namespace: String,
@@ -34,6 +42,16 @@ pub struct ServerOptions {
     pub workers: u16,
     /// This replica's name in the leader-election Lease.
     pub identity: String,
+    /// Deletions of different backups run at once.
+    pub deletion_workers: u16,
+    /// How long a Processed DeleteBackupRequest is kept.
+    pub deletion_request_ttl: Duration,
+    /// How often expired backups are looked for.
+    pub gc_frequency: Duration,
+    /// Where `/metrics` is served, if anywhere.
+    pub metrics_address: Option<SocketAddr>,
+    /// Deletes provider volume snapshots; without one, backups that have any cannot be deleted.
+    pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
 }
 
 /// What every controller shares.
@@ -45,6 +63,15 @@ pub(crate) struct Context {
     pub workers: u16,
     pub sync_period: Duration,
     pub validation_period: Duration,
+    pub deletion_workers: u16,
+    pub deletion_request_ttl: Duration,
+    pub gc_frequency: Duration,
+    pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
+    pub metrics: Arc<metrics::Metrics>,
+    /// Backups this server is running now: a request to delete one of them is refused.
+    pub running_backups: Mutex<HashSet<String>>,
+    /// Backups being deleted now: a second request for one waits.
+    pub deleting: Mutex<HashSet<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +80,8 @@ pub enum ServerError {
     Scratch(PathBuf, std::io::Error),
     #[error("lost the leader lease {0}/{1}: stopping so that another replica takes over")]
     LostLeadership(String, &'static str),
+    #[error("serving metrics on {0}: {1}")]
+    Metrics(SocketAddr, std::io::Error),
 }
 
 /// Runs the controllers until the process is told to stop.
@@ -67,6 +96,13 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         workers: options.workers.max(1),
         sync_period: options.sync_period,
         validation_period: options.validation_period,
+        deletion_workers: options.deletion_workers.max(1),
+        deletion_request_ttl: options.deletion_request_ttl,
+        gc_frequency: options.gc_frequency,
+        volume_snapshotter: options.volume_snapshotter,
+        metrics: Arc::default(),
+        running_backups: Mutex::default(),
+        deleting: Mutex::default(),
     });
     let election = leader::Election {
         identity: options.identity,
@@ -79,17 +115,29 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         election.identity,
         ctx.namespace
     );
+    let metrics = async {
+        match options.metrics_address {
+            Some(address) => metrics::serve(address, ctx.metrics.clone())
+                .await
+                .map_err(|e| ServerError::Metrics(address, e)),
+            None => std::future::pending().await,
+        }
+    };
     leader::acquire(&ctx.client, &ctx.namespace, &election).await;
+    backup::remove_legacy_finalizer(&ctx).await;
     let controllers = async {
         tokio::join!(
             backup::run(ctx.clone()),
             restore::run(ctx.clone()),
+            deletion::run(ctx.clone()),
+            gc::run(ctx.clone()),
             location_validation::run(ctx.clone()),
             sync::run(ctx.clone()),
         )
     };
     tokio::select! {
         _ = controllers => Ok(()),
+        result = metrics => result,
         () = leader::hold(&ctx.client, &ctx.namespace, &election) => {
             Err(ServerError::LostLeadership(ctx.namespace.clone(), leader::LEASE_NAME))
         }

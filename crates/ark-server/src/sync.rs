@@ -1,12 +1,14 @@
 //! Backup sync: every backup in a location's bucket that has no Backup object gets one, so a
-//! deleted namespace or a new cluster pointed at the same bucket sees every backup again.
+//! deleted namespace or a new cluster pointed at the same bucket sees every backup again. A
+//! finished Backup whose data has left the bucket is deleted the one safe way, through a
+//! DeleteBackupRequest, so its snapshots and restores go with it (Velero #9480).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use ark_api::{Backup, BackupStorageLocation, labels};
+use ark_api::{Backup, BackupPhase, BackupStorageLocation, DeleteBackupRequest, labels};
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 
 use crate::{Context, locations};
 
@@ -25,16 +27,54 @@ async fn sync_all(ctx: &Context) -> Result<(), kube::Error> {
     let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     for location in locations_api.list(&Default::default()).await?.items {
         let name = location.metadata.name.clone().unwrap_or_default();
-        let existing: BTreeSet<String> = backups
-            .list(&Default::default())
-            .await?
-            .items
-            .into_iter()
-            .filter_map(|b| b.metadata.name)
-            .collect();
+        let existing = backups.list(&Default::default()).await?.items;
         if let Err(error) = sync_location(ctx, &backups, location, &existing).await {
             tracing::warn!("backup sync of location {name}: {error}");
         }
+    }
+    Ok(())
+}
+
+/// Finished backups of `location` whose folder is gone from the bucket.
+pub fn orphaned<'a>(
+    existing: &'a [Backup],
+    location: &str,
+    in_bucket: &BTreeSet<&str>,
+) -> Vec<&'a Backup> {
+    existing
+        .iter()
+        .filter(|b| b.spec.storage_location.as_deref() == Some(location))
+        .filter(|b| {
+            matches!(
+                b.phase(),
+                BackupPhase::Completed | BackupPhase::PartiallyFailed
+            )
+        })
+        .filter(|b| !in_bucket.contains(b.metadata.name.as_deref().unwrap_or_default()))
+        .collect()
+}
+
+async fn request_deletion(ctx: &Context, backup: &Backup) -> Result<(), String> {
+    let requests: Api<DeleteBackupRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let name = backup.metadata.name.clone().unwrap_or_default();
+    let selector =
+        labels::selector_for_backup(&name, backup.metadata.uid.as_deref().unwrap_or_default());
+    let pending = requests
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| e.to_string())?
+        .items
+        .iter()
+        .any(crate::gc::is_pending);
+    if !pending {
+        requests
+            .create(
+                &PostParams::default(),
+                &DeleteBackupRequest::for_backup(backup),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!("backup sync: backup {name} is gone from its bucket; deletion requested");
     }
     Ok(())
 }
@@ -43,7 +83,7 @@ async fn sync_location(
     ctx: &Context,
     backups: &Api<Backup>,
     location: BackupStorageLocation,
-    existing: &BTreeSet<String>,
+    existing: &[Backup],
 ) -> Result<(), String> {
     let open = locations::open(&ctx.client, location)
         .await
@@ -54,7 +94,14 @@ async fn sync_location(
         .child_folders(&store.layout.backups_dir())
         .await
         .map_err(|e| e.to_string())?;
-    for name in in_bucket.iter().filter(|name| !existing.contains(*name)) {
+    let known: BTreeSet<&str> = existing
+        .iter()
+        .filter_map(|b| b.metadata.name.as_deref())
+        .collect();
+    for name in in_bucket
+        .iter()
+        .filter(|name| !known.contains(name.as_str()))
+    {
         let bytes = match store.get(&store.layout.backup_metadata(name)).await {
             Ok(bytes) => bytes,
             // A folder without velero-backup.json is not a backup (yet, or any more).
@@ -78,6 +125,16 @@ async fn sync_location(
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(error) => return Err(format!("creating Backup {name}: {error}")),
         }
+    }
+    let read_only = open.location.is_read_only();
+    let in_bucket: BTreeSet<&str> = in_bucket.iter().map(String::as_str).collect();
+    for backup in orphaned(existing, &location_name, &in_bucket) {
+        if read_only {
+            // Nothing of it can be deleted through a read-only location; the cluster that owns
+            // the bucket does that.
+            continue;
+        }
+        request_deletion(ctx, backup).await?;
     }
     Ok(())
 }
@@ -133,5 +190,35 @@ mod tests {
             "default"
         );
         assert_eq!(synced.status.unwrap().phase, Some(BackupPhase::Completed));
+    }
+
+    #[test]
+    fn only_finished_backups_of_the_location_missing_from_the_bucket_are_orphans() {
+        let backup = |name: &str, location: &str, phase: BackupPhase| {
+            let mut b = Backup::new(
+                name,
+                BackupSpec {
+                    storage_location: Some(location.into()),
+                    ..Default::default()
+                },
+            );
+            b.status = Some(BackupStatus {
+                phase: Some(phase),
+                ..Default::default()
+            });
+            b
+        };
+        let existing = [
+            backup("kept", "default", BackupPhase::Completed),
+            backup("gone", "default", BackupPhase::Completed),
+            backup("running", "default", BackupPhase::InProgress),
+            backup("elsewhere", "other", BackupPhase::Completed),
+        ];
+        let in_bucket = BTreeSet::from(["kept"]);
+        let names: Vec<_> = orphaned(&existing, "default", &in_bucket)
+            .iter()
+            .map(|b| b.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["gone"]);
     }
 }

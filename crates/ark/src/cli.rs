@@ -66,7 +66,7 @@ pub enum BackupCommand {
     /// Print a backup's logs
     Logs(LogsArgs),
     /// Delete backups and all their data through DeleteBackupRequests
-    Delete(NotImplementedArgs),
+    Delete(BackupDeleteArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -89,11 +89,23 @@ pub enum BackupLocationCommand {
     Get(GetArgs),
 }
 
-/// Arguments of a command whose implementation has not landed yet; it exits non-zero.
+/// Exactly one way of choosing what to delete.
 #[derive(Debug, Args)]
-pub struct NotImplementedArgs {
-    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+#[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all", "selector"]))]
+pub struct BackupDeleteArgs {
+    /// The backups to delete
+    pub names: Vec<String>,
+    /// Delete every backup in the namespace
+    #[arg(long)]
+    pub all: bool,
+    /// Delete the backups matching this label selector
+    #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = parse_selector)]
+    pub selector: Option<ark_api::LabelSelector>,
+    /// Do not ask for confirmation (required when standard input is not a terminal)
+    #[arg(long)]
+    pub confirm: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }
 
 /// Namespace and resource filters, shared by `backup create` and `restore create`.
@@ -311,6 +323,18 @@ pub struct ServerArgs {
     /// This replica's identity in the leader-election Lease (default: <hostname>-<pid>)
     #[arg(long, value_name = "NAME")]
     pub id: Option<String>,
+    /// Backup deletions run at once
+    #[arg(long, default_value_t = 4)]
+    pub deletion_workers: u16,
+    /// How long a processed DeleteBackupRequest is kept
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub deletion_request_ttl: std::time::Duration,
+    /// How often expired backups are looked for
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub garbage_collection_frequency: std::time::Duration,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics_address: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]

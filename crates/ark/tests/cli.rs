@@ -24,13 +24,15 @@ fn a_mistyped_command_is_a_usage_error_with_a_suggestion() {
 }
 
 #[test]
-fn commands_still_to_come_say_so_and_fail() {
-    let output = ark(None, &["backup", "delete", "nightly", "--confirm"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        text(&output.stderr),
-        "error: `ark backup delete` is not implemented yet\n"
-    );
+fn backup_delete_needs_exactly_one_way_of_choosing() {
+    for args in [
+        &["backup", "delete"][..],
+        &["backup", "delete", "nightly", "--all"],
+        &["backup", "delete", "--all", "-l", "a=b"],
+    ] {
+        let output = ark(None, args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+    }
 }
 
 #[test]

@@ -34,6 +34,38 @@ pub async fn run(ctx: Arc<Context>) {
         .await;
 }
 
+/// Ark's first servers put a finalizer on Backups; it would block their deletion forever now that
+/// deletion goes through DeleteBackupRequests, so it is removed at start-up.
+pub async fn remove_legacy_finalizer(ctx: &Context) {
+    const LEGACY_FINALIZER: &str = "gc.ark.heptio.com";
+    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let Ok(list) = api.list(&Default::default()).await else {
+        return;
+    };
+    for backup in list.items {
+        let finalizers = backup.metadata.finalizers.clone().unwrap_or_default();
+        if finalizers.iter().any(|f| f == LEGACY_FINALIZER) {
+            let kept: Vec<&String> = finalizers
+                .iter()
+                .filter(|f| *f != LEGACY_FINALIZER)
+                .collect();
+            let name = backup.metadata.name.clone().unwrap_or_default();
+            let patch = json!({ "metadata": { "finalizers": kept, "resourceVersion": backup.metadata.resource_version } });
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => tracing::info!(
+                    "removed the legacy finalizer {LEGACY_FINALIZER} from backup {name}"
+                ),
+                Err(error) => {
+                    tracing::warn!("removing the legacy finalizer from backup {name}: {error}")
+                }
+            }
+        }
+    }
+}
+
 /// A backup left InProgress by a previous server never finishes: say so (as Velero does).
 async fn fail_interrupted(api: &Api<Backup>) {
     let Ok(list) = api.list(&Default::default()).await else {
@@ -175,10 +207,12 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     )
     .await?;
 
+    ctx.running_backups.lock().unwrap().insert(name.clone());
     let outcome = match locations::open(&ctx.client, location).await {
         Ok(open) => back_up(&api, &name, &open, ctx).await,
         Err(error) => Err(error.to_string()),
     };
+    ctx.running_backups.lock().unwrap().remove(&name);
     let status = match outcome {
         Ok(status) => status,
         Err(failure) => {

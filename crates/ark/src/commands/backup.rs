@@ -1,11 +1,14 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ark_api::{Backup, BackupPhase, BackupSpec};
+use ark_api::{
+    Backup, BackupPhase, BackupSpec, DeleteBackupRequest, DeleteBackupRequestPhase, labels,
+};
 use kube::Api;
-use kube::api::PostParams;
+use kube::ResourceExt;
+use kube::api::{ListParams, PostParams};
 
-use super::{bucket, not_implemented, wait};
+use super::{bucket, wait};
 use crate::cli::{
     BackupCommand, BackupCreateArgs, DescribeArgs, GetArgs, GlobalArgs, LogsArgs, OutputFormat,
 };
@@ -18,7 +21,7 @@ pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<
         BackupCommand::Get(args) => get(global, args).await,
         BackupCommand::Describe(args) => describe(global, args).await,
         BackupCommand::Logs(args) => logs(global, args).await,
-        BackupCommand::Delete(args) => not_implemented("backup delete", args),
+        BackupCommand::Delete(args) => super::backup_delete::run(global, args).await,
     }
 }
 
@@ -90,15 +93,31 @@ async fn describe(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exi
         output: args.output,
     };
     let found = super::get_named_or_listed(&api, &lookup, "backup").await?;
+    let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), &global.namespace);
+    let mut described = Vec::new();
+    for backup in &found.items {
+        described.push((backup, deletion_attempts(&requests, backup).await?));
+    }
     if lookup.output.output != OutputFormat::Table {
-        output::print_objects(lookup.output.output, &found.items, args.names.len() == 1)?;
+        let structured: Vec<serde_json::Value> = described
+            .iter()
+            .map(|(backup, attempts)| {
+                let mut value = serde_json::to_value(backup).unwrap_or_default();
+                if !attempts.is_empty() {
+                    value["deletionAttempts"] = attempts_json(attempts);
+                }
+                value
+            })
+            .collect();
+        output::print_objects(lookup.output.output, &structured, args.names.len() == 1)?;
         return Ok(found.exit_code());
     }
-    for (index, backup) in found.items.iter().enumerate() {
+    for (index, (backup, attempts)) in described.iter().enumerate() {
         if index > 0 {
             println!();
         }
         let mut text = describe_text(backup);
+        text.push_str(&attempts_text(attempts));
         if args.details {
             let name = backup.metadata.name.clone().unwrap_or_default();
             let location = backup.spec.storage_location.clone().unwrap_or_default();
@@ -115,6 +134,81 @@ async fn describe(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exi
         print!("{text}");
     }
     Ok(found.exit_code())
+}
+
+/// The DeleteBackupRequests of this very backup: its name label AND its uid label, so a request
+/// that belonged to an earlier backup of the same name is not shown. Newest first.
+async fn deletion_attempts(
+    requests: &Api<DeleteBackupRequest>,
+    backup: &Backup,
+) -> anyhow::Result<Vec<DeleteBackupRequest>> {
+    let selector = labels::selector_for_backup(
+        &backup.name_any(),
+        backup.metadata.uid.as_deref().unwrap_or_default(),
+    );
+    let mut list = requests
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .context("cannot list DeleteBackupRequests")?
+        .items;
+    list.sort_by(|a, b| {
+        b.metadata
+            .creation_timestamp
+            .cmp(&a.metadata.creation_timestamp)
+    });
+    Ok(list)
+}
+
+fn failed(attempts: &[DeleteBackupRequest]) -> usize {
+    attempts
+        .iter()
+        .filter(|r| {
+            r.phase() == Some(DeleteBackupRequestPhase::Processed) && !r.errors().is_empty()
+        })
+        .count()
+}
+
+/// Velero's "Deletion Attempts" section; empty when there is none.
+pub fn attempts_text(attempts: &[DeleteBackupRequest]) -> String {
+    if attempts.is_empty() {
+        return String::new();
+    }
+    let failed = failed(attempts);
+    let mut out = if failed > 0 {
+        format!("\nDeletion Attempts ({failed} failed):\n")
+    } else {
+        "\nDeletion Attempts:\n".to_string()
+    };
+    for (index, request) in attempts.iter().enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        let phase = request
+            .phase()
+            .map_or("New".to_string(), |p| format!("{p:?}"));
+        out.push_str(&format!(
+            "  {}: {phase}\n",
+            output::time(request.metadata.creation_timestamp.as_ref())
+        ));
+        if !request.errors().is_empty() {
+            out.push_str("  Errors:\n");
+            for error in request.errors() {
+                out.push_str(&format!("    {error}\n"));
+            }
+        }
+    }
+    out
+}
+
+fn attempts_json(attempts: &[DeleteBackupRequest]) -> serde_json::Value {
+    serde_json::json!({
+        "failed": failed(attempts),
+        "deleteBackupRequests": attempts.iter().map(|r| serde_json::json!({
+            "creationTimestamp": r.metadata.creation_timestamp,
+            "phase": r.phase(),
+            "errors": r.errors(),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn list_or(list: Option<&Vec<String>>, default: &str) -> String {
@@ -282,6 +376,39 @@ mod tests {
         nightly  PartiallyFailed  2       0         <none>   <none>   default
         fresh    New              0       0         <none>   <none>
         ");
+    }
+
+    #[test]
+    fn deletion_attempts_in_velero_layout() {
+        use ark_api::DeleteBackupRequestStatus;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let backup = Backup::new("nightly", BackupSpec::default());
+        let attempt = |day: &str, phase, errors: &[&str]| {
+            let mut request = DeleteBackupRequest::for_backup(&backup);
+            request.metadata.creation_timestamp =
+                Some(Time(format!("2023-06-{day}T00:00:00Z").parse().unwrap()));
+            request.status = Some(DeleteBackupRequestStatus {
+                phase: Some(phase),
+                errors: (!errors.is_empty())
+                    .then(|| errors.iter().map(|e| e.to_string()).collect()),
+            });
+            request
+        };
+        let attempts = [
+            attempt("26", DeleteBackupRequestPhase::Processed, &["some error"]),
+            attempt("25", DeleteBackupRequestPhase::InProgress, &[]),
+        ];
+        insta::assert_snapshot!(attempts_text(&attempts), @r"
+
+        Deletion Attempts (1 failed):
+          2023-06-26 00:00:00 +0000 UTC: Processed
+          Errors:
+            some error
+
+          2023-06-25 00:00:00 +0000 UTC: InProgress
+        ");
+        assert_eq!(attempts_json(&attempts)["failed"], 1);
+        assert_eq!(attempts_text(&[]), "");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One module per top-level command, laid out like the CLI tree.
 
 mod backup;
+mod backup_delete;
 mod backup_location;
 mod bucket;
 mod completion;
@@ -11,7 +12,7 @@ mod wait;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, NotImplementedArgs};
+use crate::cli::{Cli, Command};
 
 /// Runs one parsed command line; errors are reported by `main`.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -24,10 +25,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,
     }
-}
-
-fn not_implemented(command: &str, _args: NotImplementedArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`ark {command}` is not implemented yet")
 }
 
 /// Objects the user asked for, and how many of the names they gave do not exist.

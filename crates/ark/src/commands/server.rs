@@ -21,6 +21,11 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         default_ttl: args.default_backup_ttl,
         workers: args.workers,
         identity: args.id.unwrap_or_else(default_identity),
+        deletion_workers: args.deletion_workers,
+        deletion_request_ttl: args.deletion_request_ttl,
+        gc_frequency: args.garbage_collection_frequency,
+        metrics_address: args.metrics_address,
+        volume_snapshotter: None,
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,236 @@
+//! `ark backup delete`: look every backup up, confirm, then one DeleteBackupRequest per backup;
+//! with `--wait`, follow the requests until each backup is gone or its request failed.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use ark_api::{Backup, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use kube::api::{ListParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+
+use crate::cli::{BackupDeleteArgs, GlobalArgs};
+
+/// How many times a generateName collision is retried before giving up.
+const CREATE_ATTEMPTS: usize = 5;
+
+pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<ExitCode> {
+    let client = crate::context::client(global).await?;
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
+    let (found, missing) = choose(&backups, &args).await?;
+    if found.is_empty() {
+        if missing == 0 {
+            println!("No backups found.");
+        }
+        return Ok(exit(missing == 0));
+    }
+    if !args.confirm && !confirmed(&found)? {
+        println!("Cancelled.");
+        return Ok(exit(missing == 0));
+    }
+    let requests: Api<DeleteBackupRequest> = Api::namespaced(client, &global.namespace);
+    let mut submitted = Vec::new();
+    let mut failed = missing;
+    for backup in &found {
+        match submit(&requests, backup).await {
+            Ok(request) => {
+                println!(
+                    "Request to delete backup {:?} submitted successfully.\nThe backup will be fully deleted after all associated data (disk snapshots, backup files, restores) are removed.",
+                    backup.name_any()
+                );
+                submitted.push((request, backup.clone()));
+            }
+            Err(error) => {
+                eprintln!("error: backup {:?}: {error:#}", backup.name_any());
+                failed += 1;
+            }
+        }
+    }
+    if args.wait.wait && !submitted.is_empty() {
+        failed += wait(&requests, &backups, submitted).await?;
+    }
+    Ok(exit(failed == 0))
+}
+
+fn exit(success: bool) -> ExitCode {
+    if success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The backups to delete, and how many named ones do not exist (each reported by name).
+async fn choose(
+    backups: &Api<Backup>,
+    args: &BackupDeleteArgs,
+) -> anyhow::Result<(Vec<Backup>, usize)> {
+    if !args.names.is_empty() {
+        let mut found = Vec::new();
+        let mut missing = 0;
+        for name in &args.names {
+            match backups
+                .get_opt(name)
+                .await
+                .with_context(|| format!("cannot look up backup {name:?}"))?
+            {
+                Some(backup) => found.push(backup),
+                None => {
+                    eprintln!("backup {name:?} not found");
+                    missing += 1;
+                }
+            }
+        }
+        return Ok((found, missing));
+    }
+    let mut params = ListParams::default();
+    if let Some(selector) = &args.selector {
+        let selector =
+            kube::core::Selector::try_from(selector.clone()).context("invalid selector")?;
+        params = params.labels_from(&selector);
+    }
+    Ok((
+        backups
+            .list(&params)
+            .await
+            .context("cannot list backups")?
+            .items,
+        0,
+    ))
+}
+
+/// Asks on the terminal; refuses (rather than hang or delete) when there is none.
+fn confirmed(backups: &[Backup]) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        bail!(
+            "not deleting {} backup(s) without confirmation: standard input is not a terminal; pass --confirm",
+            backups.len()
+        );
+    }
+    eprintln!(
+        "You are about to delete these backups and all their data (snapshots, backup files, restores):"
+    );
+    for backup in backups {
+        eprintln!("  {}", backup.name_any());
+    }
+    dialoguer::Confirm::new()
+        .with_prompt("Are you sure you want to continue?")
+        .default(false)
+        .interact()
+        .context("reading the confirmation")
+}
+
+/// Creates the request, retrying when the generated name collides with an existing one.
+async fn submit(requests: &Api<DeleteBackupRequest>, backup: &Backup) -> anyhow::Result<String> {
+    let request = DeleteBackupRequest::for_backup(backup);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match requests.create(&PostParams::default(), &request).await {
+            Ok(created) => return Ok(created.name_any()),
+            Err(kube::Error::Api(status)) if status.code == 409 && attempt < CREATE_ATTEMPTS => {
+                continue;
+            }
+            Err(error) => return Err(error).context("cannot create the DeleteBackupRequest"),
+        }
+    }
+}
+
+/// Follows the requests (a watch, not polling); returns how many deletions failed.
+async fn wait(
+    requests: &Api<DeleteBackupRequest>,
+    backups: &Api<Backup>,
+    submitted: Vec<(String, Backup)>,
+) -> anyhow::Result<usize> {
+    let bar = ProgressBar::new(submitted.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} deleting backups [{bar:30}] {pos}/{len} ({elapsed})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let mut pending: BTreeMap<String, Backup> = submitted.into_iter().collect();
+    let mut failures = Vec::new();
+    let mut events = watcher::watcher(requests.clone(), watcher::Config::default()).boxed();
+    let mut listed = Vec::new();
+    while !pending.is_empty() {
+        let event = events
+            .next()
+            .await
+            .context("the watch on DeleteBackupRequests ended")??;
+        // (request name, the request as seen, or None when it is gone)
+        let seen: Vec<(String, Option<DeleteBackupRequest>)> = match event {
+            watcher::Event::Apply(r) => vec![(r.name_any(), Some(r))],
+            watcher::Event::Delete(r) => vec![(r.name_any(), None)],
+            watcher::Event::Init => {
+                listed.clear();
+                continue;
+            }
+            watcher::Event::InitApply(r) => {
+                listed.push(r.name_any());
+                vec![(r.name_any(), Some(r))]
+            }
+            // A request finished and removed before the watch began is gone as well.
+            watcher::Event::InitDone => pending
+                .keys()
+                .filter(|n| !listed.contains(n))
+                .map(|n| (n.clone(), None))
+                .collect(),
+        };
+        for (request_name, request) in seen {
+            let Some(backup) = pending.get(&request_name).cloned() else {
+                continue;
+            };
+            let name = backup.name_any();
+            match request {
+                Some(request) => {
+                    let processed = request.phase() == Some(DeleteBackupRequestPhase::Processed);
+                    if processed && !request.errors().is_empty() {
+                        failures.push(format!("backup {name:?}: {}", request.errors().join("; ")));
+                        pending.remove(&request_name);
+                        bar.inc(1);
+                    }
+                }
+                None => {
+                    // The server removes requests once their backup is deleted, and removes
+                    // duplicates of a request it is already carrying out: look at the backup.
+                    pending.remove(&request_name);
+                    let uid = backup.metadata.uid.clone();
+                    let still_there = backups
+                        .get_opt(&name)
+                        .await?
+                        .is_some_and(|b| b.metadata.uid == uid);
+                    if still_there {
+                        let selector =
+                            labels::selector_for_backup(&name, uid.as_deref().unwrap_or_default());
+                        if let Some(other) = requests
+                            .list(&ListParams::default().labels(&selector))
+                            .await?
+                            .items
+                            .into_iter()
+                            .next()
+                        {
+                            pending.insert(other.name_any(), backup);
+                            continue;
+                        }
+                        failures.push(format!(
+                            "backup {name:?}: its request was removed before the backup was deleted"
+                        ));
+                    }
+                    bar.inc(1);
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    for failure in &failures {
+        eprintln!("error: deleting {failure}");
+    }
+    Ok(failures.len())
+}
