@@ -30,7 +30,7 @@ fi
 if [ ! -x "$out/bin/velero-plugin-for-aws" ]; then
   echo "velero-build: building velero-plugin-for-aws $AWS_PLUGIN_VERSION" >&2
   GOBIN="$out/bin" go install -trimpath \
-    "github.com/vmware-tanzu/velero-plugin-for-aws@$AWS_PLUGIN_VERSION" >>"$log" 2>&1 ||
+    "github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws@$AWS_PLUGIN_VERSION" >>"$log" 2>&1 ||
     { echo "velero-build: FAILED (log: $log)" >&2; tail -20 "$log" >&2; exit 1; }
 fi
 echo "$out/bin"

@@ -12,17 +12,23 @@ use crate::{Cluster, is_pod_running, unique_name};
 
 const WAIT: Duration = Duration::from_secs(90);
 
-/// `ark backup-location create` flags for an S3 location on SeaweedFS under a prefix of its own,
-/// with the credentials in a Secret (`cloud-credentials`, key `cloud`) as Velero users keep them;
-/// and the location, to open the same store directly.
+/// `ark backup-location create` flags for an S3 location on SeaweedFS under a prefix of its own
+/// (or `prefix`), reached at `endpoint` (default: the server itself), with the credentials in a
+/// Secret (`cloud-credentials`, key `cloud`) as Velero users keep them; and the location as the
+/// test opens it directly (always at the server itself).
 pub async fn s3_location(
     cluster: &Cluster,
     client: &Client,
     ark_ns: &str,
     prefix: Option<&str>,
+    endpoint: Option<&str>,
 ) -> (Vec<String>, ark_storage::Location) {
     let prefix = prefix.map_or_else(|| unique_name("e2e"), str::to_string);
     let location = cluster.s3_location(&prefix);
+    let mut config = location.config.clone();
+    if let Some(endpoint) = endpoint {
+        config.insert("s3Url".into(), endpoint.to_string());
+    }
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "cloud-credentials" },
         "stringData": { "cloud": location.credentials.clone().unwrap() },
@@ -32,8 +38,7 @@ pub async fn s3_location(
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
-    let config = location
-        .config
+    let config = config
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()

@@ -5,6 +5,7 @@
 //! A test that finds no cluster fails and says how to start one: it never skips itself.
 
 pub mod fixtures;
+pub mod proxy;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -205,6 +206,26 @@ where
         .with_context(|| format!("{name} did not reach the expected state within {timeout:?}"))?
         .context("watch failed")?
         .with_context(|| format!("{name} was deleted"))
+}
+
+/// Waits (watching) until this very object (its uid) is gone, or fails after `timeout`.
+pub async fn wait_deleted<K>(api: Api<K>, object: &K, timeout: Duration)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let name = object.meta().name.clone().unwrap_or_default();
+    let uid = object.meta().uid.clone().unwrap_or_default();
+    tokio::time::timeout(
+        timeout,
+        await_condition(
+            api,
+            &name,
+            kube::runtime::wait::conditions::is_deleted(&uid),
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{name} was not deleted within {timeout:?}"))
+    .expect("watch failed");
 }
 
 /// Condition: the pod's phase is Running.

@@ -191,8 +191,8 @@ async fn seaweedfs_stores_lists_and_deletes_keys() {
         ]
     );
     assert_eq!(
-        store.child_folders(&layout.backups_dir()).await.unwrap(),
-        ["b1"]
+        store.backup_names().await.unwrap(),
+        std::collections::BTreeSet::from(["b1".to_string()])
     );
     assert_eq!(
         store.delete_under(&layout.backup_dir("b1")).await.unwrap(),

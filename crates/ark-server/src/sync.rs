@@ -90,10 +90,7 @@ async fn sync_location(
         .map_err(|e| e.to_string())?;
     let location_name = open.name();
     let store = &open.store;
-    let in_bucket = store
-        .child_folders(&store.layout.backups_dir())
-        .await
-        .map_err(|e| e.to_string())?;
+    let in_bucket = store.backup_names().await.map_err(|e| e.to_string())?;
     let known: BTreeSet<&str> = existing
         .iter()
         .filter_map(|b| b.metadata.name.as_deref())
@@ -104,7 +101,7 @@ async fn sync_location(
     {
         let bytes = match store.get(&store.layout.backup_metadata(name)).await {
             Ok(bytes) => bytes,
-            // A folder without velero-backup.json is not a backup (yet, or any more).
+            // Deleted since it was listed.
             Err(error) if error.is_not_found() => continue,
             Err(error) => return Err(error.to_string()),
         };

@@ -121,17 +121,21 @@ impl BackupStore {
         Ok(written)
     }
 
-    /// The names of the folders under `dir` (`backups/` -> backup names).
-    pub async fn child_folders(&self, dir: &Path) -> Result<Vec<String>, StoreError> {
-        let listing = self
-            .store
-            .list_with_delimiter(Some(dir))
-            .await
-            .map_err(object_error(dir))?;
-        Ok(listing
-            .common_prefixes
+    /// The backups in the store: every `backups/<name>/velero-backup.json`. Listed by key rather
+    /// than by folder because some servers (SeaweedFS among them) keep a folder after its last key
+    /// is deleted.
+    pub async fn backup_names(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let dir = self.layout.backups_dir();
+        let keys = self.keys_under(&dir).await?;
+        Ok(keys
             .iter()
-            .filter_map(|p| p.filename().map(str::to_string))
+            .filter(|key| key.filename() == Some("velero-backup.json"))
+            .filter_map(|key| {
+                let parts: Vec<_> = key.parts().collect();
+                let name = parts.get(parts.len().checked_sub(2)?)?;
+                (key == &self.layout.backup_metadata(name.as_ref()))
+                    .then(|| name.as_ref().to_string())
+            })
             .collect())
     }
 

@@ -315,7 +315,7 @@ async fn round_trip_with_a_file_location() {
 #[tokio::test]
 async fn round_trip_with_s3() {
     round_trip(async |cluster, client, ark_ns| {
-        let (flags, location) = fixtures::s3_location(cluster, client, ark_ns, None).await;
+        let (flags, location) = fixtures::s3_location(cluster, client, ark_ns, None, None).await;
         TestLocation {
             flags,
             store: ark_storage::open(&location).unwrap(),

@@ -24,7 +24,8 @@ async fn a_second_cluster_syncs_the_bucket_and_restores_the_backup() {
     let first_client = first.client().await;
     let ark_a = first.namespace("ark").await;
     let app = first.namespace("shop").await;
-    let (flags, location) = fixtures::s3_location(&first, &first_client, &ark_a.name, None).await;
+    let (flags, location) =
+        fixtures::s3_location(&first, &first_client, &ark_a.name, None, None).await;
     let prefix = location.prefix.clone().unwrap();
     let _server_a = ArkServer::start(ARK, &first, &ark_a.name);
     let mut create = vec!["backup-location", "create", "default", "--default"];
@@ -66,7 +67,7 @@ async fn a_second_cluster_syncs_the_bucket_and_restores_the_backup() {
     let second_client = second.client().await;
     let ark_b = second.namespace("ark").await;
     let (flags, _) =
-        fixtures::s3_location(&second, &second_client, &ark_b.name, Some(&prefix)).await;
+        fixtures::s3_location(&second, &second_client, &ark_b.name, Some(&prefix), None).await;
     let mut create = vec![
         "backup-location",
         "create",

@@ -1,0 +1,658 @@
+//! Deleting backups through DeleteBackupRequests, end to end with SeaweedFS: Velero's own cases,
+//! and where ark goes further (resumed deletions, snapshots, describe by name and uid).
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use ark_api::{
+    Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, Restore, labels,
+};
+use ark_storage::BackupStore;
+use ark_tests::proxy::PausableProxy;
+use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name, wait_deleted, wait_for};
+use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
+use kube::runtime::wait::conditions;
+use kube::{Api, Client, ResourceExt};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// An ark namespace with an S3 location (optionally behind a proxy), an application namespace
+/// with one ConfigMap, and the bucket as the test sees it.
+struct Setup {
+    cluster: Cluster,
+    client: Client,
+    ark_ns: TestNamespace,
+    app: TestNamespace,
+    store: BackupStore,
+}
+
+impl Setup {
+    async fn new(endpoint: Option<&str>) -> Setup {
+        let cluster = Cluster::get();
+        let client = cluster.client().await;
+        let ark_ns = cluster.namespace("ark").await;
+        let app = cluster.namespace("app").await;
+        let (flags, location) =
+            fixtures::s3_location(&cluster, &client, &ark_ns.name, None, endpoint).await;
+        let mut create = vec!["backup-location", "create", "default", "--default"];
+        create.extend(flags.iter().map(String::as_str));
+        ark_ok(&cluster, &ark_ns.name, &create);
+        let config_map: ConfigMap = serde_json::from_value(
+            serde_json::json!({ "metadata": { "name": "settings" }, "data": { "k": "v" } }),
+        )
+        .unwrap();
+        Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+        Setup {
+            store: ark_storage::open(&location).unwrap(),
+            cluster,
+            client,
+            ark_ns,
+            app,
+        }
+    }
+
+    fn ns(&self) -> &str {
+        &self.ark_ns.name
+    }
+
+    fn ark(&self, args: &[&str]) -> String {
+        ark_ok(&self.cluster, self.ns(), args)
+    }
+
+    fn backups(&self) -> Api<Backup> {
+        Api::namespaced(self.client.clone(), self.ns())
+    }
+
+    fn requests(&self) -> Api<DeleteBackupRequest> {
+        Api::namespaced(self.client.clone(), self.ns())
+    }
+
+    fn restores(&self) -> Api<Restore> {
+        Api::namespaced(self.client.clone(), self.ns())
+    }
+
+    /// A backup of the application namespace, and optionally a restore of it into a copy.
+    fn backup(&self, name: &str, restore: Option<&str>) {
+        self.ark(&[
+            "backup",
+            "create",
+            name,
+            "--include-namespaces",
+            &self.app.name,
+            "--wait",
+        ]);
+        if let Some(restore) = restore {
+            let mapping = format!("{}:{}-{restore}", self.app.name, self.app.name);
+            self.ark(&[
+                "restore",
+                "create",
+                restore,
+                "--from-backup",
+                name,
+                "--namespace-mappings",
+                &mapping,
+                "--wait",
+            ]);
+        }
+    }
+
+    async fn keys(&self, dir: &ark_storage::Path) -> usize {
+        self.store.keys_under(dir).await.unwrap().len()
+    }
+
+    /// A request written directly (as kubectl or Velero's CLI would).
+    async fn request(&self, backup_name: &str, labels: Option<(&str, &str)>) -> String {
+        let mut request: DeleteBackupRequest = serde_json::from_value(serde_json::json!({
+            "metadata": { "generateName": "req-" },
+            "spec": { "backupName": backup_name },
+        }))
+        .unwrap();
+        if let Some((name, uid)) = labels {
+            request.metadata.labels = Some(labels::for_backup(name, uid));
+        }
+        self.requests()
+            .create(&PostParams::default(), &request)
+            .await
+            .unwrap()
+            .name_any()
+    }
+
+    async fn processed(&self, request: &str) -> DeleteBackupRequest {
+        let done = |r: Option<&DeleteBackupRequest>| {
+            r.is_some_and(|r| r.phase() == Some(DeleteBackupRequestPhase::Processed))
+        };
+        wait_for(self.requests(), request, done, WAIT)
+            .await
+            .unwrap()
+    }
+
+    async fn gone(&self, backup: &Backup) {
+        wait_deleted(self.backups(), backup, WAIT).await;
+    }
+
+    async fn put_gz(&self, key: &ark_storage::Path, json: &str) {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(json.as_bytes()).unwrap();
+        self.store
+            .put(key, gz.finish().unwrap().into())
+            .await
+            .unwrap();
+    }
+}
+
+async fn install_volume_snapshot_content_crd(client: &Client) {
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        // As the external-snapshotter's CRDs: *.k8s.io groups need the API approval annotation.
+        "metadata": {
+            "name": "volumesnapshotcontents.snapshot.storage.k8s.io",
+            "annotations": { "api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/419" },
+        },
+        "spec": {
+            "group": "snapshot.storage.k8s.io",
+            "names": { "kind": "VolumeSnapshotContent", "plural": "volumesnapshotcontents", "singular": "volumesnapshotcontent" },
+            "scope": "Cluster",
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+        },
+    }))
+    .unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match api.create(&PostParams::default(), &crd).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("{error}"),
+    }
+    wait_for(
+        api,
+        "volumesnapshotcontents.snapshot.storage.k8s.io",
+        conditions::is_crd_established(),
+        WAIT,
+    )
+    .await
+    .unwrap();
+}
+
+fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshotContent");
+    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
+}
+
+fn metrics(address: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[tokio::test]
+async fn a_full_delete_removes_backup_restores_data_requests_and_snapshots_and_keeps_the_rest() {
+    let setup = Setup::new(None).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics_address = format!("127.0.0.1:{port}");
+    let _server = ArkServer::start_with(
+        ARK,
+        &setup.cluster,
+        setup.ns(),
+        &["--metrics-address", &metrics_address],
+    );
+    setup.backup("b1", Some("r1"));
+    setup.backup("b2", Some("r2"));
+
+    // b1 has a CSI snapshot: a VolumeSnapshotContent recorded beside the backup.
+    install_volume_snapshot_content_crd(&setup.client).await;
+    let content = unique_name("snapcontent");
+    let vsc: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+        "metadata": { "name": content }, "spec": { "deletionPolicy": "Retain", "driver": "test.csi" },
+    }))
+    .unwrap();
+    volume_snapshot_contents(&setup.client)
+        .create(&PostParams::default(), &vsc)
+        .await
+        .unwrap();
+    let layout = &setup.store.layout;
+    setup
+        .put_gz(
+            &layout.backup_csi_snapshot_contents("b1"),
+            &format!(r#"[{{"metadata":{{"name":"{content}"}}}}]"#),
+        )
+        .await;
+
+    let b1 = setup.backups().get("b1").await.unwrap();
+    let stdout = setup.ark(&["backup", "delete", "b1", "--confirm", "--wait"]);
+    assert_eq!(
+        stdout,
+        "Request to delete backup \"b1\" submitted successfully.\nThe backup will be fully deleted after all associated data (disk snapshots, backup files, restores) are removed.\n"
+    );
+    setup.gone(&b1).await;
+    assert!(setup.restores().get_opt("r1").await.unwrap().is_none());
+    assert!(
+        setup.restores().get_opt("r2").await.unwrap().is_some(),
+        "another backup's restore is kept"
+    );
+    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 0);
+    assert_eq!(setup.keys(&layout.restore_dir("r1")).await, 0);
+    assert_eq!(setup.keys(&layout.backup_dir("b2")).await, 6);
+    assert_eq!(setup.keys(&layout.restore_dir("r2")).await, 3);
+    assert!(
+        setup
+            .requests()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        volume_snapshot_contents(&setup.client)
+            .get_opt(&content)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let scraped = metrics(&metrics_address);
+    assert!(
+        scraped.contains("ark_backup_deletion_attempt_total 1\n"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("ark_backup_deletion_success_total 1\n"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("ark_backup_deletion_failure_total 0\n"),
+        "{scraped}"
+    );
+    for ns in [
+        format!("{}-r1", setup.app.name),
+        format!("{}-r2", setup.app.name),
+    ] {
+        let _ = Api::<Namespace>::all(setup.client.clone())
+            .delete(&ns, &DeleteParams::default())
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn requests_that_cannot_proceed_are_processed_with_the_reason_and_delete_nothing() {
+    let setup = Setup::new(None).await;
+    let bucket = tempfile::tempdir().unwrap();
+    setup.ark(&[
+        "backup-location",
+        "create",
+        "ro",
+        "--provider",
+        "file",
+        "--bucket",
+        bucket.path().to_str().unwrap(),
+        "--access-mode",
+        "ReadOnly",
+    ]);
+    // Backups whose location is missing or read-only (as sync would create them).
+    for (name, location) in [("lost", "nowhere"), ("frozen", "ro")] {
+        let backup: Backup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "velero.io/v1", "kind": "Backup", "metadata": { "name": name },
+            "spec": { "storageLocation": location }, "status": { "phase": "Completed" },
+        }))
+        .unwrap();
+        setup
+            .backups()
+            .create(&PostParams::default(), &backup)
+            .await
+            .unwrap();
+    }
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+
+    let cases = [
+        ("", "spec.backupName is required".to_string()),
+        ("unknown", "backup not found".to_string()),
+        ("lost", "backup storage location nowhere not found".to_string()),
+        ("frozen", "cannot delete backup because backup storage location ro is currently in read-only mode".to_string()),
+    ];
+    for (backup, error) in cases {
+        let request = setup.request(backup, None).await;
+        let processed = setup.processed(&request).await;
+        assert_eq!(processed.errors(), [error], "request for {backup:?}");
+    }
+    for name in ["lost", "frozen"] {
+        assert_eq!(
+            setup.backups().get(name).await.unwrap().phase(),
+            BackupPhase::Completed
+        );
+    }
+}
+
+#[tokio::test]
+async fn provider_snapshots_without_a_snapshotter_keep_the_backup_and_describe_shows_the_attempt() {
+    let setup = Setup::new(None).await;
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", None);
+    let layout = &setup.store.layout;
+    setup
+        .put_gz(
+            &layout.backup_volume_snapshots("b1"),
+            r#"[{"spec":{"location":"aws-default","persistentVolumeName":"pv-1"},"status":{"providerSnapshotID":"snap-1","phase":"Completed"}}]"#,
+        )
+        .await;
+    // A failed request left by an earlier backup of the same name (another uid): not this backup's.
+    let earlier = setup
+        .request("b1", Some(("b1", "uid-of-an-earlier-b1")))
+        .await;
+    setup.processed(&earlier).await;
+
+    let output = ark(
+        Some(&setup.cluster),
+        &[
+            "backup",
+            "delete",
+            "b1",
+            "--confirm",
+            "--wait",
+            "-n",
+            setup.ns(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let expected = "unable to delete backup because it includes 1 volume snapshots and this server has no volume snapshotter configured; nothing was deleted";
+    assert_eq!(
+        text(&output.stderr),
+        format!("error: deleting backup \"b1\": {expected}\n")
+    );
+    let backup = setup.backups().get("b1").await.unwrap();
+    assert_eq!(backup.phase(), BackupPhase::Completed);
+    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 6);
+
+    let describe = setup.ark(&["backup", "describe", "b1"]);
+    let section = describe
+        .split("\nDeletion Attempts")
+        .nth(1)
+        .expect("a Deletion Attempts section");
+    assert!(section.starts_with(" (1 failed):\n  "), "{describe}");
+    assert!(
+        section.ends_with(&format!(": Processed\n  Errors:\n    {expected}\n")),
+        "{describe}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&setup.ark(&["backup", "describe", "b1", "-o", "json"])).unwrap();
+    assert_eq!(json["deletionAttempts"]["failed"], 1);
+    assert_eq!(
+        json["deletionAttempts"]["deleteBackupRequests"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn long_names_missing_tarballs_and_duplicate_requests() {
+    let setup = Setup::new(None).await;
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    // Object names are DNS subdomains: labels of at most 63 characters between dots.
+    let long = format!("{}.{}", "a".repeat(50), "b".repeat(49));
+    assert_eq!(long.len(), 100);
+    setup.backup(&long, None);
+    setup.backup("no-tarball", None);
+    setup.backup("dup", None);
+    let layout = &setup.store.layout;
+    setup
+        .store
+        .delete(&layout.backup_contents("no-tarball"))
+        .await
+        .unwrap();
+
+    let long_backup = setup.backups().get(&long).await.unwrap();
+    let no_tarball = setup.backups().get("no-tarball").await.unwrap();
+    setup.ark(&[
+        "backup",
+        "delete",
+        &long,
+        "no-tarball",
+        "--confirm",
+        "--wait",
+    ]);
+    setup.gone(&long_backup).await;
+    setup.gone(&no_tarball).await;
+    assert_eq!(setup.keys(&layout.backup_dir(&long)).await, 0);
+    assert_eq!(setup.keys(&layout.backup_dir("no-tarball")).await, 0);
+
+    let dup = setup.backups().get("dup").await.unwrap();
+    let uid = dup.metadata.uid.clone().unwrap();
+    for _ in 0..3 {
+        setup.request("dup", Some(("dup", &uid))).await;
+    }
+    setup.gone(&dup).await;
+    let selector = labels::selector_for_backup("dup", &uid);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !setup
+        .requests()
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items
+        .is_empty()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "duplicate requests were not removed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn processed_requests_expire() {
+    let setup = Setup::new(None).await;
+    let _server = ArkServer::start_with(
+        ARK,
+        &setup.cluster,
+        setup.ns(),
+        &["--deletion-request-ttl", "3s"],
+    );
+    let request = setup.request("unknown", None).await;
+    let processed = setup.processed(&request).await;
+    wait_deleted(setup.requests(), &processed, Duration::from_secs(30)).await;
+}
+
+/// The pausable proxy makes the bucket stop answering in the middle: a backup then stays
+/// InProgress (a request for it is refused), and a deletion stays InProgress until the server is
+/// killed; the next server finishes it.
+// Multi-threaded: the proxy runs on the test's runtime while the test blocks on the ark CLI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_progress_backups_are_refused_and_an_interrupted_deletion_is_finished_after_a_restart() {
+    let cluster = Cluster::get();
+    let target: std::net::SocketAddr = cluster
+        .s3_endpoint
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = PausableProxy::start(target).await;
+    let setup = Setup::new(Some(&proxy.url())).await;
+    let server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", Some("r1"));
+
+    proxy.pause();
+    setup.ark(&[
+        "backup",
+        "create",
+        "stuck",
+        "--include-namespaces",
+        &setup.app.name,
+    ]);
+    let in_progress = |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::InProgress);
+    wait_for(setup.backups(), "stuck", in_progress, WAIT)
+        .await
+        .unwrap();
+    let refused = setup.request("stuck", None).await;
+    assert_eq!(
+        setup.processed(&refused).await.errors(),
+        ["backup is still in progress"]
+    );
+
+    setup.ark(&["backup", "delete", "b1", "--confirm"]);
+    let request = setup
+        .requests()
+        .list(&ListParams::default().labels(&format!("{}=b1", labels::BACKUP_NAME)))
+        .await
+        .unwrap()
+        .items[0]
+        .name_any();
+    let started = |r: Option<&DeleteBackupRequest>| {
+        r.is_some_and(|r| r.phase() == Some(DeleteBackupRequestPhase::InProgress))
+    };
+    wait_for(setup.requests(), &request, started, WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        setup.backups().get("b1").await.unwrap().phase(),
+        BackupPhase::Deleting
+    );
+    drop(server);
+
+    proxy.resume();
+    let b1 = setup.backups().get("b1").await.unwrap();
+    let _restarted = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.gone(&b1).await;
+    let layout = &setup.store.layout;
+    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 0);
+    assert_eq!(setup.keys(&layout.restore_dir("r1")).await, 0);
+    assert!(setup.restores().get_opt("r1").await.unwrap().is_none());
+    let _ = Api::<Namespace>::all(setup.client.clone())
+        .delete(&format!("{}-r1", setup.app.name), &DeleteParams::default())
+        .await;
+}
+
+#[tokio::test]
+async fn deleting_the_namespace_keeps_the_bucket_and_sync_brings_the_backups_back() {
+    let setup = Setup::new(None).await;
+    let server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", None);
+    drop(server);
+    let namespaces: Api<Namespace> = Api::all(setup.client.clone());
+    let namespace = namespaces.get(setup.ns()).await.unwrap();
+    namespaces
+        .delete(setup.ns(), &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(namespaces.clone(), &namespace, WAIT).await;
+    assert_eq!(
+        setup.keys(&setup.store.layout.backup_dir("b1")).await,
+        6,
+        "deleting the namespace deleted no data"
+    );
+
+    // The namespace again, with its location: sync finds the backup.
+    let namespace: Namespace =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": setup.ns() } })).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let (flags, _) = fixtures::s3_location(
+        &setup.cluster,
+        &setup.client,
+        setup.ns(),
+        setup.store.layout.prefix(),
+        None,
+    )
+    .await;
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    create.extend(flags.iter().map(String::as_str));
+    setup.ark(&create);
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    let completed = |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::Completed);
+    wait_for(setup.backups(), "b1", completed, WAIT)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn expired_backups_and_backups_gone_from_the_bucket_are_deleted_through_requests() {
+    let setup = Setup::new(None).await;
+    let backup: Backup = serde_json::from_value(serde_json::json!({
+        "apiVersion": "velero.io/v1", "kind": "Backup",
+        "metadata": { "name": "legacy", "finalizers": ["gc.ark.heptio.com"] },
+        "spec": { "storageLocation": "nowhere" },
+        "status": { "phase": "Completed", "expiration": "2020-01-01T00:00:00Z" },
+    }))
+    .unwrap();
+    setup
+        .backups()
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    let _server = ArkServer::start_with(
+        ARK,
+        &setup.cluster,
+        setup.ns(),
+        &["--garbage-collection-frequency", "2s"],
+    );
+
+    // The legacy finalizer goes at start-up; GC cannot act on a backup without its location.
+    let labelled = |b: Option<&Backup>| {
+        b.is_some_and(|b| {
+            b.labels().get(labels::GC_FAILURE).map(String::as_str) == Some("BSLNotFound")
+        })
+    };
+    let legacy = wait_for(setup.backups(), "legacy", labelled, WAIT)
+        .await
+        .unwrap();
+    assert_eq!(legacy.metadata.finalizers, None);
+
+    // A backup past its TTL is deleted by a request GC creates.
+    setup.ark(&[
+        "backup",
+        "create",
+        "short",
+        "--include-namespaces",
+        &setup.app.name,
+        "--ttl",
+        "1s",
+        "--wait",
+    ]);
+    let short = setup.backups().get("short").await.unwrap();
+    setup.gone(&short).await;
+    assert_eq!(setup.keys(&setup.store.layout.backup_dir("short")).await, 0);
+
+    // A backup whose data left the bucket goes through a request too, with its restore.
+    setup.backup("orphan", Some("r-orphan"));
+    let orphan = setup.backups().get("orphan").await.unwrap();
+    setup
+        .store
+        .delete_under(&setup.store.layout.backup_dir("orphan"))
+        .await
+        .unwrap();
+    setup.gone(&orphan).await;
+    assert!(
+        setup
+            .restores()
+            .get_opt("r-orphan")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let _ = Api::<Namespace>::all(setup.client.clone())
+        .delete(
+            &format!("{}-r-orphan", setup.app.name),
+            &DeleteParams::default(),
+        )
+        .await;
+}

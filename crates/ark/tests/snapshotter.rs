@@ -1,0 +1,186 @@
+//! Provider snapshots through the VolumeSnapshotter interface, with an in-process test double that
+//! injects what a cloud provider can answer: deleted, already gone, refused.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ark_api::{Backup, BackupPhase, DeleteBackupRequest};
+use ark_server::snapshots::{Deleted, VolumeSnapshotter};
+use ark_tests::{Cluster, wait_deleted, wait_for};
+use common::{ark, ark_ok, text};
+use futures::future::BoxFuture;
+use kube::Api;
+
+/// Answers each snapshot id as told, and records every call.
+struct FakeSnapshotter {
+    answers: BTreeMap<&'static str, Result<Deleted, String>>,
+    calls: Mutex<Vec<(String, String)>>,
+}
+
+impl VolumeSnapshotter for FakeSnapshotter {
+    fn delete<'a>(
+        &'a self,
+        location: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Deleted, String>> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((location.to_string(), id.to_string()));
+        let answer = self.answers.get(id).cloned().unwrap_or(Ok(Deleted::Now));
+        Box::pin(async move { answer })
+    }
+}
+
+fn snapshots_json(ids: &[&str]) -> Vec<u8> {
+    let records: Vec<_> = ids
+        .iter()
+        .map(|id| serde_json::json!({ "spec": { "location": "aws-default" }, "status": { "providerSnapshotID": id } }))
+        .collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&serde_json::to_vec(&records).unwrap())
+        .unwrap();
+    gz.finish().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_backup() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("app").await;
+    let bucket = tempfile::tempdir().unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup-location",
+            "create",
+            "default",
+            "--default",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket.path().to_str().unwrap(),
+        ],
+    );
+
+    let snapshotter = Arc::new(FakeSnapshotter {
+        answers: BTreeMap::from([
+            ("snap-gone", Ok(Deleted::AlreadyGone)),
+            (
+                "snap-refused",
+                Err("provider refused: snapshot in use".to_string()),
+            ),
+        ]),
+        calls: Mutex::default(),
+    });
+    let scratch = tempfile::tempdir().unwrap();
+    let options = ark_server::ServerOptions {
+        namespace: ns.name.clone(),
+        scratch_dir: scratch.path().to_path_buf(),
+        sync_period: Duration::from_secs(2),
+        validation_period: Duration::from_secs(2),
+        default_ttl: Duration::from_secs(3600),
+        workers: 2,
+        identity: "in-process".into(),
+        deletion_workers: 2,
+        deletion_request_ttl: Duration::from_secs(3600),
+        gc_frequency: Duration::from_secs(3600),
+        metrics_address: None,
+        volume_snapshotter: Some(snapshotter.clone()),
+    };
+    let server = tokio::spawn(ark_server::run(client.clone(), options));
+
+    for name in ["b-ok", "b-refused"] {
+        ark_ok(
+            &cluster,
+            &ns.name,
+            &[
+                "backup",
+                "create",
+                name,
+                "--include-namespaces",
+                &app.name,
+                "--wait",
+            ],
+        );
+    }
+    let layout = ark_storage::layout::Layout::new(None);
+    std::fs::write(
+        bucket
+            .path()
+            .join(layout.backup_volume_snapshots("b-ok").as_ref()),
+        snapshots_json(&["snap-1", "snap-gone"]),
+    )
+    .unwrap();
+    std::fs::write(
+        bucket
+            .path()
+            .join(layout.backup_volume_snapshots("b-refused").as_ref()),
+        snapshots_json(&["snap-refused"]),
+    )
+    .unwrap();
+
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    let ok = backups.get("b-ok").await.unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "delete", "b-ok", "--confirm", "--wait"],
+    );
+    wait_deleted(backups.clone(), &ok, Duration::from_secs(60)).await;
+
+    let output = ark(
+        Some(&cluster),
+        &[
+            "backup",
+            "delete",
+            "b-refused",
+            "--confirm",
+            "--wait",
+            "-n",
+            &ns.name,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "error: deleting backup \"b-refused\": deleting volume snapshot snap-refused: provider refused: snapshot in use\n"
+    );
+    let kept = wait_for(
+        backups,
+        "b-refused",
+        |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::Completed),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    assert!(
+        bucket
+            .path()
+            .join(layout.backup_contents("b-refused").as_ref())
+            .exists(),
+        "nothing of a refused backup is deleted"
+    );
+    assert_eq!(kept.phase(), BackupPhase::Completed);
+    let requests: Api<DeleteBackupRequest> = Api::namespaced(client, &ns.name);
+    assert_eq!(
+        requests
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+
+    let calls = snapshotter.calls.lock().unwrap().clone();
+    let to = |id: &str| ("aws-default".to_string(), id.to_string());
+    assert_eq!(calls, [to("snap-1"), to("snap-gone"), to("snap-refused")]);
+    server.abort();
+}
