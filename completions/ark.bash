@@ -1070,7 +1070,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__restore__subcmd__create)
-            opts="-l -w -n -h -V --from-backup --include-namespaces --exclude-namespaces --include-resources --exclude-resources --include-cluster-resources --selector --namespace-mappings --existing-resource-policy --wait --namespace --kubeconfig --context --help --version"
+            opts="-l -w -n -h -V --from-backup --include-namespaces --exclude-namespaces --include-resources --exclude-resources --include-cluster-resources --selector --namespace-mappings --existing-resource-policy --hooks-file --wait --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1114,6 +1114,10 @@ _ark() {
                     ;;
                 --existing-resource-policy)
                     COMPREPLY=($(compgen -W "none update" -- "${cur}"))
+                    return 0
+                    ;;
+                --hooks-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --namespace)
@@ -1338,7 +1342,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__server)
-            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --metrics-address --namespace --kubeconfig --context --help --version"
+            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --metrics-address --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1377,6 +1381,10 @@ _ark() {
                     return 0
                     ;;
                 --garbage-collection-frequency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --restore-hooks-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

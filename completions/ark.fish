@@ -121,6 +121,7 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcomm
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l namespace-mappings -d 'Restore namespaces under other names: old:new,old2:new2' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l existing-resource-policy -d 'What to do with objects that already exist' -r -f -a "none\t'Keep the object in the cluster; warn when it differs from the backup'
 update\t'Patch the object in the cluster to the backed-up state'"
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l hooks-file -d 'Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input), checked before anything is created' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
@@ -200,6 +201,7 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l id -d 'This replica\'
 complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-workers -d 'Backup deletions run at once' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-request-ttl -d 'How long a processed DeleteBackupRequest is kept' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l garbage-collection-frequency -d 'How often expired backups are looked for' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l restore-hooks-timeout -d 'How long a restore waits, at most, for the exec hooks of its pods' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l metrics-address -d 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F

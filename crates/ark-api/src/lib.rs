@@ -6,6 +6,7 @@ mod backup_storage_location;
 pub mod crd;
 mod delete_backup_request;
 pub mod duration;
+pub mod hooks;
 pub mod labels;
 mod restore;
 mod schema;

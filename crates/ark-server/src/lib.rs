@@ -48,6 +48,8 @@ pub struct ServerOptions {
     pub deletion_request_ttl: Duration,
     /// How often expired backups are looked for.
     pub gc_frequency: Duration,
+    /// How long a restore waits, at most, for the exec hooks of its pods.
+    pub restore_hooks_timeout: Duration,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_address: Option<SocketAddr>,
     /// Deletes provider volume snapshots; without one, backups that have any cannot be deleted.
@@ -66,6 +68,7 @@ pub(crate) struct Context {
     pub deletion_workers: u16,
     pub deletion_request_ttl: Duration,
     pub gc_frequency: Duration,
+    pub hooks_timeout: Duration,
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
     pub metrics: Arc<metrics::Metrics>,
     /// Backups this server is running now: a request to delete one of them is refused.
@@ -99,6 +102,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         deletion_workers: options.deletion_workers.max(1),
         deletion_request_ttl: options.deletion_request_ttl,
         gc_frequency: options.gc_frequency,
+        hooks_timeout: options.restore_hooks_timeout,
         volume_snapshotter: options.volume_snapshotter,
         metrics: Arc::default(),
         running_backups: Mutex::default(),

@@ -104,6 +104,15 @@ impl Layout {
         ])
     }
 
+    /// ark's record of each restored pod's hooks (Velero keeps none; Velero ignores extra files).
+    pub fn restore_hook_results(&self, restore: &str) -> Path {
+        self.path(&[
+            "restores",
+            restore,
+            &format!("restore-{restore}-hook-results.json.gz"),
+        ])
+    }
+
     pub fn restore_resource_list(&self, restore: &str) -> Path {
         self.path(&[
             "restores",

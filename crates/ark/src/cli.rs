@@ -72,7 +72,7 @@ pub enum BackupCommand {
 #[derive(Debug, Subcommand)]
 pub enum RestoreCommand {
     /// Restore from a backup
-    Create(RestoreCreateArgs),
+    Create(Box<RestoreCreateArgs>),
     /// List restores
     Get(GetArgs),
     /// Show a restore's details
@@ -171,6 +171,10 @@ pub struct RestoreCreateArgs {
     /// What to do with objects that already exist
     #[arg(long, value_enum, default_value_t = ExistingResourcePolicy::None)]
     pub existing_resource_policy: ExistingResourcePolicy,
+    /// Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input),
+    /// checked before anything is created
+    #[arg(long, value_name = "FILE")]
+    pub hooks_file: Option<PathBuf>,
     #[command(flatten)]
     pub wait: WaitArgs,
 }
@@ -332,6 +336,9 @@ pub struct ServerArgs {
     /// How often expired backups are looked for
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub garbage_collection_frequency: std::time::Duration,
+    /// How long a restore waits, at most, for the exec hooks of its pods
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub restore_hooks_timeout: std::time::Duration,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_address: Option<std::net::SocketAddr>,

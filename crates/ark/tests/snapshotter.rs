@@ -92,6 +92,7 @@ async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_b
         deletion_request_ttl: Duration::from_secs(3600),
         gc_frequency: Duration::from_secs(3600),
         metrics_address: None,
+        restore_hooks_timeout: Duration::from_secs(60),
         volume_snapshotter: Some(snapshotter.clone()),
     };
     let server = tokio::spawn(ark_server::run(client.clone(), options));

@@ -11,6 +11,7 @@ use kube::discovery::{ApiCapabilities, Discovery, Scope};
 use kube::{Api, Client};
 use serde_json::Value;
 
+use super::hooks::{self, PodHooks};
 use super::order::{is_restorable, restore_order};
 use super::transform::{Transform, differs};
 use crate::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
@@ -21,6 +22,14 @@ use crate::results::Results;
 pub struct Restored {
     pub results: Results,
     pub items: i64,
+    /// Restored pods that have hooks: their exec hooks run once everything is restored.
+    pub pods_with_hooks: Vec<PodWithHooks>,
+}
+
+pub struct PodWithHooks {
+    pub namespace: String,
+    pub name: String,
+    pub hooks: PodHooks,
 }
 
 /// One item file of the unpacked backup.
@@ -163,6 +172,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
     let mut done = 0i64;
     let mut ensured = std::collections::BTreeSet::new();
+    let mut pods_with_hooks = Vec::new();
     progress.send_replace((0, total));
 
     for (gr, items) in plan {
@@ -208,7 +218,13 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                     continue;
                 }
             }
-            let candidate = transform.apply(&gr, value);
+            let mut candidate = transform.apply(&gr, value);
+            let pod_hooks = if gr == "pods" {
+                hooks::for_pod(spec.hooks.as_ref(), &candidate)
+            } else {
+                PodHooks::default()
+            };
+            hooks::inject_init_containers(&mut candidate, &pod_hooks.init);
             let name = candidate
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -285,6 +301,13 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             resource_list
                 .add(&key, &format!("{shown}({outcome})"))
                 .map_err(|e| kube::Error::Service(Box::new(e)))?;
+            if outcome == "created" && !pod_hooks.is_empty() {
+                pods_with_hooks.push(PodWithHooks {
+                    namespace: target_ns.clone().unwrap_or_default(),
+                    name: name.clone(),
+                    hooks: pod_hooks,
+                });
+            }
             progress.send_replace((done, total));
         }
         log.info(&format!("restored {gr}"));
@@ -292,6 +315,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     Ok(Restored {
         results,
         items: done,
+        pods_with_hooks,
     })
 }
 

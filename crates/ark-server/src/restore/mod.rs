@@ -3,6 +3,7 @@
 
 mod engine;
 mod extract;
+mod hooks;
 mod order;
 mod transform;
 
@@ -23,6 +24,9 @@ use crate::operation_log::{Level, OperationLog};
 use crate::resource_list::ResourceListWriter;
 use crate::results::gzip_json;
 use crate::{Context, patch};
+
+/// Pods whose hooks run at once.
+const HOOK_PODS_AT_ONCE: usize = 16;
 
 pub async fn run(ctx: Arc<Context>) {
     let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -80,6 +84,13 @@ fn validate(restore: &Restore) -> Vec<String> {
     let mut errors = Vec::new();
     if spec.backup_name.is_empty() {
         errors.push("spec.backupName is required".to_string());
+    }
+    if let Some(hooks) = &spec.hooks {
+        errors.extend(
+            ark_api::hooks::validate(hooks)
+                .iter()
+                .map(|e| format!("spec.hooks.{e}")),
+        );
     }
     errors.extend(
         IncludesExcludes::new(
@@ -232,6 +243,19 @@ async fn restore_from(
         log.log(Level::Error, rejected);
         restored.results.errors.velero.push(rejected.clone());
     }
+    let hook_results = run_hooks(
+        ctx,
+        std::mem::take(&mut restored.pods_with_hooks),
+        &mut restored.results,
+        &mut log,
+    )
+    .await;
+    let attempted: usize = hook_results.iter().map(|p| p.hooks.len()).sum();
+    let failed: usize = hook_results
+        .iter()
+        .flat_map(|p| &p.hooks)
+        .filter(|h| !h.succeeded)
+        .count();
     let errors = restored.results.errors.count();
     let warnings = restored.results.warnings.count();
     let phase = if errors > 0 {
@@ -250,6 +274,7 @@ async fn restore_from(
         "progress": { "itemsRestored": restored.items, "totalItems": restored.items },
         "errors": errors,
         "warnings": warnings,
+        "hookStatus": (attempted > 0).then(|| json!({ "hooksAttempted": attempted, "hooksFailed": failed })),
     });
     if open.location.is_read_only() {
         // A ReadOnly location is never written, not even with this restore's logs.
@@ -282,5 +307,61 @@ async fn restore_from(
         .upload_file(&layout.restore_resource_list(name), list.path())
         .await
         .map_err(|e| upload_error("resource list", e))?;
+    if !hook_results.is_empty() {
+        let bytes = gzip_json(&hook_results).map_err(|e| e.to_string())?;
+        store
+            .put(&layout.restore_hook_results(name), bytes)
+            .await
+            .map_err(|e| upload_error("hook results", e))?;
+    }
     Ok(final_status)
+}
+
+/// Runs the exec hooks of the restored pods, pods in parallel (bounded), all within the server's
+/// hooks timeout; every hook's outcome goes into the log, failures into the restore's errors.
+async fn run_hooks(
+    ctx: &Context,
+    pods: Vec<engine::PodWithHooks>,
+    results: &mut crate::results::Results,
+    log: &mut OperationLog,
+) -> Vec<ark_api::hooks::PodHookResults> {
+    let deadline = tokio::time::Instant::now() + ctx.hooks_timeout;
+    let client = &ctx.client;
+    let mut done: Vec<ark_api::hooks::PodHookResults> = futures::stream::iter(pods)
+        .map(|pod| async move {
+            let hooks =
+                hooks::exec::run_pod(client, &pod.namespace, &pod.name, &pod.hooks.exec, deadline)
+                    .await;
+            ark_api::hooks::PodHookResults {
+                init_containers: pod.hooks.init.iter().map(|c| c.name.clone()).collect(),
+                namespace: pod.namespace,
+                pod: pod.name,
+                hooks,
+            }
+        })
+        .buffer_unordered(HOOK_PODS_AT_ONCE)
+        .collect()
+        .await;
+    done.sort_by(|a, b| (&a.namespace, &a.pod).cmp(&(&b.namespace, &b.pod)));
+    for pod in &done {
+        for hook in &pod.hooks {
+            let what = format!(
+                "hook {:?} ({}) in container {} of pod {}/{}",
+                hook.command.join(" "),
+                hook.source,
+                hook.container,
+                pod.namespace,
+                pod.pod
+            );
+            match &hook.error {
+                None => log.info(&format!("{what} succeeded in {}ms", hook.duration_ms)),
+                Some(error) => {
+                    let message = format!("{what} failed: {error}");
+                    log.log(Level::Error, &message);
+                    results.errors.add(Some(&pod.namespace), message);
+                }
+            }
+        }
+    }
+    done
 }

@@ -63,6 +63,28 @@ pub async fn read_log(
     gunzipped(&store, &of.log(&store)).await
 }
 
+/// The hooks each restored pod ran, as the restore recorded them.
+pub async fn hook_results(
+    client: &kube::Client,
+    namespace: &str,
+    location: &str,
+    restore: &str,
+) -> anyhow::Result<Vec<ark_api::hooks::PodHookResults>> {
+    let store = store(client, namespace, location).await?;
+    let key = store.layout.restore_hook_results(restore);
+    match gunzipped(&store, &key).await {
+        Ok(text) => Ok(serde_json::from_str(&text).with_context(|| format!("{key} is not valid"))?),
+        Err(error)
+            if error
+                .downcast_ref::<ark_storage::StoreError>()
+                .is_some_and(|e| e.is_not_found()) =>
+        {
+            Ok(vec![])
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// The resource list and every warning and error, as a describe section; what cannot be read is
 /// said in place.
 pub async fn details(client: &kube::Client, namespace: &str, location: &str, of: Of<'_>) -> String {

@@ -15,7 +15,7 @@ use crate::output;
 
 pub async fn run(global: &GlobalArgs, command: RestoreCommand) -> anyhow::Result<ExitCode> {
     match command {
-        RestoreCommand::Create(args) => create(global, args).await,
+        RestoreCommand::Create(args) => create(global, *args).await,
         RestoreCommand::Get(args) => get(global, args).await,
         RestoreCommand::Describe(args) => describe(global, args).await,
         RestoreCommand::Logs(args) => logs(global, args).await,
@@ -26,7 +26,36 @@ fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
     (!list.is_empty()).then_some(list)
 }
 
+/// Reads and checks a hooks file; every error with its path, line and column.
+fn read_hooks_file(path: &std::path::Path) -> anyhow::Result<ark_api::RestoreHooks> {
+    let shown = path.display().to_string();
+    let text = if shown == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .context("cannot read hooks from standard input")?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read hooks file {shown}"))?
+    };
+    let name = if shown == "-" {
+        "<stdin>"
+    } else {
+        shown.as_str()
+    };
+    ark_api::hooks::parse_file(&text).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(|e| format!("  {name}:{e}")).collect();
+        anyhow::anyhow!(
+            "invalid hooks file {name}; nothing was created:\n{}",
+            lines.join("\n")
+        )
+    })
+}
+
 async fn create(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<ExitCode> {
+    // The hooks file first: a broken file fails fast, even when the cluster is out of reach.
+    let hooks = args
+        .hooks_file
+        .as_deref()
+        .map(read_hooks_file)
+        .transpose()?;
     let client = crate::context::client(global).await?;
     // The backup is looked up first: a typo is named before anything is created.
     Api::<Backup>::namespaced(client.clone(), &global.namespace)
@@ -62,7 +91,7 @@ async fn create(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<
             }
             .to_string(),
         ),
-        hooks: None,
+        hooks,
     };
     let api: Api<Restore> = Api::namespaced(client, &global.namespace);
     api.create(&PostParams::default(), &Restore::new(&name, spec))
@@ -122,15 +151,29 @@ async fn describe(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exi
             println!();
         }
         let mut text = describe_text(restore);
+        let name = restore.metadata.name.clone().unwrap_or_default();
+        let location = backups
+            .get_opt(&restore.spec.backup_name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|b| b.spec.storage_location)
+            .unwrap_or_default();
+        let with_hooks = restore
+            .status
+            .as_ref()
+            .and_then(|s| s.hook_status.as_ref())
+            .is_some()
+            || restore.spec.hooks.is_some();
+        if with_hooks {
+            text.push_str(
+                &match bucket::hook_results(&client, &global.namespace, &location, &name).await {
+                    Ok(pods) => hooks_text(&pods, args.details),
+                    Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
+                },
+            );
+        }
         if args.details {
-            let name = restore.metadata.name.clone().unwrap_or_default();
-            let location = backups
-                .get_opt(&restore.spec.backup_name)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|b| b.spec.storage_location)
-                .unwrap_or_default();
             text.push_str(
                 &bucket::details(
                     &client,
@@ -190,6 +233,16 @@ pub fn describe_text(restore: &Restore) -> String {
         ("Errors", status.errors.unwrap_or(0).to_string()),
         ("Warnings", status.warnings.unwrap_or(0).to_string()),
     ]);
+    if let Some(hooks) = &status.hook_status {
+        d.blank();
+        d.fields(&[
+            (
+                "HooksAttempted",
+                hooks.hooks_attempted.unwrap_or(0).to_string(),
+            ),
+            ("HooksFailed", hooks.hooks_failed.unwrap_or(0).to_string()),
+        ]);
+    }
     d.blank();
     d.field("Backup", &spec.backup_name);
     d.blank();
@@ -248,6 +301,48 @@ pub fn describe_text(restore: &Restore) -> String {
         spec.existing_resource_policy.as_deref().unwrap_or("none"),
     );
     d.finish()
+}
+
+/// Each restored pod's hooks: init containers injected, and every exec hook with its container,
+/// result, exit code, duration and error; with `details`, the end of its output.
+pub fn hooks_text(pods: &[ark_api::hooks::PodHookResults], details: bool) -> String {
+    let mut out = String::from("\nHooks:\n");
+    if pods.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for pod in pods {
+        out.push_str(&format!("  {}/{}:\n", pod.namespace, pod.pod));
+        if !pod.init_containers.is_empty() {
+            out.push_str(&format!(
+                "    init containers injected: {}\n",
+                pod.init_containers.join(", ")
+            ));
+        }
+        for hook in &pod.hooks {
+            let result = if hook.succeeded {
+                "Succeeded"
+            } else {
+                "Failed"
+            };
+            let code = hook.exit_code.map_or("-".to_string(), |c| c.to_string());
+            out.push_str(&format!(
+                "    exec in {}: {:?}: {result} (exit code {code}, {:.1}s){}\n",
+                hook.container,
+                hook.command.join(" "),
+                hook.duration_ms as f64 / 1000.0,
+                hook.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+            if details && !hook.output_tail.is_empty() {
+                for line in hook.output_tail.lines() {
+                    out.push_str(&format!("      | {line}\n"));
+                }
+            }
+        }
+    }
+    out
 }
 
 async fn logs(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {

@@ -25,6 +25,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         deletion_request_ttl: args.deletion_request_ttl,
         gc_frequency: args.garbage_collection_frequency,
         metrics_address: args.metrics_address,
+        restore_hooks_timeout: args.restore_hooks_timeout,
         volume_snapshotter: None,
     };
     ark_server::run(client, options).await?;

@@ -1,0 +1,391 @@
+//! Restore hooks: checking them (in a Restore, or a `--hooks-file` before anything is created),
+//! with each error at its field path, and for a file, its line and column.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{RestoreHooks, RestoreResourceHook};
+
+/// One thing wrong with a hooks specification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookError {
+    /// `resources[0].postHooks[1].exec.command`.
+    pub path: String,
+    pub message: String,
+    /// Line and column (1-based) in the file, when the hooks came from one.
+    pub position: Option<(usize, usize)>,
+}
+
+impl fmt::Display for HookError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((line, column)) = self.position {
+            write!(f, "{line}:{column}: ")?;
+        }
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+fn error(path: String, message: impl Into<String>) -> HookError {
+    HookError {
+        path,
+        message: message.into(),
+        position: None,
+    }
+}
+
+fn check_duration(errors: &mut Vec<HookError>, path: String, value: Option<&String>) {
+    if let Some(value) = value
+        && let Err(e) = crate::duration::parse(value)
+    {
+        errors.push(error(path, e.to_string()));
+    }
+}
+
+/// What serde cannot check: exactly one of init and exec, complete init containers, non-empty
+/// commands, durations and selectors that parse. Velero's rules, reported all at once.
+pub fn validate(hooks: &RestoreHooks) -> Vec<HookError> {
+    let mut errors = Vec::new();
+    for (i, resource) in hooks.resources.iter().enumerate() {
+        let base = format!("resources[{i}]");
+        if resource.name.trim().is_empty() {
+            errors.push(error(format!("{base}.name"), "a name is required"));
+        }
+        if let Some(selector) = &resource.label_selector {
+            let before = errors.len();
+            for (k, requirement) in selector.match_expressions.iter().flatten().enumerate() {
+                if !matches!(
+                    requirement.operator.as_str(),
+                    "In" | "NotIn" | "Exists" | "DoesNotExist"
+                ) {
+                    errors.push(error(
+                        format!("{base}.labelSelector.matchExpressions[{k}].operator"),
+                        format!(
+                            "unknown operator {:?} (expected In, NotIn, Exists or DoesNotExist)",
+                            requirement.operator
+                        ),
+                    ));
+                }
+            }
+            if errors.len() == before
+                && let Err(e) = kube::core::Selector::try_from(selector.clone())
+            {
+                errors.push(error(
+                    format!("{base}.labelSelector"),
+                    format!("invalid label selector: {e}"),
+                ));
+            }
+        }
+        for (j, hook) in resource.post_hooks.iter().flatten().enumerate() {
+            validate_hook(&mut errors, &format!("{base}.postHooks[{j}]"), hook);
+        }
+    }
+    errors
+}
+
+fn validate_hook(errors: &mut Vec<HookError>, path: &str, hook: &RestoreResourceHook) {
+    match (&hook.init, &hook.exec) {
+        (Some(_), Some(_)) => errors.push(error(
+            path.to_string(),
+            "a hook is either init or exec, not both",
+        )),
+        (None, None) => errors.push(error(path.to_string(), "a hook needs init or exec")),
+        (Some(init), None) => {
+            if init.init_containers.is_empty() {
+                errors.push(error(
+                    format!("{path}.init.initContainers"),
+                    "at least one init container is required",
+                ));
+            }
+            for (k, container) in init.init_containers.iter().enumerate() {
+                let at = format!("{path}.init.initContainers[{k}]");
+                if container.name.trim().is_empty() {
+                    errors.push(error(
+                        format!("{at}.name"),
+                        "an init container needs a name",
+                    ));
+                }
+                if container
+                    .image
+                    .as_deref()
+                    .is_none_or(|i| i.trim().is_empty())
+                {
+                    errors.push(error(
+                        format!("{at}.image"),
+                        "an init container needs an image",
+                    ));
+                }
+                if container.command.as_ref().is_none_or(|c| c.is_empty()) {
+                    errors.push(error(
+                        format!("{at}.command"),
+                        "an init container needs a command",
+                    ));
+                }
+            }
+            check_duration(
+                errors,
+                format!("{path}.init.timeout"),
+                init.timeout.as_ref(),
+            );
+        }
+        (None, Some(exec)) => {
+            if exec.command.is_empty() || exec.command.iter().all(|c| c.trim().is_empty()) {
+                errors.push(error(
+                    format!("{path}.exec.command"),
+                    "the command must not be empty",
+                ));
+            }
+            check_duration(
+                errors,
+                format!("{path}.exec.execTimeout"),
+                exec.exec_timeout.as_ref(),
+            );
+            check_duration(
+                errors,
+                format!("{path}.exec.waitTimeout"),
+                exec.wait_timeout.as_ref(),
+            );
+        }
+    }
+}
+
+/// Where each field path is in a YAML (or JSON) text: the line and column of its key, or of the
+/// list item.
+fn positions(text: &str) -> Result<BTreeMap<String, (usize, usize)>, HookError> {
+    use serde_saphyr::granit_parser::{Event, Parser};
+    enum Frame {
+        Map { path: String, key: Option<String> },
+        Seq { path: String, next: usize },
+    }
+    let mut index = BTreeMap::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| HookError {
+            path: String::new(),
+            message: e.info().to_string(),
+            position: Some((e.marker().line(), e.marker().col() + 1)),
+        })?;
+        let at = (span.start.line(), span.start.col() + 1);
+        let is_node = matches!(
+            event,
+            Event::Scalar(..)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..)
+                | Event::Alias(..)
+        );
+        // The path of this node, or None when it is a mapping key.
+        let node_path = if is_node {
+            match stack.last_mut() {
+                None => Some(String::new()),
+                Some(Frame::Map { path, key }) => match key.take() {
+                    None => {
+                        if let Event::Scalar(name, ..) = &event {
+                            let full = if path.is_empty() {
+                                name.to_string()
+                            } else {
+                                format!("{path}.{name}")
+                            };
+                            index.insert(full, at);
+                            *key = Some(name.to_string());
+                        }
+                        None
+                    }
+                    Some(name) => Some(if path.is_empty() {
+                        name
+                    } else {
+                        format!("{path}.{name}")
+                    }),
+                },
+                Some(Frame::Seq { path, next }) => {
+                    let full = format!("{path}[{next}]");
+                    *next += 1;
+                    index.insert(full.clone(), at);
+                    Some(full)
+                }
+            }
+        } else {
+            None
+        };
+        match event {
+            Event::MappingStart(..) => stack.push(Frame::Map {
+                path: node_path.unwrap_or_default(),
+                key: None,
+            }),
+            Event::SequenceStart(..) => stack.push(Frame::Seq {
+                path: node_path.unwrap_or_default(),
+                next: 0,
+            }),
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    Ok(index)
+}
+
+/// The path of an error that comes with a position only: the last field at or before it; where a
+/// list item and its first key share the position, the item when the error is about the mapping
+/// itself (a missing field), else the key.
+fn path_at(
+    index: &BTreeMap<String, (usize, usize)>,
+    position: (usize, usize),
+    about_mapping: bool,
+) -> String {
+    let last = index.values().filter(|at| **at <= position).max();
+    let candidates = index
+        .iter()
+        .filter(|(_, at)| Some(*at) == last)
+        .map(|(path, _)| path);
+    let chosen = if about_mapping {
+        candidates.min_by_key(|p| p.len())
+    } else {
+        candidates.max_by_key(|p| p.len())
+    };
+    chosen.cloned().unwrap_or_default()
+}
+
+/// Parses and checks a hooks file (YAML or JSON): the `spec.hooks` of a Restore. Every error names
+/// its field path, line and column.
+pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
+    let index = positions(text).map_err(|e| vec![e])?;
+    let hooks: RestoreHooks = serde_saphyr::from_str(text).map_err(|e| {
+        let position = e
+            .location()
+            .map(|l| (l.line() as usize, l.column() as usize));
+        let rendered = e.to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        // "error: line 3 column 3: unknown field `bogus`, ..." -> the message alone.
+        let message = first
+            .split_once(": ")
+            .map(|(_, rest)| rest)
+            .unwrap_or(first);
+        let message = message
+            .split_once(": ")
+            .filter(|(p, _)| p.starts_with("line "))
+            .map_or(message, |(_, m)| m);
+        let about_mapping = message.starts_with("missing field");
+        vec![HookError {
+            path: position
+                .map(|p| path_at(&index, p, about_mapping))
+                .unwrap_or_default(),
+            message: message.to_string(),
+            position,
+        }]
+    })?;
+    let errors: Vec<HookError> = validate(&hooks)
+        .into_iter()
+        .map(|mut e| {
+            e.position = index.get(&e.path).copied().or_else(|| {
+                // A field that is absent: point at the closest enclosing one that is there.
+                let mut path = e.path.as_str();
+                loop {
+                    let cut = path.rfind(['.', '['])?;
+                    path = &path[..cut];
+                    if let Some(at) = index.get(path) {
+                        return Some(*at);
+                    }
+                }
+            });
+            e
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(hooks)
+    } else {
+        Err(errors)
+    }
+}
+
+/// What one hook came to, as recorded in the restore's results and shown by describe.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookResult {
+    pub container: String,
+    pub command: Vec<String>,
+    pub source: String,
+    pub succeeded: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output_tail: String,
+}
+
+/// The hooks of one restored pod, as the restore records them in
+/// `restores/<r>/restore-<r>-hook-results.json.gz`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodHookResults {
+    pub namespace: String,
+    pub pod: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub init_containers: Vec<String>,
+    pub hooks: Vec<HookResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(text: &str) -> Vec<String> {
+        parse_file(text)
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_file_parses_in_yaml_and_json() {
+        let yaml = "resources:\n- name: db\n  includedNamespaces: [shop]\n  postHooks:\n  - init:\n      initContainers:\n      - name: restore\n        image: busybox\n        command: [sh, -c, 'true']\n      timeout: 2m\n  - exec:\n      container: db\n      command: [sh, -c, warm]\n      onError: Fail\n      execTimeout: 30s\n";
+        let hooks = parse_file(yaml).unwrap();
+        assert_eq!(hooks.resources[0].post_hooks.as_ref().unwrap().len(), 2);
+        let json =
+            r#"{"resources": [{"name": "db", "postHooks": [{"exec": {"command": ["true"]}}]}]}"#;
+        assert_eq!(parse_file(json).unwrap().resources[0].name, "db");
+    }
+
+    #[test]
+    fn serde_errors_have_path_line_and_column() {
+        assert_eq!(
+            errors("resources:\n- name: a\n  bogus: 1\n"),
+            [
+                "3:3: resources[0].bogus: unknown field `bogus`, expected one of name, includedNamespaces, excludedNamespaces, includedResources, excludedResources, labelSelector, postHooks"
+            ]
+        );
+        assert_eq!(
+            errors(
+                "resources:\n- name: a\n  postHooks:\n  - exec:\n      command: [x]\n      onError: Sometimes\n"
+            ),
+            [
+                "6:16: resources[0].postHooks[0].exec.onError: unknown variant `Sometimes`, expected one of Continue, Fail"
+            ]
+        );
+        assert_eq!(errors("resources: [\n"), ["1:12: unclosed bracket '['"]);
+    }
+
+    #[test]
+    fn semantic_errors_have_path_line_and_column() {
+        let text = "resources:\n- name: a\n  labelSelector:\n    matchExpressions:\n    - {key: app, operator: Near, values: [x]}\n  postHooks:\n  - exec:\n      command: []\n      execTimeout: 5 minutes\n  - {}\n  - init:\n      initContainers:\n      - name: x\n    exec:\n      command: [y]\n  - init:\n      initContainers:\n      - image: busybox\n";
+        assert_eq!(
+            errors(text),
+            [
+                "5:18: resources[0].labelSelector.matchExpressions[0].operator: unknown operator \"Near\" (expected In, NotIn, Exists or DoesNotExist)",
+                "8:7: resources[0].postHooks[0].exec.command: the command must not be empty",
+                "9:7: resources[0].postHooks[0].exec.execTimeout: invalid duration \"5 minutes\": unknown unit (expected a Go duration such as 30s, 5m or 720h)",
+                "10:5: resources[0].postHooks[1]: a hook needs init or exec",
+                "11:5: resources[0].postHooks[2]: a hook is either init or exec, not both",
+                "18:9: resources[0].postHooks[3].init.initContainers[0].name: an init container needs a name",
+                "18:9: resources[0].postHooks[3].init.initContainers[0].command: an init container needs a command",
+            ]
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Hooks from a pod's annotations, by Velero's rules: `post.hook.restore.velero.io/*` for an exec
+//! hook, `init.hook.restore.velero.io/*` for an init container. When present they replace the
+//! Restore's spec hooks for that pod.
+
+use std::collections::BTreeMap;
+
+use ark_api::HookErrorMode;
+use k8s_openapi::api::core::v1::Container;
+use serde_json::Value;
+
+use super::{DEFAULT_EXEC_TIMEOUT, ExecHook, PodHooks, first_container};
+
+const POST: &str = "post.hook.restore.velero.io/";
+const INIT: &str = "init.hook.restore.velero.io/";
+
+/// A command annotation: a JSON array when it starts with `[`, else one argument.
+pub fn command(text: &str) -> Vec<String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('[')
+        && let Ok(list) = serde_json::from_str::<Vec<String>>(trimmed)
+    {
+        return list;
+    }
+    vec![text.to_string()]
+}
+
+/// Velero's generated name for an unnamed init container: stable for the same pod and command.
+fn generated_name(pod: &Value, command: &[String]) -> String {
+    use sha2::Digest;
+    let seed = format!(
+        "{}/{}/{}",
+        pod.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+        pod.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+        command.join(" ")
+    );
+    let digest = sha2::Sha256::digest(seed.as_bytes());
+    format!(
+        "velero-restore-init-{}",
+        digest
+            .iter()
+            .take(4)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    )
+}
+
+pub fn hooks(pod: &Value) -> Option<PodHooks> {
+    let annotations: BTreeMap<String, String> = serde_json::from_value(
+        pod.pointer("/metadata/annotations")
+            .cloned()
+            .unwrap_or_default(),
+    )
+    .unwrap_or_default();
+    let get = |prefix: &str, key: &str| {
+        annotations
+            .get(&format!("{prefix}{key}"))
+            .filter(|v| !v.trim().is_empty())
+    };
+    let mut hooks = PodHooks::default();
+    if let Some(text) = get(POST, "command") {
+        let duration = |key| get(POST, key).and_then(|t| ark_api::duration::parse(t).ok());
+        hooks.exec.push(ExecHook {
+            container: get(POST, "container")
+                .cloned()
+                .unwrap_or_else(|| first_container(pod)),
+            command: command(text),
+            on_error: match get(POST, "on-error").map(String::as_str) {
+                Some("Fail") => HookErrorMode::Fail,
+                _ => HookErrorMode::Continue,
+            },
+            exec_timeout: duration("exec-timeout").unwrap_or(DEFAULT_EXEC_TIMEOUT),
+            wait_timeout: duration("wait-timeout").filter(|d| !d.is_zero()),
+            wait_for_ready: get(POST, "wait-for-ready")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            source: "annotations".into(),
+        });
+    }
+    if let (Some(image), Some(text)) = (get(INIT, "container-image"), get(INIT, "command")) {
+        let command = command(text);
+        hooks.init.push(Container {
+            name: get(INIT, "container-name")
+                .cloned()
+                .unwrap_or_else(|| generated_name(pod, &command)),
+            image: Some(image.clone()),
+            command: Some(command),
+            ..Default::default()
+        });
+    }
+    (!hooks.is_empty()).then_some(hooks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn commands_are_json_arrays_or_one_argument() {
+        assert_eq!(
+            command(r#"["/bin/sh", "-c", "echo hi"]"#),
+            ["/bin/sh", "-c", "echo hi"]
+        );
+        assert_eq!(command("/usr/bin/warm-cache"), ["/usr/bin/warm-cache"]);
+        assert_eq!(command("[not json"), ["[not json"]);
+    }
+
+    #[test]
+    fn annotations_make_exec_and_init_hooks() {
+        let pod = json!({
+            "metadata": { "name": "db-0", "namespace": "shop", "annotations": {
+                "post.hook.restore.velero.io/command": "[\"/bin/sh\", \"-c\", \"warm\"]",
+                "post.hook.restore.velero.io/container": "db",
+                "post.hook.restore.velero.io/on-error": "Fail",
+                "post.hook.restore.velero.io/exec-timeout": "45s",
+                "post.hook.restore.velero.io/wait-timeout": "2m",
+                "post.hook.restore.velero.io/wait-for-ready": "true",
+                "init.hook.restore.velero.io/container-image": "busybox",
+                "init.hook.restore.velero.io/command": "[\"restore-db\"]",
+            } },
+            "spec": { "containers": [{ "name": "app" }, { "name": "db" }] },
+        });
+        let hooks = hooks(&pod).unwrap();
+        assert_eq!(
+            hooks.exec,
+            [ExecHook {
+                container: "db".into(),
+                command: vec!["/bin/sh".into(), "-c".into(), "warm".into()],
+                on_error: HookErrorMode::Fail,
+                exec_timeout: std::time::Duration::from_secs(45),
+                wait_timeout: Some(std::time::Duration::from_secs(120)),
+                wait_for_ready: true,
+                source: "annotations".into(),
+            }]
+        );
+        assert_eq!(hooks.init.len(), 1);
+        assert!(hooks.init[0].name.starts_with("velero-restore-init-"));
+        assert_eq!(hooks.init[0].name.len(), "velero-restore-init-".len() + 8);
+        assert_eq!(hooks.init[0].image.as_deref(), Some("busybox"));
+    }
+
+    #[test]
+    fn no_annotations_no_hooks() {
+        assert_eq!(
+            hooks(&json!({ "metadata": { "annotations": { "other": "x" } } })),
+            None
+        );
+    }
+}

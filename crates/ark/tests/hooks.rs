@@ -1,0 +1,464 @@
+//! Restore hooks end to end: init containers injected in order, exec hooks that really run (kwok's
+//! Exec runs them on this host), onError, timeouts, missing containers, annotations, counting;
+//! and invalid hooks files refused with line and column before anything is created.
+
+mod common;
+
+use std::time::Duration;
+
+use ark_api::{Restore, RestorePhase};
+use ark_tests::{ArkServer, Cluster, fixtures, unique_name};
+use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::{Api, Client};
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/hooks");
+
+/// kwok's ClusterExec: `pods/exec` into any container on the kwok node runs the command here.
+async fn allow_local_exec(client: &Client) {
+    let gvk = GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "ClusterExec");
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
+    let exec: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterExec",
+        "metadata": { "name": "ark-tests-local-exec" },
+        "spec": { "execs": [{ "local": { "workDir": "/tmp" } }] },
+    }))
+    .unwrap();
+    match api.create(&PostParams::default(), &exec).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("{error}"),
+    }
+}
+
+fn pod(
+    name: &str,
+    role: &str,
+    schedulable: bool,
+    init: &[&str],
+    annotations: serde_json::Value,
+) -> Pod {
+    let init: Vec<_> = init
+        .iter()
+        .map(|n| serde_json::json!({ "name": n, "image": "busybox", "command": ["true"] }))
+        .collect();
+    let node_selector = if schedulable {
+        serde_json::json!({ "type": "kwok" })
+    } else {
+        serde_json::json!({ "type": "no-such-node" })
+    };
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name, "labels": { "role": role }, "annotations": annotations },
+        "spec": {
+            "nodeSelector": node_selector,
+            "initContainers": init,
+            "containers": [{ "name": "app", "image": "busybox" }, { "name": "sidecar", "image": "busybox" }],
+        },
+    }))
+    .unwrap()
+}
+
+fn hooks_file(dir: &std::path::Path, marker: &str) -> std::path::PathBuf {
+    let write = |file: &str| format!("echo ran > /tmp/{marker}-{file}");
+    let yaml = format!(
+        r#"resources:
+- name: ordered
+  labelSelector: {{matchLabels: {{role: ordered}}}}
+  postHooks:
+  - init:
+      initContainers:
+      - {{name: restore-db, image: busybox, command: [sh, -c, "restore"]}}
+  - exec: {{container: app, command: [sh, -c, "{a}"]}}
+  - exec: {{container: app, command: [sh, -c, "{b}"]}}
+- name: continue
+  labelSelector: {{matchLabels: {{role: continue}}}}
+  postHooks:
+  - exec: {{command: [sh, -c, "exit 1"], onError: Continue}}
+  - exec: {{command: [sh, -c, "{c}"]}}
+- name: fail
+  labelSelector: {{matchLabels: {{role: fail}}}}
+  postHooks:
+  - exec: {{command: [sh, -c, "exit 1"], onError: Fail}}
+  - exec: {{command: [sh, -c, "{d}"]}}
+- name: pending
+  labelSelector: {{matchLabels: {{role: pending}}}}
+  postHooks:
+  - exec: {{command: [sh, -c, "true"], waitTimeout: 3s}}
+- name: missing
+  labelSelector: {{matchLabels: {{role: missing}}}}
+  postHooks:
+  - exec: {{container: nope, command: [sh, -c, "true"]}}
+- name: replaced-by-annotations
+  labelSelector: {{matchLabels: {{role: annotated}}}}
+  postHooks:
+  - exec: {{command: [sh, -c, "{f}"]}}
+"#,
+        a = write("a"),
+        b = write("b"),
+        c = write("c"),
+        d = write("d"),
+        f = write("f"),
+    );
+    let path = dir.join("hooks.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn hooks_run_in_restored_pods_as_specified() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    allow_local_exec(&client).await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("hooked").await;
+    let bucket = tempfile::tempdir().unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup-location",
+            "create",
+            "default",
+            "--default",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket.path().to_str().unwrap(),
+        ],
+    );
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+
+    let marker = unique_name("ark-hook");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    let annotations = serde_json::json!({
+        "post.hook.restore.velero.io/command": format!("[\"sh\", \"-c\", \"echo ran > /tmp/{marker}-e\"]"),
+        "post.hook.restore.velero.io/container": "sidecar",
+    });
+    for pod in [
+        pod(
+            "ordered",
+            "ordered",
+            true,
+            &["migrate", "restore-wait"],
+            serde_json::json!({}),
+        ),
+        pod("continue", "continue", true, &[], serde_json::json!({})),
+        pod("fail", "fail", true, &[], serde_json::json!({})),
+        pod("pending", "pending", false, &[], serde_json::json!({})),
+        pod("missing", "missing", true, &[], serde_json::json!({})),
+        pod("annotated", "annotated", true, &[], annotations),
+    ] {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = hooks_file(dir.path(), &marker);
+    let target = format!("{}-restored", app.name);
+    let mapping = format!("{}:{target}", app.name);
+    let started = std::time::Instant::now();
+    let output = ark(
+        Some(&cluster),
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--hooks-file",
+            hooks.to_str().unwrap(),
+            "--wait",
+            "-n",
+            &ns.name,
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert!(text(&output.stdout).contains("Restore completed with status: PartiallyFailed."));
+    assert!(
+        took < Duration::from_secs(45),
+        "the restore waited {took:?}: a hook hung"
+    );
+
+    // Init containers: restore-wait first, then the hook's, then the pod's own.
+    let restored: Api<Pod> = Api::namespaced(client.clone(), &target);
+    let ordered = restored.get("ordered").await.unwrap();
+    let init: Vec<String> = ordered
+        .spec
+        .unwrap()
+        .init_containers
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(init, ["restore-wait", "restore-db", "migrate"]);
+
+    // Exec hooks ran for real on this host; Continue went on, Fail stopped, annotations replaced the spec.
+    let ran = |file: &str| std::path::Path::new(&format!("/tmp/{marker}-{file}")).exists();
+    assert!(ran("a") && ran("b"), "both hooks of one container ran");
+    assert!(ran("c"), "onError Continue runs the next hook");
+    assert!(!ran("d"), "onError Fail stops the pod's remaining hooks");
+    assert!(ran("e"), "the annotation hook ran");
+    assert!(!ran("f"), "annotations replace the spec hooks for that pod");
+
+    let restore = Api::<Restore>::namespaced(client.clone(), &ns.name)
+        .get("r1")
+        .await
+        .unwrap();
+    let status = restore.status.unwrap();
+    assert_eq!(status.phase, Some(RestorePhase::PartiallyFailed));
+    let hook_status = status.hook_status.unwrap();
+    assert_eq!(
+        (hook_status.hooks_attempted, hook_status.hooks_failed),
+        (Some(8), Some(4))
+    );
+
+    let describe = ark_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "describe", "r1", "--details"],
+    );
+    for expected in [
+        "HooksAttempted:  8\nHooksFailed:     4\n",
+        &format!("  {target}/ordered:\n    init containers injected: restore-db\n"),
+        "    exec in app: \"sh -c exit 1\": Failed (exit code 1, ",
+        &format!("  {target}/missing:\n    exec in nope: \"sh -c true\": Failed (exit code -, "),
+        &format!("container \"nope\" not found in pod {target}/missing\n"),
+        "container \"app\" was not running within the wait timeout 3s\n",
+    ] {
+        assert!(
+            describe.contains(expected),
+            "{expected:?} not in:\n{describe}"
+        );
+    }
+    for file in ["a", "b", "c", "e"] {
+        let _ = std::fs::remove_file(format!("/tmp/{marker}-{file}"));
+    }
+    let _ = Api::<Namespace>::all(client)
+        .delete(&target, &DeleteParams::default())
+        .await;
+}
+
+/// The cache warm-up example on the shop's web pods: two pods, one hook each, both succeed.
+#[tokio::test]
+async fn the_cache_warmup_example_runs_in_every_web_pod() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    allow_local_exec(&client).await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("shop").await;
+    let bucket = tempfile::tempdir().unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup-location",
+            "create",
+            "default",
+            "--default",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket.path().to_str().unwrap(),
+        ],
+    );
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    fixtures::deploy_shop(&client, &app.name).await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--include-resources",
+            "pods,serviceaccounts",
+            "--wait",
+        ],
+    );
+    let target = format!("{}-warm", app.name);
+    let mapping = format!("{}:{target}", app.name);
+    let hooks = format!("{EXAMPLES}/cache-warmup.yaml");
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--hooks-file",
+            &hooks,
+            "--wait",
+        ],
+    );
+    let restore = Api::<Restore>::namespaced(client.clone(), &ns.name)
+        .get("r1")
+        .await
+        .unwrap();
+    let hook_status = restore.status.unwrap().hook_status.unwrap();
+    assert_eq!(
+        (hook_status.hooks_attempted, hook_status.hooks_failed),
+        (Some(2), Some(0))
+    );
+    let describe = ark_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "describe", "r1", "--details"],
+    );
+    assert_eq!(
+        describe.matches(": Succeeded (exit code 0, ").count(),
+        2,
+        "{describe}"
+    );
+    assert_eq!(
+        describe.matches("      | warmed\n").count(),
+        2,
+        "{describe}"
+    );
+    let _ = Api::<Namespace>::all(client)
+        .delete(&target, &DeleteParams::default())
+        .await;
+}
+
+/// Every invalid hooks file is refused with its line and column, before ark contacts the cluster
+/// (there is none here) and without creating anything.
+#[test]
+fn invalid_hooks_files_are_refused_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "resources:\n- name: a\n  bogus: 1\n",
+            "3:3: resources[0].bogus: unknown field `bogus`",
+        ),
+        (
+            "resources:\n- name: a\n  postHooks:\n  - init:\n      initContainers: [{name: x, image: busybox, command: [a]}]\n    exec: {command: [b]}\n",
+            "4:5: resources[0].postHooks[0]: a hook is either init or exec, not both",
+        ),
+        (
+            "resources:\n- name: a\n  postHooks:\n  - {}\n",
+            "4:5: resources[0].postHooks[0]: a hook needs init or exec",
+        ),
+        (
+            "resources:\n- name: a\n  postHooks:\n  - init:\n      initContainers:\n      - {name: x, command: [a]}\n",
+            "6:9: resources[0].postHooks[0].init.initContainers[0].image: an init container needs an image",
+        ),
+        (
+            "resources:\n- name: a\n  postHooks:\n  - exec:\n      command: []\n",
+            "5:7: resources[0].postHooks[0].exec.command: the command must not be empty",
+        ),
+        (
+            "resources:\n- name: a\n  postHooks:\n  - exec: {command: [a], waitTimeout: soon}\n",
+            "4:26: resources[0].postHooks[0].exec.waitTimeout: invalid duration \"soon\"",
+        ),
+        (
+            "resources:\n- name: a\n  labelSelector:\n    matchExpressions:\n    - {key: app, operator: Like}\n",
+            "5:18: resources[0].labelSelector.matchExpressions[0].operator: unknown operator \"Like\"",
+        ),
+        (
+            "resources:\n- name: a\n  postHooks:\n  - exec: {command: [a], onError: Retry}\n",
+            "4:35: resources[0].postHooks[0].exec.onError: unknown variant `Retry`, expected one of Continue, Fail",
+        ),
+        (
+            "{\"resources\": [{\"name\": \"a\", \"postHooks\": [{\"exec\": {\"command\": []}}]}]}",
+            "1:54: resources[0].postHooks[0].exec.command: the command must not be empty",
+        ),
+    ];
+    for (index, (content, expected)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("hooks-{index}.yaml"));
+        std::fs::write(&path, content).unwrap();
+        let output = ark(
+            None,
+            &[
+                "restore",
+                "create",
+                "--from-backup",
+                "b",
+                "--hooks-file",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(output.status.code(), Some(1), "{content}");
+        let stderr = text(&output.stderr);
+        let shown = path.display().to_string();
+        assert!(
+            stderr.starts_with(&format!(
+                "error: invalid hooks file {shown}; nothing was created:\n  {shown}:{expected}"
+            )),
+            "{stderr}"
+        );
+    }
+    // The examples are valid: with them, ark goes on to look for the cluster (and finds none).
+    for example in ["database-restore.yaml", "cache-warmup.yaml"] {
+        let path = format!("{EXAMPLES}/{example}");
+        let output = ark(
+            None,
+            &[
+                "restore",
+                "create",
+                "--from-backup",
+                "b",
+                "--hooks-file",
+                &path,
+            ],
+        );
+        assert!(
+            text(&output.stderr).contains("/nonexistent/kubeconfig"),
+            "{example}: {}",
+            text(&output.stderr)
+        );
+    }
+    // From standard input.
+    let mut child = std::process::Command::new(ARK)
+        .args([
+            "restore",
+            "create",
+            "--from-backup",
+            "b",
+            "--hooks-file",
+            "-",
+        ])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"resources:\n- postHooks: []\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        text(&output.stderr).contains("<stdin>:2:3: resources[0]: missing field `name`"),
+        "{}",
+        text(&output.stderr)
+    );
+}
