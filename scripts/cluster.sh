@@ -18,6 +18,7 @@ bin="$ARK_CLUSTER_CACHE/bin"
 weed="$ARK_CLUSTER_CACHE/venv/bin/weed"
 s3_port="${ARK_S3_PORT:-8333}"
 s3_bucket=ark-test
+kwok_nodes="${ARK_KWOK_NODES:-4}"
 s3_access_key=ark-test-access
 s3_secret_key=ark-test-secret-0123456789
 
@@ -62,7 +63,12 @@ start_kubernetes() {
     --enable-crds Exec,ClusterExec \
     --kubeconfig "$dir/kubeconfig" \
     --wait 3m >"$log" 2>&1 || fail "kwokctl create cluster" "$log"
-  kwokctl "$dir" scale node --replicas 1 >>"$log" 2>&1 || fail "kwokctl scale node" "$log"
+}
+
+# kwok's nodes take 110 pods each, as a kubelet does: four leave room for every test at once.
+scale_nodes() {
+  local log="$1/kwokctl-scale.log"
+  kwokctl "$1" scale node --replicas "$kwok_nodes" >"$log" 2>&1 || fail "kwokctl scale node" "$log"
 }
 
 install_crds() {
@@ -114,7 +120,7 @@ ARK_S3_ENDPOINT=http://127.0.0.1:$s3_port
 ARK_S3_BUCKET=$s3_bucket
 ARK_S3_ACCESS_KEY=$s3_access_key
 ARK_S3_SECRET_KEY=$s3_secret_key
-ARK_KWOK_NODE=node-000000
+ARK_KWOK_NODES=$kwok_nodes
 ENV
 }
 
@@ -124,6 +130,7 @@ case "${1:-}" in
     bash "$here/cluster-build.sh"
     for dir in "$state" "$state/second"; do
       start_kubernetes "$dir"
+      scale_nodes "$dir"
       install_crds "$dir"
     done
     start_s3

@@ -25,7 +25,8 @@ pub struct Cluster {
     pub s3_bucket: String,
     pub s3_access_key: String,
     pub s3_secret_key: String,
-    pub kwok_node: String,
+    /// How many kwok nodes (labelled `type: kwok`) the cluster has.
+    pub kwok_nodes: usize,
 }
 
 fn state_dir() -> PathBuf {
@@ -67,7 +68,7 @@ impl Cluster {
             s3_bucket: var("ARK_S3_BUCKET"),
             s3_access_key: var("ARK_S3_ACCESS_KEY"),
             s3_secret_key: var("ARK_S3_SECRET_KEY"),
-            kwok_node: var("ARK_KWOK_NODE"),
+            kwok_nodes: var("ARK_KWOK_NODES").parse().expect("a number of nodes"),
         }
     }
 
@@ -260,16 +261,16 @@ impl ArkServer {
     ) -> ArkServer {
         let scratch = tempfile::tempdir().expect("scratch dir");
         let log = scratch.path().join("server.log");
+        // Short periods so tests see sync and validation soon, unless `extra` sets them.
+        let mut periods = Vec::new();
+        for flag in ["--backup-sync-period", "--store-validation-frequency"] {
+            if !extra.contains(&flag) {
+                periods.extend([flag, "2s"]);
+            }
+        }
         let child = std::process::Command::new(binary)
-            .args([
-                "server",
-                "-n",
-                namespace,
-                "--backup-sync-period",
-                "2s",
-                "--store-validation-frequency",
-                "2s",
-            ])
+            .args(["server", "-n", namespace])
+            .args(periods)
             .arg("--scratch-dir")
             .arg(scratch.path().join("work"))
             .args(extra)

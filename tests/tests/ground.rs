@@ -124,9 +124,20 @@ async fn pods_run_on_the_kwok_node_and_exec_runs_a_real_command() {
     )
     .await
     .unwrap();
-    assert_eq!(
-        pod.spec.unwrap().node_name.as_deref(),
-        Some(cluster.kwok_node.as_str())
+    // Scheduled onto one of the cluster's kwok nodes.
+    let node_name = pod.spec.unwrap().node_name.unwrap();
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let kwok_nodes = nodes
+        .list(&kube::api::ListParams::default().labels("type=kwok"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(kwok_nodes.len(), cluster.kwok_nodes);
+    assert!(
+        kwok_nodes
+            .iter()
+            .any(|n| n.metadata.name.as_deref() == Some(&node_name)),
+        "{node_name}"
     );
 
     enable_exec(&client, &ns.name, "app", &["main"]).await;

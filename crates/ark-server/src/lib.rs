@@ -9,6 +9,7 @@ mod leader;
 mod location_validation;
 pub mod locations;
 mod metrics;
+mod operation;
 mod operation_log;
 mod patch;
 mod resource_list;

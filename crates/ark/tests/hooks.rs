@@ -112,21 +112,7 @@ async fn hooks_run_in_restored_pods_as_specified() {
     allow_local_exec(&client).await;
     let ns = cluster.namespace("ark").await;
     let app = cluster.namespace("hooked").await;
-    let bucket = tempfile::tempdir().unwrap();
-    ark_ok(
-        &cluster,
-        &ns.name,
-        &[
-            "backup-location",
-            "create",
-            "default",
-            "--default",
-            "--provider",
-            "file",
-            "--bucket",
-            bucket.path().to_str().unwrap(),
-        ],
-    );
+    let _bucket = common::file_location(&cluster, &ns.name);
     let _server = ArkServer::start(ARK, &cluster, &ns.name);
 
     let marker = unique_name("ark-hook");
@@ -267,21 +253,7 @@ async fn the_cache_warmup_example_runs_in_every_web_pod() {
     allow_local_exec(&client).await;
     let ns = cluster.namespace("ark").await;
     let app = cluster.namespace("shop").await;
-    let bucket = tempfile::tempdir().unwrap();
-    ark_ok(
-        &cluster,
-        &ns.name,
-        &[
-            "backup-location",
-            "create",
-            "default",
-            "--default",
-            "--provider",
-            "file",
-            "--bucket",
-            bucket.path().to_str().unwrap(),
-        ],
-    );
+    let _bucket = common::file_location(&cluster, &ns.name);
     let _server = ArkServer::start(ARK, &cluster, &ns.name);
     fixtures::deploy_shop(&client, &app.name).await;
     ark_ok(

@@ -23,21 +23,7 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_dies() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let ns = cluster.namespace("ark").await;
-    let bucket = tempfile::tempdir().unwrap();
-    ark_ok(
-        &cluster,
-        &ns.name,
-        &[
-            "backup-location",
-            "create",
-            "default",
-            "--default",
-            "--provider",
-            "file",
-            "--bucket",
-            bucket.path().to_str().unwrap(),
-        ],
-    );
+    let _bucket = common::file_location(&cluster, &ns.name);
     let leases: Api<Lease> = Api::namespaced(client, &ns.name);
 
     let first = ArkServer::start_with(ARK, &cluster, &ns.name, &["--id", "replica-a"]);

@@ -53,21 +53,7 @@ async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_b
     let client = cluster.client().await;
     let ns = cluster.namespace("ark").await;
     let app = cluster.namespace("app").await;
-    let bucket = tempfile::tempdir().unwrap();
-    ark_ok(
-        &cluster,
-        &ns.name,
-        &[
-            "backup-location",
-            "create",
-            "default",
-            "--default",
-            "--provider",
-            "file",
-            "--bucket",
-            bucket.path().to_str().unwrap(),
-        ],
-    );
+    let bucket = common::file_location(&cluster, &ns.name);
 
     let snapshotter = Arc::new(FakeSnapshotter {
         answers: BTreeMap::from([

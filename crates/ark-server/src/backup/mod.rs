@@ -5,33 +5,25 @@ pub(crate) mod archive;
 mod engine;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, labels};
 use bytes::Bytes;
-use futures::StreamExt;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use serde_json::json;
 
 use crate::Context;
 use crate::filter::IncludesExcludes;
 use crate::locations::{self, OpenLocation};
+use crate::operation::{self, ReconcileError};
 use crate::operation_log::{Level, OperationLog};
 use crate::patch;
 use crate::results::gzip_json;
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
-    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    fail_interrupted(&api).await;
-    Controller::new(api, watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.workers))
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    operation::run::<Backup, _, _>(ctx, reconcile).await;
 }
 
 /// Ark's first servers put a finalizer on Backups; it would block their deletion forever now that
@@ -64,39 +56,6 @@ pub async fn remove_legacy_finalizer(ctx: &Context) {
             }
         }
     }
-}
-
-/// A backup left InProgress by a previous server never finishes: say so (as Velero does).
-async fn fail_interrupted(api: &Api<Backup>) {
-    let Ok(list) = api.list(&Default::default()).await else {
-        return;
-    };
-    for backup in list
-        .items
-        .iter()
-        .filter(|b| b.phase() == BackupPhase::InProgress)
-    {
-        let name = backup.metadata.name.clone().unwrap_or_default();
-        let _ = patch::object_status(
-            api,
-            &name,
-            json!({
-                "phase": "Failed",
-                "failureReason": "found a backup with status InProgress during the server starting, mark it as Failed",
-                "completionTimestamp": patch::now(),
-            }),
-        )
-        .await;
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReconcileError(#[from] kube::Error);
-
-fn error_policy(_: Arc<Backup>, error: &ReconcileError, _: Arc<Context>) -> Action {
-    tracing::warn!("backup reconcile failed: {error}");
-    Action::requeue(Duration::from_secs(5))
 }
 
 async fn reconcile(backup: Arc<Backup>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -223,24 +182,6 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     Ok(())
 }
 
-/// Patches `status.progress` at most once a second while `progress` changes.
-async fn report_progress(
-    api: Api<Backup>,
-    name: String,
-    mut progress: tokio::sync::watch::Receiver<(i64, i64)>,
-) {
-    while progress.changed().await.is_ok() {
-        let (done, total) = *progress.borrow_and_update();
-        let _ = patch::object_status(
-            &api,
-            &name,
-            json!({ "progress": { "itemsBackedUp": done, "totalItems": total } }),
-        )
-        .await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
 /// Collects and uploads; the final status on success, the failure reason otherwise.
 async fn back_up(
     api: &Api<Backup>,
@@ -257,7 +198,11 @@ async fn back_up(
     let current = api.get(name).await.map_err(|e| e.to_string())?;
 
     let (progress, receiver) = tokio::sync::watch::channel((0, 0));
-    let reporter = tokio::spawn(report_progress(api.clone(), name.to_string(), receiver));
+    let reporter = tokio::spawn(operation::report_progress(
+        api.clone(),
+        name.to_string(),
+        receiver,
+    ));
     let collected = engine::collect(
         &ctx.client,
         &current.spec,

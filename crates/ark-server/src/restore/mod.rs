@@ -8,66 +8,29 @@ mod order;
 mod transform;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, Restore, RestorePhase, labels};
 use futures::StreamExt;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use serde_json::json;
 
 use crate::filter::IncludesExcludes;
 use crate::locations::{self, OpenLocation};
+use crate::operation::{self, ReconcileError};
 use crate::operation_log::{Level, OperationLog};
 use crate::resource_list::ResourceListWriter;
 use crate::results::gzip_json;
 use crate::{Context, patch};
 
-/// Pods whose hooks run at once.
-const HOOK_PODS_AT_ONCE: usize = 16;
+/// Pods whose containers are waited for at once (a watch each).
+const HOOK_PODS_WAITING: usize = 256;
+/// Hook commands running at once.
+const HOOK_EXECS_AT_ONCE: usize = 16;
 
 pub async fn run(ctx: Arc<Context>) {
-    let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    fail_interrupted(&api).await;
-    Controller::new(api, watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.workers))
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
-}
-
-async fn fail_interrupted(api: &Api<Restore>) {
-    let Ok(list) = api.list(&Default::default()).await else {
-        return;
-    };
-    for restore in list
-        .items
-        .iter()
-        .filter(|r| r.phase() == RestorePhase::InProgress)
-    {
-        let name = restore.metadata.name.clone().unwrap_or_default();
-        let _ = patch::object_status(
-            api,
-            &name,
-            json!({
-                "phase": "Failed",
-                "failureReason": "found a restore with status InProgress during the server starting, mark it as Failed",
-                "completionTimestamp": patch::now(),
-            }),
-        )
-        .await;
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReconcileError(#[from] kube::Error);
-
-fn error_policy(_: Arc<Restore>, error: &ReconcileError, _: Arc<Context>) -> Action {
-    tracing::warn!("restore reconcile failed: {error}");
-    Action::requeue(Duration::from_secs(5))
+    operation::run::<Restore, _, _>(ctx, reconcile).await;
 }
 
 async fn reconcile(restore: Arc<Restore>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -167,23 +130,6 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
     Ok(())
 }
 
-async fn report_progress(
-    api: Api<Restore>,
-    name: String,
-    mut progress: tokio::sync::watch::Receiver<(i64, i64)>,
-) {
-    while progress.changed().await.is_ok() {
-        let (done, total) = *progress.borrow_and_update();
-        let _ = patch::object_status(
-            &api,
-            &name,
-            json!({ "progress": { "itemsRestored": done, "totalItems": total } }),
-        )
-        .await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
 async fn restore_from(
     api: &Api<Restore>,
     restore: &Restore,
@@ -225,7 +171,11 @@ async fn restore_from(
     let mut resource_list =
         ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     let (progress, receiver) = tokio::sync::watch::channel((0, 0));
-    let reporter = tokio::spawn(report_progress(api.clone(), name.to_string(), receiver));
+    let reporter = tokio::spawn(operation::report_progress(
+        api.clone(),
+        name.to_string(),
+        receiver,
+    ));
     let restored = engine::restore(engine::RestoreInput {
         client: &ctx.client,
         spec: &restore.spec,
@@ -327,11 +277,18 @@ async fn run_hooks(
 ) -> Vec<ark_api::hooks::PodHookResults> {
     let deadline = tokio::time::Instant::now() + ctx.hooks_timeout;
     let client = &ctx.client;
+    let execs = &tokio::sync::Semaphore::new(HOOK_EXECS_AT_ONCE);
     let mut done: Vec<ark_api::hooks::PodHookResults> = futures::stream::iter(pods)
         .map(|pod| async move {
-            let hooks =
-                hooks::exec::run_pod(client, &pod.namespace, &pod.name, &pod.hooks.exec, deadline)
-                    .await;
+            let hooks = hooks::exec::run_pod(
+                client,
+                &pod.namespace,
+                &pod.name,
+                &pod.hooks.exec,
+                execs,
+                deadline,
+            )
+            .await;
             ark_api::hooks::PodHookResults {
                 init_containers: pod.hooks.init.iter().map(|c| c.name.clone()).collect(),
                 namespace: pod.namespace,
@@ -339,7 +296,7 @@ async fn run_hooks(
                 hooks,
             }
         })
-        .buffer_unordered(HOOK_PODS_AT_ONCE)
+        .buffer_unordered(HOOK_PODS_WAITING)
         .collect()
         .await;
     done.sort_by(|a, b| (&a.namespace, &a.pod).cmp(&(&b.namespace, &b.pod)));

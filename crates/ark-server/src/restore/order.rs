@@ -2,7 +2,7 @@
 //! depend on (CRDs, namespaces, storage, secrets, config maps, service accounts) exists first and
 //! workloads come after the pods they would otherwise recreate.
 
-/// Velero's default high priorities, in order.
+/// Velero's default high priorities (v1.18), in order.
 const HIGH: &[&str] = &[
     "customresourcedefinitions",
     "namespaces",
@@ -13,10 +13,15 @@ const HIGH: &[&str] = &[
     "datauploads.velero.io",
     "persistentvolumes",
     "persistentvolumeclaims",
+    "clusterroles",
+    "roles",
     "serviceaccounts",
+    "clusterrolebindings",
+    "rolebindings",
     "secrets",
     "configmaps",
     "limitranges",
+    "priorityclasses",
     "pods",
     "replicasets.apps",
     "clusterclasses.cluster.x-k8s.io",
@@ -29,6 +34,8 @@ const LOW: &[&str] = &[
     "clusterbootstraps.run.tanzu.vmware.com",
     "clusters.cluster.x-k8s.io",
     "clusterresourcesets.addons.cluster.x-k8s.io",
+    "apps.kappctrl.k14s.io",
+    "packageinstalls.packaging.carvel.dev",
 ];
 
 /// Never restored: they belong to the cluster or to the backup tool itself.

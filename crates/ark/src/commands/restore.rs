@@ -201,14 +201,16 @@ pub fn describe_text(restore: &Restore) -> String {
     d.blank();
     d.field("Phase", &format!("{:?}", restore.phase()));
     if let Some(progress) = &status.progress {
-        d.field(
-            "Total items to be restored",
-            &progress.total_items.unwrap_or(0).to_string(),
-        );
-        d.field(
-            "Items restored",
-            &progress.items_restored.unwrap_or(0).to_string(),
-        );
+        d.fields(&[
+            (
+                "Total items to be restored",
+                progress.total_items.unwrap_or(0).to_string(),
+            ),
+            (
+                "Items restored",
+                progress.items_restored.unwrap_or(0).to_string(),
+            ),
+        ]);
     }
     if let Some(errors) = status.validation_errors.as_ref().filter(|e| !e.is_empty()) {
         d.blank();

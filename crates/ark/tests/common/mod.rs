@@ -38,3 +38,24 @@ pub fn ark_ok(cluster: &Cluster, ns: &str, args: &[&str]) -> String {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// A `file` backup storage location `default`, made the default, in namespace `ns`; its directory
+/// goes when the returned handle drops.
+pub fn file_location(cluster: &Cluster, ns: &str) -> tempfile::TempDir {
+    let bucket = tempfile::tempdir().unwrap();
+    ark_ok(
+        cluster,
+        ns,
+        &[
+            "backup-location",
+            "create",
+            "default",
+            "--default",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket.path().to_str().unwrap(),
+        ],
+    );
+    bucket
+}

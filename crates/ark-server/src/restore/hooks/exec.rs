@@ -147,13 +147,15 @@ async fn exec(
     }
 }
 
-/// Runs a pod's exec hooks one after another in order; `onError: Fail` stops the rest. Nothing
-/// outlives `deadline`.
+/// Runs a pod's exec hooks one after another in order; `onError: Fail` stops the rest. Waiting
+/// for the container costs only a watch; running a command takes a permit from `execs`, which
+/// bounds the commands running at once. Nothing outlives `deadline`.
 pub async fn run_pod(
     client: &Client,
     namespace: &str,
     pod: &str,
     hooks: &[ExecHook],
+    execs: &tokio::sync::Semaphore,
     deadline: Instant,
 ) -> Vec<HookResult> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -202,7 +204,14 @@ pub async fn run_pod(
             None => {
                 let exec_started = Instant::now();
                 let exec_until = (exec_started + hook.exec_timeout).min(deadline);
-                match tokio::time::timeout_at(exec_until, exec(&pods, pod, hook)).await {
+                let run = async {
+                    let _permit = execs
+                        .acquire()
+                        .await
+                        .expect("the semaphore is never closed");
+                    exec(&pods, pod, hook).await
+                };
+                match tokio::time::timeout_at(exec_until, run).await {
                     Ok(Ok((code, output))) => {
                         result.succeeded = true;
                         result.exit_code = Some(code);

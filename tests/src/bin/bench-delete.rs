@@ -1,0 +1,234 @@
+//! `ark backup delete --all --confirm --wait` of N backups, each with Velero's full file set in
+//! SeaweedFS and one restore (objects and data): total time and the server's peak memory, beside
+//! the floor measured in the same run: the same S3 server batch-deleting the same keys, plus the
+//! API server deleting the same objects (`kubectl delete --all`).
+//!
+//! cargo build --release -p ark -p ark-tests --bins && target/release/bench-delete 1000
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ark_api::{Backup, Restore};
+use ark_storage::BackupStore;
+use ark_tests::{ArkServer, Cluster, fixtures};
+use futures::{StreamExt, TryStreamExt};
+use kube::api::PostParams;
+use kube::{Api, Client};
+
+fn peak_rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// N backups, each with Velero's six files and a restore with its three, written straight to the
+/// bucket and the API (as sync and earlier restores would have left them).
+async fn populate(client: &Client, ns: &str, store: &BackupStore, count: usize) {
+    let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
+    let restores: Api<Restore> = Api::namespaced(client.clone(), ns);
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let (backups, restores, store) = (backups.clone(), restores.clone(), store.clone());
+            async move {
+                let backup = format!("b-{i:05}");
+                let restore = format!("r-{i:05}");
+                let layout = &store.layout;
+                let object: Backup = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "velero.io/v1", "kind": "Backup", "metadata": { "name": backup },
+                    "spec": { "storageLocation": "default" }, "status": { "phase": "Completed" },
+                }))
+                .unwrap();
+                let metadata = bytes::Bytes::from(serde_json::to_vec(&object).unwrap());
+                let files = [
+                    (layout.backup_metadata(&backup), metadata),
+                    (layout.backup_contents(&backup), gzip(&tar_with_version())),
+                    (layout.backup_log(&backup), gzip(b"time=\"2026-01-01T00:00:00Z\" level=info msg=\"done\"\n")),
+                    (layout.backup_resource_list(&backup), gzip(b"{}")),
+                    (layout.backup_results(&backup), gzip(b"{}")),
+                    (layout.backup_volume_snapshots(&backup), gzip(b"null")),
+                    (layout.restore_log(&restore), gzip(b"")),
+                    (layout.restore_results(&restore), gzip(b"{}")),
+                    (layout.restore_resource_list(&restore), gzip(b"{}")),
+                ];
+                for (key, body) in files {
+                    store.put(&key, body).await.map_err(|e| e.to_string())?;
+                }
+                backups.create(&PostParams::default(), &object).await.map_err(|e| e.to_string())?;
+                let restore_object: Restore = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "velero.io/v1", "kind": "Restore", "metadata": { "name": restore },
+                    "spec": { "backupName": backup }, "status": { "phase": "Completed" },
+                }))
+                .unwrap();
+                restores.create(&PostParams::default(), &restore_object).await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(())
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("populate");
+}
+
+fn gzip(data: &[u8]) -> bytes::Bytes {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap().into()
+}
+
+/// A tarball holding only `metadata/version`, as an empty backup's.
+fn tar_with_version() -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(5);
+    header.set_mode(0o644);
+    builder
+        .append_data(&mut header, "metadata/version", &b"1.1.0"[..])
+        .unwrap();
+    builder.into_inner().unwrap()
+}
+
+#[tokio::main]
+async fn main() {
+    let count: usize = std::env::args()
+        .nth(1)
+        .map_or(1000, |a| a.parse().expect("a count"));
+    let binary = std::env::var("ARK_BIN").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/ark").to_string()
+    });
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+
+    // ark: the whole command, the server doing the work.
+    let ark_ns = cluster.namespace("bench-del").await;
+    let (flags, location) =
+        fixtures::s3_location(&cluster, &client, &ark_ns.name, None, None).await;
+    let store = ark_storage::open(&location).unwrap();
+    let mut create = vec![
+        "backup-location",
+        "create",
+        "default",
+        "--default",
+        "-n",
+        &ark_ns.name,
+    ];
+    create.extend(flags.iter().map(String::as_str));
+    assert!(
+        Command::new(&binary)
+            .args(&create)
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .status()
+            .unwrap()
+            .success()
+    );
+    populate(&client, &ark_ns.name, &store, count).await;
+    let server = ArkServer::start_with(
+        &binary,
+        &cluster,
+        &ark_ns.name,
+        &["--backup-sync-period", "1h"],
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let started = Instant::now();
+    let status = Command::new(&binary)
+        .args([
+            "backup",
+            "delete",
+            "--all",
+            "--confirm",
+            "--wait",
+            "-n",
+            &ark_ns.name,
+        ])
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    let ark_time = started.elapsed();
+    assert!(
+        status.success(),
+        "ark backup delete failed; server log:\n{}",
+        server.log()
+    );
+    let peak = peak_rss_mib(server.pid());
+    drop(server);
+    let left = store
+        .keys_under(&store.layout.backups_dir())
+        .await
+        .unwrap()
+        .len()
+        + store
+            .keys_under(&ark_storage::Path::from(format!(
+                "{}/restores",
+                location.prefix.clone().unwrap()
+            )))
+            .await
+            .unwrap()
+            .len();
+    assert_eq!(left, 0, "keys left in the bucket");
+
+    // The floor: the same keys and objects, deleted by S3 batch deletes and kubectl.
+    let floor_ns = cluster.namespace("bench-floor").await;
+    let (_, floor_location) =
+        fixtures::s3_location(&cluster, &client, &floor_ns.name, None, None).await;
+    let floor_store = ark_storage::open(&floor_location).unwrap();
+    populate(&client, &floor_ns.name, &floor_store, count).await;
+    let started = Instant::now();
+    floor_store
+        .delete_under(&ark_storage::Path::from(
+            floor_location.prefix.clone().unwrap(),
+        ))
+        .await
+        .unwrap();
+    let s3_time = started.elapsed();
+    let started = Instant::now();
+    let status = Command::new("kubectl")
+        .args([
+            "delete",
+            "backups.velero.io,restores.velero.io",
+            "--all",
+            "-n",
+            &floor_ns.name,
+        ])
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let api_time = started.elapsed();
+
+    // The API server's fastest path: one deletecollection request per kind.
+    let collection_ns = cluster.namespace("bench-coll").await;
+    let (_, collection_location) =
+        fixtures::s3_location(&cluster, &client, &collection_ns.name, None, None).await;
+    let collection_store = ark_storage::open(&collection_location).unwrap();
+    populate(&client, &collection_ns.name, &collection_store, count).await;
+    let started = Instant::now();
+    let params = kube::api::DeleteParams::default();
+    let list = kube::api::ListParams::default();
+    Api::<Backup>::namespaced(client.clone(), &collection_ns.name)
+        .delete_collection(&params, &list)
+        .await
+        .unwrap();
+    Api::<Restore>::namespaced(client.clone(), &collection_ns.name)
+        .delete_collection(&params, &list)
+        .await
+        .unwrap();
+    let collection_time = started.elapsed();
+
+    println!(
+        "| backups (+1 restore each) | ark delete --all --wait (s) | server peak RSS (MiB) | floor: S3 batch delete (s) | floor: kubectl delete --all (s) | floor: S3 + kubectl (s) | API deletecollection (s) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {count} | {:.1} | {peak:.0} | {:.1} | {:.1} | {:.1} | {:.1} |",
+        ark_time.as_secs_f64(),
+        s3_time.as_secs_f64(),
+        api_time.as_secs_f64(),
+        (s3_time + api_time).as_secs_f64(),
+        collection_time.as_secs_f64()
+    );
+}
