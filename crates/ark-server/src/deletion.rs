@@ -362,12 +362,19 @@ async fn delete_data(
         return vec![format!("deleting backup data: {error}")];
     }
 
+    // From the watched cache: listing every Restore for every deletion would make deleting N
+    // backups with N restores cost N² objects from the API server.
     let restores: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let list = match restores.list(&ListParams::default()).await {
-        Ok(list) => list,
-        Err(error) => return vec![format!("listing restores: {error}")],
-    };
-    for restore in list.items.iter().filter(|r| r.spec.backup_name == name) {
+    if ctx.restores.wait_until_ready().await.is_err() {
+        return vec!["the cache of restores stopped".to_string()];
+    }
+    let of_backup: Vec<Arc<Restore>> = ctx
+        .restores
+        .state()
+        .into_iter()
+        .filter(|r| r.spec.backup_name == name)
+        .collect();
+    for restore in of_backup {
         let restore_name = restore.name_any();
         if let Err(error) = store.delete_under(&layout.restore_dir(&restore_name)).await {
             errors.push(format!("deleting data of restore {restore_name}: {error}"));

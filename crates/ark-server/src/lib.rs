@@ -74,6 +74,8 @@ pub(crate) struct Context {
     pub metrics: Arc<metrics::Metrics>,
     /// Backups this server is running now: a request to delete one of them is refused.
     pub running_backups: Mutex<HashSet<String>>,
+    /// Every Restore of the namespace, kept current by a watch.
+    pub restores: kube::runtime::reflector::Store<ark_api::Restore>,
     /// Backups being deleted now: a second request for one waits.
     pub deleting: Mutex<HashSet<String>>,
 }
@@ -92,6 +94,19 @@ pub enum ServerError {
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
     std::fs::create_dir_all(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
+    let (restore_cache, restore_writer) = kube::runtime::reflector::store();
+    let restore_api: kube::Api<ark_api::Restore> =
+        kube::Api::namespaced(client.clone(), &options.namespace);
+    let restore_reflector = {
+        use futures::StreamExt;
+        use kube::runtime::WatchStreamExt;
+        kube::runtime::reflector(
+            restore_writer,
+            kube::runtime::watcher(restore_api, Default::default()),
+        )
+        .default_backoff()
+        .for_each(|_| std::future::ready(()))
+    };
     let ctx = Arc::new(Context {
         client,
         namespace: options.namespace,
@@ -106,6 +121,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         hooks_timeout: options.restore_hooks_timeout,
         volume_snapshotter: options.volume_snapshotter,
         metrics: Arc::default(),
+        restores: restore_cache,
         running_backups: Mutex::default(),
         deleting: Mutex::default(),
     });
@@ -138,6 +154,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
             gc::run(ctx.clone()),
             location_validation::run(ctx.clone()),
             sync::run(ctx.clone()),
+            restore_reflector,
         )
     };
     tokio::select! {

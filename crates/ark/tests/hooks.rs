@@ -85,6 +85,10 @@ fn hooks_file(dir: &std::path::Path, marker: &str) -> std::path::PathBuf {
   labelSelector: {{matchLabels: {{role: pending}}}}
   postHooks:
   - exec: {{command: [sh, -c, "true"], waitTimeout: 3s}}
+- name: slow
+  labelSelector: {{matchLabels: {{role: slow}}}}
+  postHooks:
+  - exec: {{command: [sh, -c, "sleep 30"], execTimeout: 2s}}
 - name: missing
   labelSelector: {{matchLabels: {{role: missing}}}}
   postHooks:
@@ -133,6 +137,7 @@ async fn hooks_run_in_restored_pods_as_specified() {
         pod("fail", "fail", true, &[], serde_json::json!({})),
         pod("pending", "pending", false, &[], serde_json::json!({})),
         pod("missing", "missing", true, &[], serde_json::json!({})),
+        pod("slow", "slow", true, &[], serde_json::json!({})),
         pod("annotated", "annotated", true, &[], annotations),
     ] {
         pods.create(&PostParams::default(), &pod).await.unwrap();
@@ -216,7 +221,7 @@ async fn hooks_run_in_restored_pods_as_specified() {
     let hook_status = status.hook_status.unwrap();
     assert_eq!(
         (hook_status.hooks_attempted, hook_status.hooks_failed),
-        (Some(8), Some(4))
+        (Some(9), Some(5))
     );
 
     let describe = ark_ok(
@@ -225,7 +230,9 @@ async fn hooks_run_in_restored_pods_as_specified() {
         &["restore", "describe", "r1", "--details"],
     );
     for expected in [
-        "HooksAttempted:  8\nHooksFailed:     4\n",
+        "HooksAttempted:  9\nHooksFailed:     5\n",
+        "    exec in app: \"sh -c sleep 30\": Failed (exit code -, 2.",
+        ": timed out after 2s\n",
         &format!("  {target}/ordered:\n    init containers injected: restore-db\n"),
         "    exec in app: \"sh -c exit 1\": Failed (exit code 1, ",
         &format!("  {target}/missing:\n    exec in nope: \"sh -c true\": Failed (exit code -, "),
