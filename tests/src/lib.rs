@@ -291,8 +291,14 @@ impl ArkServer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// The server's peak resident memory so far (VmHWM), in MiB.
+    pub fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
     }
 
     /// The directory the server's scratch directory (`work/`) is in.

@@ -24,15 +24,6 @@ fn ark(cluster: &Cluster, binary: &str, args: &[&str]) {
     assert!(status.success(), "ark {args:?} failed");
 }
 
-/// Peak resident memory of a process (VmHWM), in MiB.
-fn peak_rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 async fn wait_done<K>(api: Api<K>, name: &str, done: impl Fn(&K) -> bool)
 where
@@ -160,7 +151,7 @@ async fn main() {
             .len();
         assert_eq!(restored, count, "every ConfigMap restored");
 
-        let peak = peak_rss_mib(server.pid());
+        let peak = server.peak_rss_mib();
         let tarball = std::fs::metadata(bucket.path().join("backups/b1/b1.tar.gz"))
             .map_or(0, |m| m.len())
             / 1024;

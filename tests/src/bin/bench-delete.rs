@@ -15,14 +15,6 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-fn peak_rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// N backups, each with Velero's six files and a restore with its three, written straight to the
 /// bucket and the API (as sync and earlier restores would have left them).
@@ -153,7 +145,7 @@ async fn main() {
         "ark backup delete failed; server log:\n{}",
         server.log()
     );
-    let peak = peak_rss_mib(server.pid());
+    let peak = server.peak_rss_mib();
     drop(server);
     let left = store
         .keys_under(&store.layout.backups_dir())
