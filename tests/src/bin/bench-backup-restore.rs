@@ -24,7 +24,6 @@ fn ark(cluster: &Cluster, binary: &str, args: &[&str]) {
     assert!(status.success(), "ark {args:?} failed");
 }
 
-
 async fn wait_done<K>(api: Api<K>, name: &str, done: impl Fn(&K) -> bool)
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,

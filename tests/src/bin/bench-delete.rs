@@ -15,7 +15,6 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-
 /// N backups, each with Velero's six files and a restore with its three, written straight to the
 /// bucket and the API (as sync and earlier restores would have left them).
 async fn populate(client: &Client, ns: &str, store: &BackupStore, count: usize) {
