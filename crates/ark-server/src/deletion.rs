@@ -95,11 +95,17 @@ fn lock<'a>(ctx: &'a Context, backup: &str) -> Option<Deleting<'a>> {
 }
 
 async fn reconcile(
-    request: Arc<DeleteBackupRequest>,
+    cached: Arc<DeleteBackupRequest>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let requests: Api<DeleteBackupRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let name = request.name_any();
+    let name = cached.name_any();
+    // Deleting is not idempotent for what it reports (a refused snapshot is asked again): decide
+    // on the request as it is now, not as the controller's cache last saw it, which may predate
+    // the Processed this server just wrote.
+    let Some(request) = requests.get_opt(&name).await? else {
+        return Ok(Action::await_change());
+    };
     if request.phase() == Some(DeleteBackupRequestPhase::Processed) {
         return expire(&requests, &request, &ctx).await;
     }
