@@ -82,6 +82,14 @@ where
         .await;
 }
 
+/// The object as the API has it now. An operation runs once: deciding on the controller's cache,
+/// which may not have seen the InProgress this server wrote, could start it twice.
+pub async fn fresh<K: Operation>(ctx: &Context, cached: &K) -> kube::Result<Option<K>> {
+    Api::<K>::namespaced(ctx.client.clone(), &ctx.namespace)
+        .get_opt(&cached.name_any())
+        .await
+}
+
 /// Patches `status.progress` at most once a second while `progress` changes.
 pub async fn report_progress<K: Operation>(
     api: Api<K>,

@@ -58,7 +58,10 @@ pub async fn remove_legacy_finalizer(ctx: &Context) {
     }
 }
 
-async fn reconcile(backup: Arc<Backup>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+async fn reconcile(cached: Arc<Backup>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let Some(backup) = operation::fresh(&ctx, cached.as_ref()).await? else {
+        return Ok(Action::await_change());
+    };
     if backup.phase() != BackupPhase::New {
         return Ok(Action::await_change());
     }

@@ -33,7 +33,10 @@ pub async fn run(ctx: Arc<Context>) {
     operation::run::<Restore, _, _>(ctx, reconcile).await;
 }
 
-async fn reconcile(restore: Arc<Restore>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+async fn reconcile(cached: Arc<Restore>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let Some(restore) = operation::fresh(&ctx, cached.as_ref()).await? else {
+        return Ok(Action::await_change());
+    };
     if restore.phase() != RestorePhase::New {
         return Ok(Action::await_change());
     }
