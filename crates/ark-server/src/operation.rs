@@ -82,6 +82,18 @@ where
         .await;
 }
 
+/// Writes the final status: the operation's own on success, `Failed` with the reason otherwise.
+pub async fn finish<K: Operation>(
+    api: &Api<K>,
+    name: &str,
+    outcome: Result<serde_json::Value, String>,
+) -> kube::Result<()> {
+    let status = outcome.unwrap_or_else(|reason| {
+        json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() })
+    });
+    patch::object_status(api, name, status).await.map(|_| ())
+}
+
 /// The object as the API has it now. An operation runs once: deciding on the controller's cache,
 /// which may not have seen the InProgress this server wrote, could start it twice.
 pub async fn fresh<K: Operation>(ctx: &Context, cached: &K) -> kube::Result<Option<K>> {

@@ -175,14 +175,7 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
         Err(error) => Err(error.to_string()),
     };
     ctx.running_backups.lock().unwrap().remove(&name);
-    let status = match outcome {
-        Ok(status) => status,
-        Err(failure) => {
-            json!({ "phase": "Failed", "failureReason": failure, "completionTimestamp": patch::now() })
-        }
-    };
-    patch::object_status(&api, &name, status).await?;
-    Ok(())
+    operation::finish(&api, &name, outcome).await
 }
 
 /// Collects and uploads; the final status on success, the failure reason otherwise.

@@ -123,14 +123,7 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         Ok(open) => restore_from(&api, restore, &name, &open, ctx).await,
         Err(error) => Err(error.to_string()),
     };
-    let status = match outcome {
-        Ok(status) => status,
-        Err(reason) => {
-            json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() })
-        }
-    };
-    patch::object_status(&api, &name, status).await?;
-    Ok(())
+    operation::finish(&api, &name, outcome).await
 }
 
 async fn restore_from(
