@@ -338,6 +338,7 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--garbage-collection-frequency', '--garbage-collection-frequency', [CompletionResultType]::ParameterName, 'How often expired backups are looked for')
             [CompletionResult]::new('--restore-hooks-timeout', '--restore-hooks-timeout', [CompletionResultType]::ParameterName, 'How long a restore waits, at most, for the exec hooks of its pods')
             [CompletionResult]::new('--metrics-address', '--metrics-address', [CompletionResultType]::ParameterName, 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)')
+            [CompletionResult]::new('--velero-answer-timeout', '--velero-answer-timeout', [CompletionResultType]::ParameterName, 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')

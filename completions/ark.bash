@@ -1342,7 +1342,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__server)
-            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --metrics-address --namespace --kubeconfig --context --help --version"
+            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --metrics-address --velero-answer-timeout --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1389,6 +1389,10 @@ _ark() {
                     return 0
                     ;;
                 --metrics-address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --velero-answer-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -303,6 +303,7 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --garbage-collection-frequency 'How often expired backups are looked for'
             cand --restore-hooks-timeout 'How long a restore waits, at most, for the exec hooks of its pods'
             cand --metrics-address 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)'
+            cand --velero-answer-timeout 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)'
             cand -n 'The namespace ark''s objects live in'
             cand --namespace 'The namespace ark''s objects live in'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'

@@ -203,6 +203,7 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-request-ttl 
 complete -c ark -n "__fish_ark_using_subcommand server" -l garbage-collection-frequency -d 'How often expired backups are looked for' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l restore-hooks-timeout -d 'How long a restore waits, at most, for the exec hooks of its pods' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l metrics-address -d 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l velero-answer-timeout -d 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r

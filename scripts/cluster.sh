@@ -21,6 +21,7 @@ s3_bucket=ark-test
 kwok_nodes="${ARK_KWOK_NODES:-4}"
 s3_access_key=ark-test-access
 s3_secret_key=ark-test-secret-0123456789
+velero_crds="${ARK_VELERO_CRDS:-$repo/../shared/reference/velero-crds}"
 
 say() { echo "cluster: $*" >&2; }
 fail() {
@@ -71,12 +72,25 @@ scale_nodes() {
   kwokctl "$1" scale node --replicas "$kwok_nodes" >"$log" 2>&1 || fail "kwokctl scale node" "$log"
 }
 
+# The first cluster gets ark's CRDs (config/crd/); the second gets Velero's reference CRDs exactly as
+# they are (../shared/reference/velero-crds/), then ark's files for the kinds those do not cover,
+# so that every test on the second cluster runs ark on Velero's own CRDs.
 install_crds() {
-  local kubeconfig="$1/kubeconfig" log="$1/crds.log"
+  local kubeconfig="$1/kubeconfig" log="$1/crds.log" dirs=("$repo/config/crd/")
+  if [ "$1" = "$state/second" ]; then
+    [ -d "$velero_crds" ] || fail "Velero's reference CRDs are missing: $velero_crds (set ARK_VELERO_CRDS)"
+    dirs=("$velero_crds/")
+    for file in "$repo"/config/crd/*.yaml; do
+      [ -f "$velero_crds/$(basename "$file")" ] || dirs+=("$file")
+    done
+  fi
   {
-    kubectl --kubeconfig "$kubeconfig" apply --server-side -f "$repo/config/crd/"
-    kubectl --kubeconfig "$kubeconfig" wait --for condition=Established --timeout 60s \
-      -f "$repo/config/crd/"
+    for dir in "${dirs[@]}"; do
+      kubectl --kubeconfig "$kubeconfig" apply --server-side --force-conflicts -f "$dir"
+    done
+    for dir in "${dirs[@]}"; do
+      kubectl --kubeconfig "$kubeconfig" wait --for condition=Established --timeout 60s -f "$dir"
+    done
     kubectl --kubeconfig "$kubeconfig" create namespace velero --dry-run=client -o yaml |
       kubectl --kubeconfig "$kubeconfig" apply -f -
   } >"$log" 2>&1 || fail "installing ark's CRDs" "$log"

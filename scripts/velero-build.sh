@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Builds Velero (and its AWS plugin) from the Go module proxy, for the by-hand interoperability
-# check in README.md ("Velero compatibility"). Not part of the tests: ark does not depend on Velero.
+# Builds Velero's CLI and server (and its AWS plugin) from the Go module proxy, once, into a cache
+# outside the repository, for the interop tests (crates/ark/tests/velero_interop.rs) and the
+# side-by-side benchmarks. ark does not depend on Velero; its tests check that it runs beside it.
+#   scripts/velero-build.sh               build if needed, print the bin directory
+#   scripts/velero-build.sh --print-dir   print the bin directory only
 set -euo pipefail
 
 VELERO_VERSION="${VELERO_VERSION:-v1.18.3}"
 AWS_PLUGIN_VERSION="${AWS_PLUGIN_VERSION:-v1.14.3}"
 out="${ARK_VELERO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ark-velero}/$VELERO_VERSION"
+if [ "${1:-}" = --print-dir ]; then
+  echo "$out/bin"
+  exit 0
+fi
 mkdir -p "$out/bin" "$out/src"
 log="$out/build.log"
 

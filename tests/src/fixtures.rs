@@ -14,8 +14,8 @@ const WAIT: Duration = Duration::from_secs(90);
 
 /// `ark backup-location create` flags for an S3 location on SeaweedFS under a prefix of its own
 /// (or `prefix`), reached at `endpoint` (default: the server itself), with the credentials in a
-/// Secret (`cloud-credentials`, key `cloud`) as Velero users keep them; and the location as the
-/// test opens it directly (always at the server itself).
+/// Secret (`cloud-credentials`, key `cloud`) as Velero users keep them, created here; and the
+/// location as the test opens it directly (always at the server itself).
 pub async fn s3_location(
     cluster: &Cluster,
     client: &Client,
@@ -24,11 +24,7 @@ pub async fn s3_location(
     endpoint: Option<&str>,
 ) -> (Vec<String>, ark_storage::Location) {
     let prefix = prefix.map_or_else(|| unique_name("e2e"), str::to_string);
-    let location = cluster.s3_location(&prefix);
-    let mut config = location.config.clone();
-    if let Some(endpoint) = endpoint {
-        config.insert("s3Url".into(), endpoint.to_string());
-    }
+    let (flags, location) = s3_location_flags(cluster, &prefix, endpoint);
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "cloud-credentials" },
         "stringData": { "cloud": location.credentials.clone().unwrap() },
@@ -38,6 +34,20 @@ pub async fn s3_location(
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
+    (flags, location)
+}
+
+/// The same flags and location, for a namespace that has the `cloud-credentials` Secret already.
+pub fn s3_location_flags(
+    cluster: &Cluster,
+    prefix: &str,
+    endpoint: Option<&str>,
+) -> (Vec<String>, ark_storage::Location) {
+    let location = cluster.s3_location(prefix);
+    let mut config = location.config.clone();
+    if let Some(endpoint) = endpoint {
+        config.insert("s3Url".into(), endpoint.to_string());
+    }
     let config = config
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -49,7 +59,7 @@ pub async fn s3_location(
         "--bucket",
         &cluster.s3_bucket,
         "--prefix",
-        &prefix,
+        prefix,
         "--config",
         &config,
         "--credential",

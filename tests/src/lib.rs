@@ -6,6 +6,7 @@
 
 pub mod fixtures;
 pub mod proxy;
+pub mod velero;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::wait::{Condition, await_condition};
 use kube::{Api, Client};
 
@@ -42,7 +43,9 @@ impl Cluster {
         Self::read(state_dir().join("cluster.env"))
     }
 
-    /// The second cluster, beside the first and sharing its S3 server: where migrations go.
+    /// The second cluster, beside the first and sharing its S3 server: where migrations go. It runs
+    /// Velero's own CRDs (../shared/reference/velero-crds/, as they are), so every test here runs ark
+    /// on the CRDs of a cluster that runs Velero.
     pub fn second() -> Cluster {
         Self::read(state_dir().join("second/cluster.env"))
     }
@@ -227,6 +230,23 @@ where
     .await
     .unwrap_or_else(|_| panic!("{name} was not deleted within {timeout:?}"))
     .expect("watch failed");
+}
+
+/// kwok's ClusterExec: `pods/exec` into any container on the kwok node runs the command here.
+pub async fn allow_local_exec(client: &Client) {
+    let gvk = GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "ClusterExec");
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
+    let exec: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterExec",
+        "metadata": { "name": "ark-tests-local-exec" },
+        "spec": { "execs": [{ "local": { "workDir": "/tmp" } }] },
+    }))
+    .unwrap();
+    match api.create(&PostParams::default(), &exec).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("{error}"),
+    }
 }
 
 /// Condition: the pod's phase is Running.

@@ -1,4 +1,5 @@
-//! `cargo xtask generate [--check]`: CRDs, shell completions and man pages from the code.
+//! `cargo xtask generate [--check]`: shell completions and man pages from the code. (The CRDs in
+//! config/crd/ are Velero's own files, not generated: see config/crd/README.md.)
 //! `cargo xtask cluster up|down|status`: the local test cluster (scripts/cluster.sh).
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use clap_complete::Shell;
 #[derive(Parser)]
 #[command(name = "xtask")]
 enum Task {
-    /// Write config/crd/, completions/ and man/ from the code
+    /// Write completions/ and man/ from the code
     Generate {
         /// Write nothing; fail if any generated file differs from what is committed
         #[arg(long)]
@@ -65,10 +66,6 @@ fn main() -> anyhow::Result<ExitCode> {
 /// Every generated file, keyed by its path relative to the repository root.
 fn generated_files() -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut files = BTreeMap::new();
-    for (name, crd) in ark_api::crd::all() {
-        let yaml = serde_saphyr::to_string(&crd).with_context(|| format!("serializing {name}"))?;
-        files.insert(PathBuf::from("config/crd").join(name), yaml.into_bytes());
-    }
     for (shell, file) in [
         (Shell::Bash, "ark.bash"),
         (Shell::Zsh, "_ark"),
@@ -119,7 +116,7 @@ fn generate(root: &Path, check: bool) -> anyhow::Result<ExitCode> {
         }
     }
     // A file in a generated directory that the code no longer produces is drift too.
-    for dir in ["config/crd", "completions", "man"] {
+    for dir in ["completions", "man"] {
         for entry in std::fs::read_dir(root.join(dir))
             .into_iter()
             .flatten()

@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
     version = "v1",
     kind = "Backup",
     namespaced,
-    status = "BackupStatus",
-    shortname = "bk"
+    status = "BackupStatus"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct BackupSpec {

@@ -3,7 +3,6 @@
 
 mod backup;
 mod backup_storage_location;
-pub mod crd;
 mod delete_backup_request;
 pub mod duration;
 pub mod hooks;

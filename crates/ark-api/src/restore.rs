@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
     version = "v1",
     kind = "Restore",
     namespaced,
-    status = "RestoreStatus",
-    shortname = "rs"
+    status = "RestoreStatus"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RestoreSpec {

@@ -116,7 +116,7 @@ fn check_key(key: &str) -> Result<(), String> {
         None => (None, key),
     };
     if let Some(prefix) = prefix
-        && (prefix.is_empty() || prefix.len() > 253 || !prefix.split('.').all(is_dns_label))
+        && !is_dns_subdomain(prefix)
     {
         return Err("the key's prefix must be a DNS subdomain".into());
     }
@@ -150,18 +150,24 @@ fn check_value(value: &str) -> Result<(), String> {
 
 /// A DNS-1123 label: lower-case alphanumerics and '-', at most 63, alphanumeric at both ends.
 pub fn is_dns_label(text: &str) -> bool {
+    text.len() <= 63 && is_dns_label_shaped(text)
+}
+
+/// A DNS-1123 subdomain, the rule for most object names (Backups, Restores, locations): at most
+/// 253 characters of label-shaped parts between dots. Kubernetes (`IsDNS1123Subdomain`) caps only
+/// the whole, not each part, so a 100-character name without dots is valid.
+pub fn is_dns_subdomain(text: &str) -> bool {
+    text.len() <= 253 && text.split('.').all(is_dns_label_shaped)
+}
+
+/// Lower-case alphanumerics and '-', not empty, alphanumeric at both ends (any length).
+fn is_dns_label_shaped(text: &str) -> bool {
     !text.is_empty()
-        && text.len() <= 63
         && text
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !text.starts_with('-')
         && !text.ends_with('-')
-}
-
-/// A DNS-1123 subdomain, the rule for most object names (Backups, Restores, locations).
-pub fn is_dns_subdomain(text: &str) -> bool {
-    !text.is_empty() && text.len() <= 253 && text.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]
@@ -210,5 +216,15 @@ mod tests {
         assert!(!is_dns_subdomain("Nightly"));
         assert!(!is_dns_subdomain("-x"));
         assert!(!is_dns_subdomain(""));
+        assert!(!is_dns_subdomain("a..b"));
+        assert!(!is_dns_subdomain("a.-b"));
+    }
+
+    #[test]
+    fn a_100_character_name_without_dots_is_a_valid_object_name() {
+        assert!(is_dns_subdomain(&"a".repeat(100)));
+        assert!(is_dns_subdomain(&"b".repeat(253)));
+        assert!(!is_dns_subdomain(&"b".repeat(254)));
+        assert!(!is_dns_label(&"a".repeat(64)));
     }
 }

@@ -156,7 +156,7 @@ async fn processed(
     errors: Vec<String>,
 ) -> kube::Result<()> {
     let errors = (!errors.is_empty()).then_some(errors);
-    patch::status_subresource(
+    patch::object_status(
         requests,
         name,
         json!({ "phase": "Processed", "errors": errors }),
@@ -278,7 +278,7 @@ async fn delete(
             &Patch::Merge(json!({ "metadata": { "labels": request_labels } })),
         )
         .await?;
-    patch::status_subresource(
+    patch::object_status(
         requests,
         &request.name_any(),
         json!({ "phase": "InProgress" }),

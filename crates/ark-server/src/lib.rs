@@ -17,6 +17,7 @@ mod restore;
 mod results;
 pub mod snapshots;
 mod sync;
+mod velero_server;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -55,6 +56,9 @@ pub struct ServerOptions {
     pub metrics_address: Option<SocketAddr>,
     /// Deletes provider volume snapshots; without one, backups that have any cannot be deleted.
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
+    /// How long a ServerStatusRequest may go unanswered before ark concludes, at start-up, that no
+    /// Velero server runs in the namespace.
+    pub velero_answer_timeout: Duration,
 }
 
 /// What every controller shares.
@@ -88,12 +92,16 @@ pub enum ServerError {
     LostLeadership(String, &'static str),
     #[error("serving metrics on {0}: {1}")]
     Metrics(SocketAddr, std::io::Error),
+    #[error(transparent)]
+    VeleroServerActive(#[from] velero_server::VeleroServerActive),
 }
 
 /// Runs the controllers until the process is told to stop.
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
     std::fs::create_dir_all(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
+    velero_server::ensure_absent(&client, &options.namespace, options.velero_answer_timeout)
+        .await?;
     let (restore_cache, restore_writer) = kube::runtime::reflector::store();
     let restore_api: kube::Api<ark_api::Restore> =
         kube::Api::namespaced(client.clone(), &options.namespace);

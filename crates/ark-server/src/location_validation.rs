@@ -21,7 +21,7 @@ pub async fn run(ctx: Arc<Context>) {
                     };
                     let mut status = status;
                     status["lastValidationTime"] = json!(patch::now());
-                    if let Err(error) = patch::status_subresource(&api, &name, status).await {
+                    if let Err(error) = patch::object_status(&api, &name, status).await {
                         tracing::warn!("updating backup storage location {name}: {error}");
                     }
                 }

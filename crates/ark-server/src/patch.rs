@@ -1,11 +1,13 @@
-//! Status writes. Backup and Restore carry status in the object (Velero's CRDs have no status
-//! subresource for them); BackupStorageLocation and DeleteBackupRequest have one.
+//! Status writes. Velero's CRDs serve no status subresource for any of the four kinds (Backup and
+//! Restore have none at all; BackupStorageLocation and DeleteBackupRequest declare an empty
+//! `subresources: {}`), so status is part of the object and written through the object itself:
+//! a write to `/status` would be a 404 on Velero's CRDs.
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 
-/// Merge-patches `status` of an object whose CRD serves status as part of the object.
+/// Merge-patches `status` of an object, through the object (see above).
 pub async fn object_status<K>(
     api: &Api<K>,
     name: &str,
@@ -15,23 +17,6 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({ "status": status })),
-    )
-    .await
-}
-
-/// Merge-patches the status subresource.
-pub async fn status_subresource<K>(
-    api: &Api<K>,
-    name: &str,
-    status: serde_json::Value,
-) -> kube::Result<K>
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    api.patch_status(
         name,
         &PatchParams::default(),
         &Patch::Merge(serde_json::json!({ "status": status })),

@@ -342,6 +342,10 @@ pub struct ServerArgs {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_address: Option<std::net::SocketAddr>,
+    /// At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before
+    /// concluding that none runs in the namespace (ark refuses to start beside one)
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub velero_answer_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

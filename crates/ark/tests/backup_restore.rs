@@ -80,8 +80,10 @@ async fn file_names_under(store: &BackupStore, dir: &ark_storage::Path) -> Vec<S
     names
 }
 
-async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestLocation) {
-    let cluster = Cluster::get();
+async fn round_trip(
+    cluster: Cluster,
+    location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestLocation,
+) {
     let client = cluster.client().await;
     let ark_ns = cluster.namespace("ark").await;
     let app = cluster.namespace("shop").await;
@@ -309,12 +311,13 @@ async fn round_trip(location: impl AsyncFnOnce(&Cluster, &Client, &str) -> TestL
 
 #[tokio::test]
 async fn round_trip_with_a_file_location() {
-    round_trip(async |_, _, _| file_location()).await;
+    round_trip(Cluster::get(), async |_, _, _| file_location()).await;
 }
 
+/// On the second cluster, which runs Velero's own CRDs.
 #[tokio::test]
-async fn round_trip_with_s3() {
-    round_trip(async |cluster, client, ark_ns| {
+async fn round_trip_with_s3_on_velero_crds() {
+    round_trip(Cluster::second(), async |cluster, client, ark_ns| {
         let (flags, location) = fixtures::s3_location(cluster, client, ark_ns, None, None).await;
         TestLocation {
             flags,

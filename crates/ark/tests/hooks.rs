@@ -7,30 +7,13 @@ mod common;
 use std::time::Duration;
 
 use ark_api::{Restore, RestorePhase};
-use ark_tests::{ArkServer, Cluster, fixtures, unique_name};
+use ark_tests::{ArkServer, Cluster, allow_local_exec, fixtures, unique_name};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
-use kube::{Api, Client};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/hooks");
-
-/// kwok's ClusterExec: `pods/exec` into any container on the kwok node runs the command here.
-async fn allow_local_exec(client: &Client) {
-    let gvk = GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "ClusterExec");
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
-    let exec: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterExec",
-        "metadata": { "name": "ark-tests-local-exec" },
-        "spec": { "execs": [{ "local": { "workDir": "/tmp" } }] },
-    }))
-    .unwrap();
-    match api.create(&PostParams::default(), &exec).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(error) => panic!("{error}"),
-    }
-}
 
 fn pod(
     name: &str,
@@ -109,9 +92,10 @@ fn hooks_file(dir: &std::path::Path, marker: &str) -> std::path::PathBuf {
     path
 }
 
+/// On the second cluster, which runs Velero's own CRDs.
 #[tokio::test]
-async fn hooks_run_in_restored_pods_as_specified() {
-    let cluster = Cluster::get();
+async fn hooks_run_in_restored_pods_as_specified_on_velero_crds() {
+    let cluster = Cluster::second();
     let client = cluster.client().await;
     allow_local_exec(&client).await;
     let ns = cluster.namespace("ark").await;

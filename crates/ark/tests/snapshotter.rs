@@ -80,6 +80,7 @@ async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_b
         metrics_address: None,
         restore_hooks_timeout: Duration::from_secs(60),
         volume_snapshotter: Some(snapshotter.clone()),
+        velero_answer_timeout: Duration::from_secs(2),
     };
     let server = tokio::spawn(ark_server::run(client.clone(), options));
 

@@ -27,6 +27,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         metrics_address: args.metrics_address,
         restore_hooks_timeout: args.restore_hooks_timeout,
         volume_snapshotter: None,
+        velero_answer_timeout: args.velero_answer_timeout,
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

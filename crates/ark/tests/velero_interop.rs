@@ -1,0 +1,538 @@
+//! ark beside Velero, with Velero's own binaries (scripts/velero-build.sh) on the local clusters and
+//! one SeaweedFS bucket: each tool's CLI driven against the other's server, each tool restoring
+//! the other's backups (restore hooks in the Restore spec), Velero's CLI on a cluster where only
+//! ark runs, and ark's server refusing to start beside Velero's.
+//!
+//! Velero's server runs on the second cluster, whose CRDs are Velero's reference files.
+
+mod common;
+
+use std::time::Duration;
+
+use ark_api::{
+    Backup, BackupStorageLocation, BackupStorageLocationPhase, DeleteBackupRequest,
+    DeleteBackupRequestPhase, Restore, RestorePhase,
+};
+use ark_tests::velero::{VeleroServer, velero_ok};
+use ark_tests::{
+    ArkServer, Cluster, TestNamespace, allow_local_exec, fixtures, unique_name, wait_deleted,
+    wait_for,
+};
+use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// An application namespace with a ConfigMap and a standalone pod (`app: db`, containers `db`
+/// and `sidecar`) Running on a kwok node.
+async fn application(cluster: &Cluster, client: &Client) -> TestNamespace {
+    let app = cluster.namespace("app").await;
+    let config_map: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "settings" }, "data": { "color": "blue" },
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let mut pod = ark_tests::kwok_pod("db", &["db", "sidecar"]);
+    pod.metadata.labels = Some([("app".to_string(), "db".to_string())].into());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods, "db", ark_tests::is_pod_running(), WAIT)
+        .await
+        .unwrap();
+    app
+}
+
+/// The `backup-location create` flags of an S3 location under `prefix` (credentials in the
+/// namespace's `cloud-credentials` Secret, created here), with more flags after them.
+async fn s3_flags(
+    cluster: &Cluster,
+    client: &Client,
+    ns: &str,
+    prefix: &str,
+    more: &[&str],
+) -> Vec<String> {
+    let (mut flags, _) = fixtures::s3_location(cluster, client, ns, Some(prefix), None).await;
+    flags.extend(more.iter().map(|f| f.to_string()));
+    flags
+}
+
+async fn set_access_mode(client: &Client, ns: &str, location: &str, mode: &str) {
+    Api::<BackupStorageLocation>::namespaced(client.clone(), ns)
+        .patch(
+            location,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "accessMode": mode } })),
+        )
+        .await
+        .unwrap();
+}
+
+async fn wait_available(client: &Client, ns: &str, location: &str) {
+    wait_for(
+        Api::<BackupStorageLocation>::namespaced(client.clone(), ns),
+        location,
+        |l: Option<&BackupStorageLocation>| {
+            l.and_then(|l| l.status.as_ref()).and_then(|s| s.phase)
+                == Some(BackupStorageLocationPhase::Available)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("location {ns}/{location} not Available: {e:#}"));
+}
+
+/// Waits until a backup of that name exists (synced from the bucket) and is Completed.
+async fn wait_completed(client: &Client, ns: &str, backup: &str) -> Backup {
+    wait_for(
+        Api::<Backup>::namespaced(client.clone(), ns),
+        backup,
+        |b: Option<&Backup>| b.is_some_and(|b| b.phase() == ark_api::BackupPhase::Completed),
+        WAIT,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("backup {ns}/{backup} not Completed: {e:#}"))
+}
+
+/// The only DeleteBackupRequest of the namespace, once Processed.
+async fn processed_request(client: &Client, ns: &str) -> DeleteBackupRequest {
+    let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = requests.list(&ListParams::default()).await.unwrap().items;
+        if let [request] = list.as_slice()
+            && request.phase() == Some(DeleteBackupRequestPhase::Processed)
+        {
+            return request.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no single Processed request in {ns}: {list:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn keys_under(cluster: &Cluster, prefix: &str, dir: &str) -> Vec<String> {
+    let store = ark_storage::open(&cluster.s3_location(prefix)).unwrap();
+    store
+        .keys_under(&ark_storage::Path::from(dir))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.to_string())
+        .collect()
+}
+
+/// Velero puts a finalizer on its Restores that only its server removes: the test's namespace
+/// could not go once the server is stopped.
+async fn release_restores(client: &Client, ns: &str) {
+    let restores: Api<Restore> = Api::namespaced(client.clone(), ns);
+    for restore in restores.list(&ListParams::default()).await.unwrap() {
+        let name = restore.metadata.name.unwrap();
+        restores
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "metadata": { "finalizers": null } })),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// `velero backup delete` (Velero's CLI) is processed by ark's server, on Velero's CRDs: a refused
+/// attempt first (read-only location), which `velero backup describe` shows, then a deletion that
+/// removes the backup and its data.
+#[tokio::test]
+async fn velero_s_cli_deletes_through_ark_s_server_and_shows_ark_s_attempts() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    let flags = s3_flags(&cluster, &client, &ns.name, &prefix, &[]).await;
+    create.extend(flags.iter().map(String::as_str));
+    ark_ok(&cluster, &ns.name, &create);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    // A 100-character name: valid for Kubernetes and Velero, hashed in the request's labels.
+    let name = "v".repeat(100);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            &name,
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let backup = wait_completed(&client, &ns.name, &name).await;
+
+    set_access_mode(&client, &ns.name, "default", "ReadOnly").await;
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "delete", &name, "--confirm"],
+    );
+    let refused = processed_request(&client, &ns.name).await;
+    let reason = "cannot delete backup because backup storage location default is currently in read-only mode";
+    assert_eq!(refused.errors(), [reason]);
+    let described = velero_ok(&cluster, &ns.name, &["backup", "describe", &name]);
+    for line in [
+        "Deletion Attempts (1 failed):",
+        &format!("{}: Processed", velero_time(&refused)),
+        reason,
+    ] {
+        assert!(described.contains(line), "{line:?} not in:\n{described}");
+    }
+
+    set_access_mode(&client, &ns.name, "default", "ReadWrite").await;
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "delete", &name, "--confirm"],
+    );
+    wait_deleted(
+        Api::<Backup>::namespaced(client.clone(), &ns.name),
+        &backup,
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        keys_under(&cluster, &prefix, &format!("backups/{name}")).await,
+        Vec::<String>::new()
+    );
+}
+
+/// How Velero's describe prints a request's creation time (Go's `time.Time.String()`, UTC).
+fn velero_time(request: &DeleteBackupRequest) -> String {
+    let time = request.metadata.creation_timestamp.as_ref().unwrap().0;
+    format!("{} +0000 UTC", time.strftime("%Y-%m-%d %H:%M:%S"))
+}
+
+/// `ark backup delete` is processed by Velero's server: a refused attempt, which `ark backup
+/// describe` shows, then `--wait` until Velero has deleted the backup and its data.
+#[tokio::test]
+async fn ark_s_cli_deletes_through_velero_s_server_and_shows_velero_s_attempts() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("velero").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    let _velero = VeleroServer::start(&cluster, &ns.name).await;
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    let flags = s3_flags(&cluster, &client, &ns.name, &prefix, &[]).await;
+    create.extend(flags.iter().map(String::as_str));
+    velero_ok(&cluster, &ns.name, &create);
+    wait_available(&client, &ns.name, "default").await;
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "from-velero",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let backup = wait_completed(&client, &ns.name, "from-velero").await;
+
+    set_access_mode(&client, &ns.name, "default", "ReadOnly").await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "delete", "from-velero", "--confirm"],
+    );
+    let refused = processed_request(&client, &ns.name).await;
+    let reason = "cannot delete backup because backup storage location default is currently in read-only mode";
+    assert_eq!(refused.errors(), [reason]);
+    let described = ark_ok(&cluster, &ns.name, &["backup", "describe", "from-velero"]);
+    assert!(
+        described.contains("Deletion Attempts (1 failed):\n") && described.contains(reason),
+        "{described}"
+    );
+
+    set_access_mode(&client, &ns.name, "default", "ReadWrite").await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "delete", "from-velero", "--confirm", "--wait"],
+    );
+    wait_deleted(
+        Api::<Backup>::namespaced(client.clone(), &ns.name),
+        &backup,
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        keys_under(&cluster, &prefix, "backups/from-velero").await,
+        Vec::<String>::new()
+    );
+}
+
+/// A Restore of `backup` with an exec hook (in the spec) on the `db` pods that writes `marker` on
+/// this host, mapping `from` to `to`.
+fn restore_with_hooks(name: &str, backup: &str, from: &str, to: &str, marker: &str) -> Restore {
+    // The hook selects by label only: whether a hook's namespaces name the namespace before or
+    // after mapping is for the hooks tests.
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "velero.io/v1", "kind": "Restore",
+        "metadata": { "name": name },
+        "spec": {
+            "backupName": backup,
+            "includedNamespaces": [from],
+            "namespaceMapping": { from: to },
+            "hooks": { "resources": [{
+                "name": "mark",
+                "labelSelector": { "matchLabels": { "app": "db" } },
+                "postHooks": [{ "exec": {
+                    "container": "db",
+                    "command": ["sh", "-c", format!("echo restored > /tmp/{marker}")],
+                    "waitTimeout": "1m",
+                } }],
+            }] },
+        },
+    }))
+    .unwrap()
+}
+
+async fn restored(client: &Client, ns: &str, name: &str) -> Restore {
+    wait_for(
+        Api::<Restore>::namespaced(client.clone(), ns),
+        name,
+        |r: Option<&Restore>| r.is_some_and(|r| r.phase().is_terminal()),
+        WAIT,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("restore {ns}/{name} did not finish: {e:#}"))
+}
+
+/// Each tool restores the other's backup, synced from the other's bucket prefix through a
+/// read-only location, with an exec hook given in the Restore spec that really runs.
+#[tokio::test]
+async fn each_tool_restores_the_other_s_backup_with_hooks_in_the_restore_spec() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    allow_local_exec(&client).await;
+    let (ark_ns, velero_ns) = (
+        cluster.namespace("ark").await,
+        cluster.namespace("velero").await,
+    );
+    let app = application(&cluster, &client).await;
+    let (ark_prefix, velero_prefix) = (unique_name("interop"), unique_name("interop"));
+    let _velero = VeleroServer::start(&cluster, &velero_ns.name).await;
+    let _ark = ArkServer::start(ARK, &cluster, &ark_ns.name);
+    for (ns, own, other, cli) in [
+        (&ark_ns.name, &ark_prefix, &velero_prefix, "ark"),
+        (&velero_ns.name, &velero_prefix, &ark_prefix, "velero"),
+    ] {
+        let own_flags = s3_flags(&cluster, &client, ns, own, &["--default"]).await;
+        // The Secret exists now: the second location uses it too.
+        let (mut other_flags, _) = fixtures::s3_location_flags(&cluster, other, None);
+        other_flags.extend(["--access-mode".into(), "ReadOnly".into()]);
+        for (location, flags) in [("default", own_flags), ("other", other_flags)] {
+            let mut args = vec!["backup-location", "create", location];
+            args.extend(flags.iter().map(String::as_str));
+            if cli == "ark" {
+                ark_ok(&cluster, ns, &args);
+            } else {
+                velero_ok(&cluster, ns, &args);
+            }
+        }
+    }
+    ark_ok(
+        &cluster,
+        &ark_ns.name,
+        &[
+            "backup",
+            "create",
+            "from-ark",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    velero_ok(
+        &cluster,
+        &velero_ns.name,
+        &[
+            "backup",
+            "create",
+            "from-velero",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+
+    for (ns, backup) in [(&velero_ns.name, "from-ark"), (&ark_ns.name, "from-velero")] {
+        wait_completed(&client, ns, backup).await;
+        let target = format!("{}-{}", app.name, &backup[5..]);
+        let marker = unique_name("interop-hook");
+        Api::<Restore>::namespaced(client.clone(), ns)
+            .create(
+                &PostParams::default(),
+                &restore_with_hooks("r", backup, &app.name, &target, &marker),
+            )
+            .await
+            .unwrap();
+        let restore = restored(&client, ns, "r").await;
+        let status = restore.status.clone().unwrap_or_default();
+        assert_eq!(
+            restore.phase(),
+            RestorePhase::Completed,
+            "{backup}: {status:#?}"
+        );
+        let hooks = status.hook_status.unwrap_or_default();
+        assert_eq!(
+            (hooks.hooks_attempted, hooks.hooks_failed),
+            (Some(1), None),
+            "{backup}"
+        );
+        let mark = std::path::Path::new("/tmp").join(&marker);
+        assert_eq!(
+            std::fs::read_to_string(&mark).unwrap(),
+            "restored\n",
+            "{backup}"
+        );
+        let _ = std::fs::remove_file(mark);
+        let settings = Api::<ConfigMap>::namespaced(client.clone(), &target)
+            .get("settings")
+            .await
+            .unwrap();
+        assert_eq!(settings.data.unwrap()["color"], "blue");
+        let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+            .delete(&target, &Default::default())
+            .await;
+    }
+    release_restores(&client, &velero_ns.name).await;
+}
+
+/// On the first cluster, where only ark runs (ark's CRDs, which are Velero's full set), Velero's
+/// CLI reads ark's backups and restores without an error.
+#[tokio::test]
+async fn velero_s_cli_describes_ark_s_backups_and_restores_without_errors() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = application(&cluster, &client).await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let mapping = format!("{}:{}-copy", app.name, app.name);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--wait",
+        ],
+    );
+    let described = velero_ok(&cluster, &ns.name, &["backup", "describe", "b1"]);
+    assert!(described.contains("Phase:  Completed"), "{described}");
+    velero_ok(&cluster, &ns.name, &["backup", "get"]);
+    let described = velero_ok(&cluster, &ns.name, &["restore", "describe", "r1"]);
+    assert!(described.contains("Completed"), "{described}");
+    velero_ok(&cluster, &ns.name, &["restore", "get"]);
+    let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
+        .delete(&format!("{}-copy", app.name), &Default::default())
+        .await;
+}
+
+/// Runs `ark server` in `ns` and expects it to refuse to start, with `expected` in its message.
+fn ark_server_refuses(cluster: &Cluster, ns: &str, expected: &str) {
+    let output = ark(
+        Some(cluster),
+        &["server", "-n", ns, "--scratch-dir", "/tmp/ark-refused"],
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(expected), "{stderr}");
+}
+
+/// ark's server will not act on a namespace Velero's server acts on: it names Velero's Deployment,
+/// or, when that is scaled down but a Velero server still runs, the ServerStatusRequest it answered.
+#[tokio::test]
+async fn ark_s_server_refuses_to_start_beside_velero_s_server() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("velero").await;
+    let _velero = VeleroServer::start(&cluster, &ns.name).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
+    wait_for(
+        deployments.clone(),
+        "velero",
+        |d: Option<&Deployment>| {
+            d.and_then(|d| d.status.as_ref())
+                .and_then(|s| s.available_replicas)
+                .is_some_and(|n| n > 0)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    ark_server_refuses(
+        &cluster,
+        &ns.name,
+        &format!(
+            "Velero's server is running in namespace {0}: Deployment {0}/velero has 1 available replica(s)",
+            ns.name
+        ),
+    );
+
+    deployments
+        .patch(
+            "velero",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "replicas": 0 } })),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        deployments,
+        "velero",
+        |d: Option<&Deployment>| {
+            d.and_then(|d| d.status.as_ref())
+                .is_some_and(|s| s.available_replicas.unwrap_or(0) == 0)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    ark_server_refuses(
+        &cluster,
+        &ns.name,
+        &format!(
+            "is running in namespace {}: it answered ServerStatusRequest",
+            ns.name
+        ),
+    );
+}

@@ -1,0 +1,159 @@
+//! Velero itself, as a real part of the interop tests: its CLI and its server (with the AWS plugin),
+//! built once by `scripts/velero-build.sh` into a cache outside the repository, run as local
+//! processes against the local clusters and the same SeaweedFS bucket as ark.
+//!
+//! A test that finds no Velero build fails and says how to make one: it never skips itself.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+
+use crate::Cluster;
+
+/// The directory holding `velero` and `velero-plugin-for-aws`: `$ARK_VELERO_BIN`, or where
+/// `scripts/velero-build.sh` puts them.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ARK_VELERO_BIN") {
+        return PathBuf::from(dir);
+    }
+    let output = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/velero-build.sh"
+        ))
+        .arg("--print-dir")
+        .output()
+        .expect("run scripts/velero-build.sh --print-dir");
+    let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    assert!(
+        dir.join("velero").is_file() && dir.join("velero-plugin-for-aws").is_file(),
+        "Velero is not built ({}): run `bash scripts/velero-build.sh` (the README's setup and test \
+         commands do)",
+        dir.display()
+    );
+    dir
+}
+
+/// Runs Velero's CLI, `velero ARGS -n NS`, against a local cluster.
+pub fn velero(cluster: &Cluster, ns: &str, args: &[&str]) -> Output {
+    Command::new(bin_dir().join("velero"))
+        .args(args)
+        .args(["-n", ns])
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        // Velero's CLI keeps its settings here; a test must not read a developer's.
+        .env("HOME", std::env::temp_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run velero")
+}
+
+/// Runs Velero's CLI and insists that it succeeds and writes nothing to stderr.
+pub fn velero_ok(cluster: &Cluster, ns: &str, args: &[&str]) -> String {
+    let output = velero(cluster, ns, args);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success() && stderr.is_empty(),
+        "velero {args:?} -n {ns} failed ({:?}):\n{stdout}{stderr}",
+        output.status.code()
+    );
+    stdout
+}
+
+/// A free TCP port on 127.0.0.1 (Velero's server listens on two).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `velero server -n NS` as a local process with the AWS plugin, stopped when dropped; its log is
+/// printed if the test fails. Velero reads its own Deployment (`velero`) for the image it puts in
+/// restored pods, so a stand-in Deployment runs on the kwok nodes, as `velero install` would make.
+pub struct VeleroServer {
+    child: std::process::Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl VeleroServer {
+    pub async fn start(cluster: &Cluster, ns: &str) -> VeleroServer {
+        let client = cluster.client().await;
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": { "name": "velero", "labels": { "component": "velero", "deploy": "velero" } },
+            "spec": {
+                "selector": { "matchLabels": { "deploy": "velero" } },
+                "template": {
+                    "metadata": { "labels": { "deploy": "velero" } },
+                    "spec": {
+                        "nodeSelector": { "type": "kwok" },
+                        "containers": [{ "name": "velero", "image": "velero/velero:v1.18.3" }],
+                    },
+                },
+            },
+        }))
+        .unwrap();
+        Api::<Deployment>::namespaced(client, ns)
+            .patch(
+                "velero",
+                &PatchParams::apply("ark-tests").force(),
+                &Patch::Apply(&deployment),
+            )
+            .await
+            .expect("velero stand-in Deployment");
+
+        let bin = bin_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("plugins");
+        std::fs::create_dir(&plugins).unwrap();
+        std::os::unix::fs::symlink(
+            bin.join("velero-plugin-for-aws"),
+            plugins.join("velero-plugin-for-aws"),
+        )
+        .unwrap();
+        let log = dir.path().join("velero-server.log");
+        let child = Command::new(bin.join("velero"))
+            .args(["server", "-n", ns, "--plugin-dir"])
+            .arg(&plugins)
+            .args(["--metrics-address", &format!("127.0.0.1:{}", free_port())])
+            .args(["--profiler-address", &format!("127.0.0.1:{}", free_port())])
+            .args([
+                "--backup-sync-period",
+                "2s",
+                "--store-validation-frequency",
+                "2s",
+            ])
+            .args(["--log-level", "info"])
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("HOME", dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start velero server");
+        VeleroServer {
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for VeleroServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- velero server log ---\n{}", self.log());
+        }
+    }
+}
