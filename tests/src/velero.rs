@@ -50,10 +50,11 @@ pub fn velero(cluster: &Cluster, ns: &str, args: &[&str]) -> Output {
         .expect("run velero")
 }
 
-/// Runs Velero's CLI and insists that it succeeds and writes nothing to stderr.
+/// Runs Velero's CLI and insists that it succeeds and writes nothing to stderr; its output comes
+/// back without the colours Velero's `describe` adds.
 pub fn velero_ok(cluster: &Cluster, ns: &str, args: &[&str]) -> String {
     let output = velero(cluster, ns, args);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stdout = without_colours(&String::from_utf8_lossy(&output.stdout));
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         output.status.success() && stderr.is_empty(),
@@ -61,6 +62,19 @@ pub fn velero_ok(cluster: &Cluster, ns: &str, args: &[&str]) -> String {
         output.status.code()
     );
     stdout
+}
+
+/// `text` without ANSI SGR sequences (`ESC [ ... m`).
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\u{1b}[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        rest = after.find('m').map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A free TCP port on 127.0.0.1 (Velero's server listens on two).

@@ -4,6 +4,7 @@
 mod backup;
 mod backup_storage_location;
 mod delete_backup_request;
+mod download_request;
 pub mod duration;
 pub mod hooks;
 pub mod labels;
@@ -14,6 +15,7 @@ pub mod selector;
 pub use backup::*;
 pub use backup_storage_location::*;
 pub use delete_backup_request::*;
+pub use download_request::*;
 pub use restore::*;
 
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;

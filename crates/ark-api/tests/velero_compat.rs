@@ -220,6 +220,10 @@ fn ark_types_fit_the_installed_crds() {
             "velero.io_backupstoragelocations.yaml",
             ark_api::BackupStorageLocation::crd(),
         ),
+        (
+            "velero.io_downloadrequests.yaml",
+            ark_api::DownloadRequest::crd(),
+        ),
     ];
     let mut problems = Vec::new();
     for (file, crd) in derived {

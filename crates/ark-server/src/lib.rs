@@ -3,6 +3,7 @@
 
 mod backup;
 mod deletion;
+mod download_requests;
 mod filter;
 mod gc;
 mod leader;
@@ -159,6 +160,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
             backup::run(ctx.clone()),
             restore::run(ctx.clone()),
             deletion::run(ctx.clone()),
+            download_requests::run(ctx.clone()),
             gc::run(ctx.clone()),
             location_validation::run(ctx.clone()),
             sync::run(ctx.clone()),

@@ -120,6 +120,40 @@ impl Layout {
             &format!("restore-{restore}-resource-list.json.gz"),
         ])
     }
+
+    /// The key a Velero DownloadRequest target names: `kind` is one of Velero's
+    /// `DownloadTargetKind`s, `name` the backup's or the restore's; None for any other kind.
+    pub fn download_target(&self, kind: &str, name: &str) -> Option<Path> {
+        let backup_file = |suffix: &str| self.path(&["backups", name, &format!("{name}{suffix}")]);
+        Some(match kind {
+            "BackupContents" => self.backup_contents(name),
+            "BackupLog" => self.backup_log(name),
+            "BackupResourceList" => self.backup_resource_list(name),
+            "BackupResults" => self.backup_results(name),
+            "BackupVolumeSnapshots" => self.backup_volume_snapshots(name),
+            "CSIBackupVolumeSnapshotContents" => self.backup_csi_snapshot_contents(name),
+            "BackupItemOperations" => backup_file("-itemoperations.json.gz"),
+            "CSIBackupVolumeSnapshots" => backup_file("-csi-volumesnapshots.json.gz"),
+            "BackupVolumeInfos" => backup_file("-volumeinfo.json.gz"),
+            "RestoreLog" => self.restore_log(name),
+            "RestoreResults" => self.restore_results(name),
+            "RestoreResourceList" => self.restore_resource_list(name),
+            "RestoreItemOperations" => self.path(&[
+                "restores",
+                name,
+                &format!("restore-{name}-itemoperations.json.gz"),
+            ]),
+            "RestoreVolumeInfo" => {
+                self.path(&["restores", name, &format!("{name}-volumeinfo.json.gz")])
+            }
+            _ => return None,
+        })
+    }
+
+    /// Whether a DownloadRequest target kind names a restore's file (else a backup's).
+    pub fn is_restore_target(kind: &str) -> bool {
+        kind.starts_with("Restore")
+    }
 }
 
 #[cfg(test)]
@@ -144,5 +178,45 @@ mod tests {
         let bare = Layout::new(None);
         assert_eq!(bare.backup_log("b1").as_ref(), "backups/b1/b1-logs.gz");
         assert_eq!(Layout::new(Some("")).backups_dir().as_ref(), "backups");
+    }
+
+    #[test]
+    fn download_targets_are_velero_s_keys() {
+        let layout = Layout::new(Some("p"));
+        for (kind, name, key) in [
+            ("BackupContents", "b", "p/backups/b/b.tar.gz"),
+            ("BackupLog", "b", "p/backups/b/b-logs.gz"),
+            ("BackupVolumeInfos", "b", "p/backups/b/b-volumeinfo.json.gz"),
+            (
+                "CSIBackupVolumeSnapshots",
+                "b",
+                "p/backups/b/b-csi-volumesnapshots.json.gz",
+            ),
+            (
+                "BackupItemOperations",
+                "b",
+                "p/backups/b/b-itemoperations.json.gz",
+            ),
+            ("RestoreLog", "r", "p/restores/r/restore-r-logs.gz"),
+            (
+                "RestoreItemOperations",
+                "r",
+                "p/restores/r/restore-r-itemoperations.json.gz",
+            ),
+            (
+                "RestoreVolumeInfo",
+                "r",
+                "p/restores/r/r-volumeinfo.json.gz",
+            ),
+        ] {
+            assert_eq!(
+                layout.download_target(kind, name).unwrap().as_ref(),
+                key,
+                "{kind}"
+            );
+        }
+        assert_eq!(layout.download_target("Secrets", "b"), None);
+        assert!(Layout::is_restore_target("RestoreResults"));
+        assert!(!Layout::is_restore_target("BackupResults"));
     }
 }

@@ -9,6 +9,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
+use object_store::signer::Signer;
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 
 use crate::BackupStore;
@@ -67,13 +68,15 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
         .provider
         .strip_prefix("velero.io/")
         .unwrap_or(&location.provider);
-    let store: Arc<dyn ObjectStore> = match provider {
+    // The cloud stores also sign URLs (for Velero's DownloadRequests); a local directory cannot.
+    let (store, signer): (Arc<dyn ObjectStore>, Option<Arc<dyn Signer>>) = match provider {
         "file" => {
             std::fs::create_dir_all(&location.bucket).map_err(|e| StorageError::Config {
                 location: location.name.clone(),
                 reason: format!("cannot create directory {:?}: {e}", location.bucket),
             })?;
-            Arc::new(LocalFileSystem::new_with_prefix(&location.bucket).map_err(store_error)?)
+            let store = LocalFileSystem::new_with_prefix(&location.bucket).map_err(store_error)?;
+            (Arc::new(store), None)
         }
         "aws" => {
             require_credentials(
@@ -85,7 +88,7 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
                     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
                 ],
             )?;
-            Arc::new(s3_builder(location)?.build().map_err(store_error)?)
+            signing(s3_builder(location)?.build().map_err(store_error)?)
         }
         "gcp" => {
             require_credentials(
@@ -103,7 +106,7 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
             if let Some(key) = &location.credentials {
                 builder = builder.with_service_account_key(key);
             }
-            Arc::new(builder.build().map_err(store_error)?)
+            signing(builder.build().map_err(store_error)?)
         }
         "azure" => {
             require_credentials(
@@ -116,7 +119,7 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
                     "AZURE_FEDERATED_TOKEN_FILE",
                 ],
             )?;
-            Arc::new(azure_builder(location)?.build().map_err(store_error)?)
+            signing(azure_builder(location)?.build().map_err(store_error)?)
         }
         _ => {
             return Err(StorageError::UnknownProvider {
@@ -125,10 +128,12 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
             });
         }
     };
-    Ok(BackupStore::new(
-        store,
-        Layout::new(location.prefix.as_deref()),
-    ))
+    Ok(BackupStore::new(store, Layout::new(location.prefix.as_deref())).with_signer(signer))
+}
+
+fn signing<S: ObjectStore + Signer>(store: S) -> (Arc<dyn ObjectStore>, Option<Arc<dyn Signer>>) {
+    let store = Arc::new(store);
+    (store.clone(), Some(store))
 }
 
 /// Without credentials, the cloud SDKs fall back to an instance-metadata endpoint on a link-local

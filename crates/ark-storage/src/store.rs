@@ -6,6 +6,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::buffered::BufWriter;
 use object_store::path::Path;
+use object_store::signer::{Method, Signer};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tokio::io::AsyncWriteExt;
 
@@ -54,12 +55,40 @@ fn object_error(key: &Path) -> impl FnOnce(object_store::Error) -> StoreError + 
 #[derive(Clone)]
 pub struct BackupStore {
     store: Arc<dyn ObjectStore>,
+    signer: Option<Arc<dyn Signer>>,
     pub layout: Layout,
 }
 
 impl BackupStore {
     pub fn new(store: Arc<dyn ObjectStore>, layout: Layout) -> Self {
-        Self { store, layout }
+        Self {
+            store,
+            signer: None,
+            layout,
+        }
+    }
+
+    /// The same store, able to hand out signed URLs through `signer`.
+    pub fn with_signer(mut self, signer: Option<Arc<dyn Signer>>) -> Self {
+        self.signer = signer;
+        self
+    }
+
+    /// A URL through which anyone may GET `key` for `ttl`, as Velero's DownloadRequests hand out;
+    /// None when the store cannot sign (a local directory).
+    pub async fn signed_url(
+        &self,
+        key: &Path,
+        ttl: std::time::Duration,
+    ) -> Result<Option<String>, StoreError> {
+        let Some(signer) = &self.signer else {
+            return Ok(None);
+        };
+        let url = signer
+            .signed_url(Method::GET, key, ttl)
+            .await
+            .map_err(object_error(key))?;
+        Ok(Some(url.to_string()))
     }
 
     pub async fn put(&self, key: &Path, bytes: Bytes) -> Result<(), StoreError> {

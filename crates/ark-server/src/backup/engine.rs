@@ -221,12 +221,10 @@ async fn plan(
         .into_iter()
         .filter_map(|ns| ns.metadata.name)
         .collect();
-    for wanted in namespace_filter.named_includes() {
-        if !all_namespaces.iter().any(|ns| ns == wanted) {
-            let message = format!("namespace {wanted} not found: nothing backed up from it");
-            log.log(Level::Warning, &message);
-            results.warnings.add(Some(wanted), message);
-        }
+    for wanted in namespace_filter.unmatched_includes(&all_namespaces) {
+        let message = format!("namespace {wanted} not found: nothing backed up from it");
+        log.log(Level::Warning, &message);
+        results.warnings.add(Some(wanted), message);
     }
     let namespaces: Vec<String> = all_namespaces
         .into_iter()

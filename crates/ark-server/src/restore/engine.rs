@@ -30,6 +30,8 @@ pub struct PodWithHooks {
     pub namespace: String,
     pub name: String,
     pub hooks: PodHooks,
+    /// When the restore created it: its hooks' wait timeouts count from here.
+    pub created: tokio::time::Instant,
 }
 
 /// One item file of the unpacked backup.
@@ -83,6 +85,10 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         progress,
     } = input;
     let mut results = Results::default();
+    for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
+        log.log(Level::Warning, &warning);
+        results.warnings.add(None, warning);
+    }
     let namespace_filter = IncludesExcludes::new(
         spec.included_namespaces.as_ref(),
         spec.excluded_namespaces.as_ref(),
@@ -220,11 +226,12 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             }
             let mut candidate = transform.apply(&gr, value);
             let pod_hooks = if gr == "pods" {
-                hooks::for_pod(spec.hooks.as_ref(), &candidate)
+                let pod_hooks = hooks::for_pod(spec.hooks.as_ref(), &candidate);
+                hooks::set_init_containers(&mut candidate, &pod_hooks.init);
+                pod_hooks
             } else {
                 PodHooks::default()
             };
-            hooks::inject_init_containers(&mut candidate, &pod_hooks.init);
             let name = candidate
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -253,6 +260,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                 Some(ns) => format!("{ns}/{name}"),
                 None => name.clone(),
             };
+            let created = tokio::time::Instant::now();
             let outcome = match api.create(&PostParams::default(), &object).await {
                 Ok(_) => "created",
                 Err(kube::Error::Api(status)) if status.code == 409 => match api.get(&name).await {
@@ -306,6 +314,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                     namespace: target_ns.clone().unwrap_or_default(),
                     name: name.clone(),
                     hooks: pod_hooks,
+                    created,
                 });
             }
             progress.send_replace((done, total));

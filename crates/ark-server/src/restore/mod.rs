@@ -220,7 +220,8 @@ async fn restore_from(
         "progress": { "itemsRestored": restored.items, "totalItems": restored.items },
         "errors": errors,
         "warnings": warnings,
-        "hookStatus": (attempted > 0).then(|| json!({ "hooksAttempted": attempted, "hooksFailed": failed })),
+        // Velero omits zero counts (`omitempty`): a restore without failed hooks has no hooksFailed.
+        "hookStatus": (attempted > 0).then(|| json!({ "hooksAttempted": attempted, "hooksFailed": (failed > 0).then_some(failed) })),
     });
     if open.location.is_read_only() {
         // A ReadOnly location is never written, not even with this restore's logs.
@@ -281,6 +282,7 @@ async fn run_hooks(
                 &pod.namespace,
                 &pod.name,
                 &pod.hooks.exec,
+                pod.created,
                 execs,
                 deadline,
             )

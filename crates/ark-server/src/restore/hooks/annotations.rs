@@ -1,6 +1,6 @@
 //! Hooks from a pod's annotations, by Velero's rules: `post.hook.restore.velero.io/*` for an exec
-//! hook, `init.hook.restore.velero.io/*` for an init container. When present they replace the
-//! Restore's spec hooks for that pod.
+//! hook, `init.hook.restore.velero.io/*` for an init container. Each replaces the Restore's spec
+//! hooks of its own kind for that pod.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +8,7 @@ use ark_api::HookErrorMode;
 use k8s_openapi::api::core::v1::Container;
 use serde_json::Value;
 
-use super::{DEFAULT_EXEC_TIMEOUT, ExecHook, PodHooks, first_container};
+use super::{DEFAULT_EXEC_TIMEOUT, ExecHook, first_container};
 
 const POST: &str = "post.hook.restore.velero.io/";
 const INIT: &str = "init.hook.restore.velero.io/";
@@ -48,7 +48,16 @@ fn generated_name(pod: &Value, command: &[String]) -> String {
     )
 }
 
-pub fn hooks(pod: &Value) -> Option<PodHooks> {
+/// The hooks a pod's annotations give: an exec hook when `post.hook.restore.velero.io/command` is
+/// set, an init container when `init.hook.restore.velero.io/container-image` is (its command is
+/// optional: the image's entrypoint runs, as in Velero).
+#[derive(Debug, Default, PartialEq)]
+pub struct AnnotatedHooks {
+    pub exec: Option<ExecHook>,
+    pub init: Option<Container>,
+}
+
+pub fn hooks(pod: &Value) -> AnnotatedHooks {
     let annotations: BTreeMap<String, String> = serde_json::from_value(
         pod.pointer("/metadata/annotations")
             .cloned()
@@ -60,10 +69,10 @@ pub fn hooks(pod: &Value) -> Option<PodHooks> {
             .get(&format!("{prefix}{key}"))
             .filter(|v| !v.trim().is_empty())
     };
-    let mut hooks = PodHooks::default();
+    let mut hooks = AnnotatedHooks::default();
     if let Some(text) = get(POST, "command") {
-        let duration = |key| get(POST, key).and_then(|t| ark_api::duration::parse(t).ok());
-        hooks.exec.push(ExecHook {
+        let duration = |key| super::duration(get(POST, key));
+        hooks.exec = Some(ExecHook {
             container: get(POST, "container")
                 .cloned()
                 .unwrap_or_else(|| first_container(pod)),
@@ -73,24 +82,24 @@ pub fn hooks(pod: &Value) -> Option<PodHooks> {
                 _ => HookErrorMode::Continue,
             },
             exec_timeout: duration("exec-timeout").unwrap_or(DEFAULT_EXEC_TIMEOUT),
-            wait_timeout: duration("wait-timeout").filter(|d| !d.is_zero()),
+            wait_timeout: duration("wait-timeout"),
             wait_for_ready: get(POST, "wait-for-ready")
                 .is_some_and(|v| v.eq_ignore_ascii_case("true")),
             source: "annotations".into(),
         });
     }
-    if let (Some(image), Some(text)) = (get(INIT, "container-image"), get(INIT, "command")) {
-        let command = command(text);
-        hooks.init.push(Container {
+    if let Some(image) = get(INIT, "container-image") {
+        let command = get(INIT, "command").map(|text| command(text));
+        hooks.init = Some(Container {
             name: get(INIT, "container-name")
                 .cloned()
-                .unwrap_or_else(|| generated_name(pod, &command)),
+                .unwrap_or_else(|| generated_name(pod, command.as_deref().unwrap_or_default())),
             image: Some(image.clone()),
-            command: Some(command),
+            command,
             ..Default::default()
         });
     }
-    (!hooks.is_empty()).then_some(hooks)
+    hooks
 }
 
 #[cfg(test)]
@@ -123,10 +132,10 @@ mod tests {
             } },
             "spec": { "containers": [{ "name": "app" }, { "name": "db" }] },
         });
-        let hooks = hooks(&pod).unwrap();
+        let hooks = hooks(&pod);
         assert_eq!(
             hooks.exec,
-            [ExecHook {
+            Some(ExecHook {
                 container: "db".into(),
                 command: vec!["/bin/sh".into(), "-c".into(), "warm".into()],
                 on_error: HookErrorMode::Fail,
@@ -134,19 +143,20 @@ mod tests {
                 wait_timeout: Some(std::time::Duration::from_secs(120)),
                 wait_for_ready: true,
                 source: "annotations".into(),
-            }]
+            })
         );
-        assert_eq!(hooks.init.len(), 1);
-        assert!(hooks.init[0].name.starts_with("velero-restore-init-"));
-        assert_eq!(hooks.init[0].name.len(), "velero-restore-init-".len() + 8);
-        assert_eq!(hooks.init[0].image.as_deref(), Some("busybox"));
+        let init = hooks.init.unwrap();
+        assert!(init.name.starts_with("velero-restore-init-"));
+        assert_eq!(init.name.len(), "velero-restore-init-".len() + 8);
+        assert_eq!(init.image.as_deref(), Some("busybox"));
+        assert_eq!(init.command, Some(vec!["restore-db".to_string()]));
     }
 
     #[test]
     fn no_annotations_no_hooks() {
         assert_eq!(
             hooks(&json!({ "metadata": { "annotations": { "other": "x" } } })),
-            None
+            AnnotatedHooks::default()
         );
     }
 }

@@ -50,12 +50,14 @@ fn tail(text: &str) -> String {
 }
 
 /// Where a container stands for its hooks.
+#[derive(Debug)]
 enum Readiness {
     Ready,
     NoSuchContainer,
     Finished(String),
     Deleted,
-    TimedOut,
+    /// Not up before the wait ended; the last watch error, if the watch kept failing.
+    TimedOut(Option<String>),
 }
 
 fn container_state(pod: &Pod, container: &str, want_ready: bool) -> Option<Readiness> {
@@ -80,25 +82,39 @@ fn container_state(pod: &Pod, container: &str, want_ready: bool) -> Option<Readi
     (running && (!want_ready || container_status.ready)).then_some(Readiness::Ready)
 }
 
+/// Waits (a watch) until the container is up, the pod is gone or finished, or `until`. A watch
+/// that fails is started again: only a pod really deleted counts as deleted.
 async fn wait_for_container(
     pods: &Api<Pod>,
     pod: &str,
-    hook: &ExecHook,
+    container: &str,
+    want_ready: bool,
     until: Instant,
 ) -> Readiness {
-    let container = hook.container.clone();
-    let ready = hook.wait_for_ready;
-    let condition = move |pod: Option<&Pod>| match pod {
-        None => true,
-        Some(pod) => container_state(pod, &container, ready).is_some(),
-    };
-    match tokio::time::timeout_at(until, await_condition(pods.clone(), pod, condition)).await {
-        Err(_) => Readiness::TimedOut,
-        Ok(Err(_)) | Ok(Ok(None)) => Readiness::Deleted,
-        Ok(Ok(Some(pod))) => container_state(&pod, &hook.container, hook.wait_for_ready)
-            .unwrap_or(Readiness::TimedOut),
+    let mut last_error = None;
+    loop {
+        let name = container.to_string();
+        let condition = move |pod: Option<&Pod>| match pod {
+            None => true,
+            Some(pod) => container_state(pod, &name, want_ready).is_some(),
+        };
+        match tokio::time::timeout_at(until, await_condition(pods.clone(), pod, condition)).await {
+            Err(_) => return Readiness::TimedOut(last_error),
+            Ok(Ok(None)) => return Readiness::Deleted,
+            Ok(Ok(Some(found))) => {
+                return container_state(&found, container, want_ready)
+                    .unwrap_or(Readiness::TimedOut(last_error));
+            }
+            Ok(Err(error)) => {
+                tracing::warn!("watching pod {pod} for its hooks: {error}; watching again");
+                last_error = Some(error.to_string());
+                tokio::time::sleep_until((Instant::now() + WATCH_RETRY).min(until)).await;
+            }
+        }
     }
 }
+
+const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn exec(
     pods: &Api<Pod>,
@@ -147,32 +163,138 @@ async fn exec(
     }
 }
 
-/// Runs a pod's exec hooks one after another in order; `onError: Fail` stops the rest. Waiting
-/// for the container costs only a watch; running a command takes a permit from `execs`, which
-/// bounds the commands running at once. Nothing outlives `deadline`.
+/// What a pod's hooks share: where they run, the bounds they run within, and the reason the pod's
+/// remaining hooks stop (set by a hook that fails with `onError: Fail`).
+struct PodRun<'a> {
+    pods: Api<Pod>,
+    namespace: &'a str,
+    pod: &'a str,
+    /// When the restore created the pod: each `waitTimeout` counts from here, as in Velero.
+    created: Instant,
+    execs: &'a tokio::sync::Semaphore,
+    deadline: Instant,
+    stop: tokio::sync::watch::Sender<Option<String>>,
+}
+
+/// Runs a pod's exec hooks, grouped by container as Velero groups them: each container's hooks
+/// run in order as soon as that container is up, whatever the other containers do. A hook that
+/// fails with `onError: Fail` stops the pod's remaining hooks, in every container; those are
+/// recorded as failed ("not executed"), so every hook is counted. Waiting costs only a watch;
+/// running a command takes a permit from `execs` (bounding commands at once), and the wait for a
+/// permit never counts against a hook's `execTimeout`. Nothing outlives `deadline`. Results come
+/// back in the hooks' order.
 pub async fn run_pod(
     client: &Client,
     namespace: &str,
     pod: &str,
     hooks: &[ExecHook],
+    created: Instant,
     execs: &tokio::sync::Semaphore,
     deadline: Instant,
 ) -> Vec<HookResult> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let mut results = Vec::new();
-    for hook in hooks {
-        let started = Instant::now();
-        let mut result = HookResult {
-            container: hook.container.clone(),
-            command: hook.command.clone(),
-            source: hook.source.clone(),
-            ..Default::default()
+    let run = PodRun {
+        pods: Api::namespaced(client.clone(), namespace),
+        namespace,
+        pod,
+        created,
+        execs,
+        deadline,
+        stop: tokio::sync::watch::Sender::new(None),
+    };
+    let mut groups: Vec<(&str, Vec<(usize, &ExecHook)>)> = Vec::new();
+    for (index, hook) in hooks.iter().enumerate() {
+        match groups.iter_mut().find(|(c, _)| *c == hook.container) {
+            Some((_, group)) => group.push((index, hook)),
+            None => groups.push((&hook.container, vec![(index, hook)])),
+        }
+    }
+    let mut results: Vec<(usize, HookResult)> = futures::future::join_all(
+        groups
+            .iter()
+            .map(|(container, group)| run.container(container, group)),
+    )
+    .await
+    .into_iter()
+    .flatten()
+    .collect();
+    results.sort_by_key(|(index, _)| *index);
+    results.into_iter().map(|(_, result)| result).collect()
+}
+
+impl PodRun<'_> {
+    async fn container(
+        &self,
+        container: &str,
+        group: &[(usize, &ExecHook)],
+    ) -> Vec<(usize, HookResult)> {
+        let want_ready = group.iter().any(|(_, h)| h.wait_for_ready);
+        // As long as the longest waitTimeout, or the restore's bound if a hook sets none.
+        let wait_until = group
+            .iter()
+            .map(|(_, h)| {
+                h.wait_timeout
+                    .map(|w| (self.created + w).min(self.deadline))
+            })
+            .try_fold(self.created, |latest, until| until.map(|u| latest.max(u)))
+            .unwrap_or(self.deadline);
+        let mut stopped = self.stop.subscribe();
+        let readiness = tokio::select! {
+            readiness = wait_for_container(&self.pods, self.pod, container, want_ready, wait_until) => Some(readiness),
+            _ = stopped.wait_for(Option::is_some) => None,
         };
-        let wait_until = hook
-            .wait_timeout
-            .map_or(deadline, |w| (started + w).min(deadline));
-        let readiness = wait_for_container(&pods, pod, hook, wait_until).await;
-        let failure = match readiness {
+        let up_at = Instant::now();
+        let mut results = Vec::new();
+        for &(index, hook) in group {
+            let started = Instant::now();
+            let mut result = HookResult {
+                container: hook.container.clone(),
+                command: hook.command.clone(),
+                source: hook.source.clone(),
+                ..Default::default()
+            };
+            let stop_reason = self.stop.borrow().clone();
+            result.error = match (stop_reason, &readiness) {
+                (Some(reason), _) => Some(format!("not executed: {reason}")),
+                (None, Some(readiness)) => self.not_up(hook, readiness, up_at),
+                (None, None) => Some("not executed: the pod's hooks were stopped".into()),
+            };
+            if result.error.is_none() {
+                self.exec(hook, &mut result).await;
+            }
+            result.duration_ms = started.elapsed().as_millis() as u64;
+            if !result.succeeded
+                && hook.on_error == HookErrorMode::Fail
+                && self.stop.borrow().is_none()
+            {
+                self.stop.send_replace(Some(format!(
+                    "hook {:?} in container {container:?} failed with onError: Fail",
+                    hook.command.join(" ")
+                )));
+            }
+            results.push((index, result));
+        }
+        results
+    }
+
+    /// Why `hook` cannot run given where its container stands, or None when it can.
+    fn not_up(&self, hook: &ExecHook, readiness: &Readiness, up_at: Instant) -> Option<String> {
+        let (namespace, pod) = (self.namespace, self.pod);
+        let state = if hook.wait_for_ready {
+            "ready"
+        } else {
+            "running"
+        };
+        let expired = |wait: std::time::Duration, watch_error: Option<&String>| {
+            format!(
+                "container {:?} was not {state} within the wait timeout {} of pod {namespace}/{pod}{}",
+                hook.container,
+                ark_api::duration::format(wait),
+                watch_error
+                    .map(|e| format!(" (the watch failed: {e})"))
+                    .unwrap_or_default()
+            )
+        };
+        match readiness {
             Readiness::NoSuchContainer => Some(format!(
                 "container {:?} not found in pod {namespace}/{pod}",
                 hook.container
@@ -183,63 +305,55 @@ pub async fn run_pod(
             Readiness::Finished(phase) => Some(format!(
                 "pod {namespace}/{pod} finished ({phase}) before its hooks ran"
             )),
-            Readiness::TimedOut if wait_until < deadline => Some(format!(
-                "container {:?} was not {} within the wait timeout {}",
-                hook.container,
-                if hook.wait_for_ready {
-                    "ready"
-                } else {
-                    "running"
-                },
-                ark_api::duration::format(hook.wait_timeout.unwrap_or_default())
-            )),
-            Readiness::TimedOut => Some(format!(
-                "container {:?} was not running before the restore's hooks timeout",
-                hook.container
-            )),
-            Readiness::Ready => None,
-        };
-        match failure {
-            Some(error) => result.error = Some(error),
-            None => {
-                let exec_started = Instant::now();
-                let exec_until = (exec_started + hook.exec_timeout).min(deadline);
-                let run = async {
-                    let _permit = execs
-                        .acquire()
-                        .await
-                        .expect("the semaphore is never closed");
-                    exec(&pods, pod, hook).await
-                };
-                match tokio::time::timeout_at(exec_until, run).await {
-                    Ok(Ok((code, output))) => {
-                        result.succeeded = true;
-                        result.exit_code = Some(code);
-                        result.output_tail = output;
-                    }
-                    Ok(Err((code, error, output))) => {
-                        result.exit_code = code;
-                        result.error = Some(error);
-                        result.output_tail = output;
-                    }
-                    Err(_) => {
-                        let allowed = exec_until.saturating_duration_since(exec_started);
-                        result.error = Some(format!(
-                            "timed out after {}",
-                            ark_api::duration::format(allowed)
-                        ));
-                    }
+            Readiness::TimedOut(watch_error) => Some(match hook.wait_timeout {
+                Some(wait) if self.created + wait < self.deadline => {
+                    expired(wait, watch_error.as_ref())
                 }
-            }
-        }
-        result.duration_ms = started.elapsed().as_millis() as u64;
-        let stop = !result.succeeded && hook.on_error == HookErrorMode::Fail;
-        results.push(result);
-        if stop {
-            break;
+                _ => format!(
+                    "container {:?} was not {state} before the restore's hooks timeout{}",
+                    hook.container,
+                    watch_error
+                        .as_ref()
+                        .map(|e| format!(" (the watch failed: {e})"))
+                        .unwrap_or_default()
+                ),
+            }),
+            // Up, but later than this hook was willing to wait (another hook waited longer).
+            Readiness::Ready => hook
+                .wait_timeout
+                .filter(|wait| up_at > self.created + *wait)
+                .map(|wait| expired(wait, None)),
         }
     }
-    results
+
+    async fn exec(&self, hook: &ExecHook, result: &mut HookResult) {
+        let Ok(Ok(_permit)) = tokio::time::timeout_at(self.deadline, self.execs.acquire()).await
+        else {
+            result.error = Some("no exec slot came free before the restore's hooks timeout".into());
+            return;
+        };
+        let exec_started = Instant::now();
+        let exec_until = (exec_started + hook.exec_timeout).min(self.deadline);
+        match tokio::time::timeout_at(exec_until, exec(&self.pods, self.pod, hook)).await {
+            Ok(Ok((code, output))) => {
+                result.succeeded = true;
+                result.exit_code = Some(code);
+                result.output_tail = output;
+            }
+            Ok(Err((code, error, output))) => {
+                result.exit_code = code;
+                result.error = Some(error);
+                result.output_tail = output;
+            }
+            Err(_) => {
+                let allowed = exec_until.saturating_duration_since(exec_started);
+                result.error = Some(format!(
+                    "timed out after {}",
+                    ark_api::duration::format(allowed)
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

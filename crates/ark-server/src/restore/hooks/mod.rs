@@ -1,5 +1,6 @@
-//! Restore hooks: which apply to a restored pod (spec hooks, or its annotations, which replace
-//! them), init containers injected before the pod is created, exec hooks run once it runs.
+//! Restore hooks: which apply to a restored pod (spec hooks, or its annotations, which replace the
+//! spec hooks of their own kind), init containers injected before the pod is created, exec hooks
+//! run once their container runs. Velero v1.18's rules throughout; README's table lists them.
 
 mod annotations;
 pub mod exec;
@@ -12,8 +13,11 @@ use serde_json::Value;
 
 use crate::filter::IncludesExcludes;
 
-/// Velero's volume-restore helper: it stays the first init container.
-const RESTORE_WAIT: &str = "restore-wait";
+/// Velero's volume-restore helpers (current and legacy names): init containers that wait for a pod
+/// volume restore. ark restores no pod volume data, so one left in a backed-up pod would wait
+/// forever; Velero removes them too from every pod whose volumes it does not restore.
+const RESTORE_WAIT: [&str; 2] = ["restore-wait", "restic-wait"];
+/// Velero's default for an exec hook's `execTimeout` when it is unset or zero.
 const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// An exec hook with its defaults filled in.
@@ -42,8 +46,10 @@ impl PodHooks {
     }
 }
 
+/// A hook duration; zero, unset or unparsable are all "not set", as in Velero.
 fn duration(text: Option<&String>) -> Option<Duration> {
     text.and_then(|t| ark_api::duration::parse(t).ok())
+        .filter(|d| !d.is_zero())
 }
 
 fn first_container(pod: &Value) -> String {
@@ -53,11 +59,23 @@ fn first_container(pod: &Value) -> String {
         .to_string()
 }
 
-/// The hooks for a restored pod (`pod` as it will be created: namespace already mapped).
+/// The hooks for a restored pod (`pod` as it will be created: namespace already mapped, so the
+/// hooks' namespaces name the restored namespace, as in Velero). Annotations replace the spec
+/// hooks of their own kind only: an exec annotation keeps the spec's init hooks, and the other way
+/// round. A hook's resource filters are ignored: hooks apply to pods, as in Velero.
 pub fn for_pod(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
-    if let Some(hooks) = annotations::hooks(pod) {
-        return hooks;
+    let mut hooks = from_spec(spec, pod);
+    let annotated = annotations::hooks(pod);
+    if let Some(exec) = annotated.exec {
+        hooks.exec = vec![exec];
     }
+    if let Some(init) = annotated.init {
+        hooks.init = vec![init];
+    }
+    hooks
+}
+
+fn from_spec(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
     let namespace = pod
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -71,12 +89,7 @@ pub fn for_pod(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
             resource.included_namespaces.as_ref(),
             resource.excluded_namespaces.as_ref(),
         );
-        let resources = IncludesExcludes::new(
-            resource.included_resources.as_ref(),
-            resource.excluded_resources.as_ref(),
-        );
-        if !namespaces.should_include(namespace) || !resources.should_include_any(&["pods", "pod"])
-        {
+        if !namespaces.should_include(namespace) {
             continue;
         }
         if let Some(selector) = &resource.label_selector {
@@ -101,7 +114,7 @@ pub fn for_pod(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
                     on_error: exec.on_error.unwrap_or(HookErrorMode::Continue),
                     exec_timeout: duration(exec.exec_timeout.as_ref())
                         .unwrap_or(DEFAULT_EXEC_TIMEOUT),
-                    wait_timeout: duration(exec.wait_timeout.as_ref()).filter(|d| !d.is_zero()),
+                    wait_timeout: duration(exec.wait_timeout.as_ref()),
                     wait_for_ready: exec.wait_for_ready.unwrap_or(false),
                     source: format!("spec hook {:?}", resource.name),
                 });
@@ -111,12 +124,35 @@ pub fn for_pod(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
     hooks
 }
 
-/// Injects init containers: `restore-wait` (if the pod has it) first, then the hook containers in
-/// order, then the pod's own init containers.
-pub fn inject_init_containers(pod: &mut Value, containers: &[Container]) {
-    if containers.is_empty() {
-        return;
-    }
+/// Warnings for hooks that filter on resources: Velero applies restore hooks to pods whatever
+/// their `includedResources`/`excludedResources` say, and so does ark; the user is told.
+pub fn ignored_resource_filters(spec: Option<&RestoreHooks>) -> Vec<String> {
+    let pods_only = |names: &[String]| {
+        names
+            .iter()
+            .all(|n| matches!(n.as_str(), "pods" | "pod" | "*"))
+    };
+    spec.map(|s| s.resources.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|resource| {
+            let included = resource.included_resources.clone().unwrap_or_default();
+            let excluded = resource.excluded_resources.clone().unwrap_or_default();
+            (!pods_only(&included) || !excluded.is_empty()).then(|| {
+                format!(
+                    "restore hook {:?} filters resources (included {included:?}, excluded \
+                     {excluded:?}): restore hooks apply to pods only and the filter is ignored, \
+                     as in Velero",
+                    resource.name
+                )
+            })
+        })
+        .collect()
+}
+
+/// Sets a restored pod's init containers: any `restore-wait` helper removed (see
+/// [`RESTORE_WAIT`]), then the hook containers in order, then the pod's own.
+pub fn set_init_containers(pod: &mut Value, hooks: &[Container]) {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -125,14 +161,19 @@ pub fn inject_init_containers(pod: &mut Value, containers: &[Container]) {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let (restore_wait, own): (Vec<Value>, Vec<Value>) = existing
+    let own = existing
         .into_iter()
-        .partition(|c| c["name"].as_str() == Some(RESTORE_WAIT));
-    let hooks = containers
+        .filter(|c| !RESTORE_WAIT.contains(&c["name"].as_str().unwrap_or_default()));
+    let ordered: Vec<Value> = hooks
         .iter()
-        .map(|c| serde_json::to_value(c).unwrap_or_default());
-    let ordered: Vec<Value> = restore_wait.into_iter().chain(hooks).chain(own).collect();
-    spec.insert("initContainers".into(), Value::Array(ordered));
+        .map(|c| serde_json::to_value(c).unwrap_or_default())
+        .chain(own)
+        .collect();
+    if ordered.is_empty() {
+        spec.remove("initContainers");
+    } else {
+        spec.insert("initContainers".into(), Value::Array(ordered));
+    }
 }
 
 #[cfg(test)]
@@ -152,7 +193,7 @@ mod tests {
     #[test]
     fn spec_hooks_apply_by_namespace_resource_and_selector() {
         let hooks = spec(
-            "resources:\n- name: db\n  includedNamespaces: [shop]\n  labelSelector: {matchLabels: {app: db}}\n  postHooks:\n  - exec: {command: [warm], onError: Fail, execTimeout: 1m}\n  - exec: {container: sidecar, command: [again], waitTimeout: 10s, waitForReady: true}\n- name: not-pods\n  includedResources: [deployments]\n  postHooks:\n  - exec: {command: [never]}\n",
+            "resources:\n- name: db\n  includedNamespaces: [shop]\n  labelSelector: {matchLabels: {app: db}}\n  postHooks:\n  - exec: {command: [warm], onError: Fail, execTimeout: 1m}\n  - exec: {container: sidecar, command: [again], waitTimeout: 10s, waitForReady: true}\n- name: not-pods\n  includedNamespaces: [elsewhere]\n  includedResources: [deployments]\n  postHooks:\n  - exec: {command: [never]}\n",
         );
         let found = for_pod(Some(&hooks), &pod("shop", json!({ "app": "db" })));
         assert_eq!(found.exec.len(), 2);
@@ -188,7 +229,7 @@ mod tests {
         assert_eq!(found.exec.len(), 1);
         assert_eq!(found.exec[0].on_error, HookErrorMode::Fail);
         assert!(found.exec[0].wait_for_ready);
-        inject_init_containers(&mut pod, &found.init);
+        set_init_containers(&mut pod, &found.init);
         let names: Vec<&str> = pod["spec"]["initContainers"]
             .as_array()
             .unwrap()
@@ -198,20 +239,86 @@ mod tests {
         assert_eq!(names, ["restore-data", "chown-data"]);
     }
 
+    fn init_names(pod: &Value) -> Vec<&str> {
+        pod["spec"]["initContainers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect()
+    }
+
     #[test]
-    fn init_containers_go_after_restore_wait_and_before_the_pods_own() {
-        let mut pod = json!({ "spec": { "initContainers": [{ "name": "migrate" }, { "name": "restore-wait" }], "containers": [] } });
+    fn a_left_over_restore_wait_is_removed_and_hook_containers_go_before_the_pods_own() {
         let hook = |name: &str| Container {
             name: name.into(),
             ..Default::default()
         };
-        inject_init_containers(&mut pod, &[hook("restore-db"), hook("check")]);
-        let names: Vec<&str> = pod["spec"]["initContainers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["restore-wait", "restore-db", "check", "migrate"]);
+        // First or not, with or without hooks: ark restores no pod volumes, so nothing would
+        // ever end the wait.
+        for existing in [
+            json!([{ "name": "restore-wait" }, { "name": "migrate" }]),
+            json!([{ "name": "migrate" }, { "name": "restic-wait" }]),
+        ] {
+            let mut pod = json!({ "spec": { "initContainers": existing, "containers": [] } });
+            set_init_containers(&mut pod, &[hook("restore-db"), hook("check")]);
+            assert_eq!(init_names(&pod), ["restore-db", "check", "migrate"]);
+        }
+        let mut pod =
+            json!({ "spec": { "initContainers": [{ "name": "restore-wait" }], "containers": [] } });
+        set_init_containers(&mut pod, &[]);
+        assert_eq!(pod["spec"].get("initContainers"), None);
+    }
+
+    #[test]
+    fn annotations_replace_only_the_spec_hooks_of_their_own_kind() {
+        let hooks = spec(
+            "resources:\n- name: both\n  postHooks:\n  - init:\n      initContainers: [{name: from-spec, image: busybox, command: [x]}]\n  - exec: {command: [spec-exec]}\n",
+        );
+        let with = |annotations: Value| {
+            let pod = json!({ "metadata": { "name": "p", "namespace": "shop", "annotations": annotations },
+                              "spec": { "containers": [{ "name": "app" }] } });
+            for_pod(Some(&hooks), &pod)
+        };
+        let exec_annotated =
+            with(json!({ "post.hook.restore.velero.io/command": "annotated-exec" }));
+        assert_eq!(exec_annotated.exec.len(), 1);
+        assert_eq!(exec_annotated.exec[0].command, ["annotated-exec"]);
+        assert_eq!(exec_annotated.init[0].name, "from-spec");
+        let init_annotated = with(json!({
+            "init.hook.restore.velero.io/container-image": "busybox",
+            "init.hook.restore.velero.io/container-name": "from-annotation",
+        }));
+        assert_eq!(init_annotated.init.len(), 1);
+        assert_eq!(init_annotated.init[0].name, "from-annotation");
+        assert_eq!(init_annotated.exec[0].command, ["spec-exec"]);
+    }
+
+    #[test]
+    fn zero_timeouts_mean_the_defaults() {
+        let hooks = spec(
+            "resources:\n- name: z\n  postHooks:\n  - exec: {command: [x], execTimeout: 0s, waitTimeout: 0s}\n",
+        );
+        let found = for_pod(Some(&hooks), &pod("shop", json!({})));
+        assert_eq!(found.exec[0].exec_timeout, DEFAULT_EXEC_TIMEOUT);
+        assert_eq!(found.exec[0].wait_timeout, None);
+    }
+
+    #[test]
+    fn hook_namespaces_are_globs_and_resource_filters_are_ignored_with_a_warning() {
+        let hooks = spec(
+            "resources:\n- name: shops\n  includedNamespaces: ['shop-*']\n  includedResources: [deployments]\n  postHooks:\n  - exec: {command: [x]}\n- name: plain\n  includedResources: [pods]\n  postHooks:\n  - exec: {command: [y]}\n",
+        );
+        assert_eq!(
+            for_pod(Some(&hooks), &pod("shop-eu", json!({}))).exec.len(),
+            2
+        );
+        assert_eq!(for_pod(Some(&hooks), &pod("shop", json!({}))).exec.len(), 1);
+        assert_eq!(
+            ignored_resource_filters(Some(&hooks)),
+            [
+                "restore hook \"shops\" filters resources (included [\"deployments\"], excluded []): restore hooks apply to pods only and the filter is ignored, as in Velero"
+            ]
+        );
     }
 }
