@@ -89,14 +89,23 @@ fn free_port() -> u16 {
 /// `velero server -n NS` as a local process with the AWS plugin, stopped when dropped; its log is
 /// printed if the test fails. Velero reads its own Deployment (`velero`) for the image it puts in
 /// restored pods, so a stand-in Deployment runs on the kwok nodes, as `velero install` would make.
+///
+/// Velero's controller manager always serves its own metrics on `:8080` (Velero has no flag for
+/// it), so two Velero servers cannot run on one machine at once: each holds a lock on a file
+/// for its lifetime, and tests that need one take turns, across test processes too.
 pub struct VeleroServer {
     child: std::process::Child,
     log: PathBuf,
     _dir: tempfile::TempDir,
+    _turn: std::fs::File,
 }
 
 impl VeleroServer {
     pub async fn start(cluster: &Cluster, ns: &str) -> VeleroServer {
+        let turn = std::fs::File::create(std::env::temp_dir().join("ark-tests-velero-server.lock"))
+            .expect("the Velero server lock file");
+        // Blocks this test's own runtime thread only: every test has a runtime of its own.
+        turn.lock().expect("lock the Velero server lock file");
         let client = cluster.client().await;
         let deployment: Deployment = serde_json::from_value(serde_json::json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -132,6 +141,7 @@ impl VeleroServer {
         )
         .unwrap();
         let log = dir.path().join("velero-server.log");
+        let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new(bin.join("velero"))
             .args(["server", "-n", ns, "--plugin-dir"])
             .arg(&plugins)
@@ -146,14 +156,16 @@ impl VeleroServer {
             .args(["--log-level", "info"])
             .env("KUBECONFIG", &cluster.kubeconfig)
             .env("HOME", dir.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
+            // Velero's server logs to stdout.
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
             .spawn()
             .expect("start velero server");
         VeleroServer {
             child,
             log,
             _dir: dir,
+            _turn: turn,
         }
     }
 

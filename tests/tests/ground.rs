@@ -51,11 +51,20 @@ async fn ark_crds_are_served() {
     kinds.sort();
     assert_eq!(
         kinds,
+        // Velero's v1 kinds, as `velero install --crds-only` installs them (v2alpha1 has
+        // DataUpload and DataDownload).
         [
             "Backup",
+            "BackupRepository",
             "BackupStorageLocation",
             "DeleteBackupRequest",
-            "Restore"
+            "DownloadRequest",
+            "PodVolumeBackup",
+            "PodVolumeRestore",
+            "Restore",
+            "Schedule",
+            "ServerStatusRequest",
+            "VolumeSnapshotLocation"
         ]
     );
 
