@@ -47,13 +47,26 @@ fn check_duration(errors: &mut Vec<HookError>, path: String, value: Option<&Stri
     }
 }
 
-/// What serde cannot check: exactly one of init and exec, complete init containers, non-empty
-/// commands, durations and selectors that parse. Velero's rules, reported all at once.
-pub fn validate(hooks: &RestoreHooks) -> Vec<HookError> {
+/// Which rules restore hooks are held to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rules {
+    /// What Velero's server refuses (`FailedValidation`): init containers without a name, image
+    /// or command, selectors that do not parse, durations that do not parse. The server holds a
+    /// Restore to these, so a Restore that Velero would run is never refused by ark.
+    Velero,
+    /// Also what Velero accepts and then ignores or fails at restore time: a hook that is both or
+    /// neither init and exec, an init hook without containers, a blank exec command, a resource
+    /// without a name. `--hooks-file` is held to these (README, "Restore hooks").
+    Strict,
+}
+
+/// What serde cannot check, under `rules`, reported all at once.
+pub fn validate(hooks: &RestoreHooks, rules: Rules) -> Vec<HookError> {
+    let strict = rules == Rules::Strict;
     let mut errors = Vec::new();
     for (i, resource) in hooks.resources.iter().enumerate() {
         let base = format!("resources[{i}]");
-        if resource.name.trim().is_empty() {
+        if strict && resource.name.trim().is_empty() {
             errors.push(error(format!("{base}.name"), "a name is required"));
         }
         if let Some(selector) = &resource.label_selector {
@@ -82,75 +95,83 @@ pub fn validate(hooks: &RestoreHooks) -> Vec<HookError> {
             }
         }
         for (j, hook) in resource.post_hooks.iter().flatten().enumerate() {
-            validate_hook(&mut errors, &format!("{base}.postHooks[{j}]"), hook);
+            validate_hook(&mut errors, &format!("{base}.postHooks[{j}]"), hook, strict);
         }
     }
     errors
 }
 
-fn validate_hook(errors: &mut Vec<HookError>, path: &str, hook: &RestoreResourceHook) {
-    match (&hook.init, &hook.exec) {
-        (Some(_), Some(_)) => errors.push(error(
-            path.to_string(),
-            "a hook is either init or exec, not both",
-        )),
-        (None, None) => errors.push(error(path.to_string(), "a hook needs init or exec")),
-        (Some(init), None) => {
-            if init.init_containers.is_empty() {
+fn validate_hook(
+    errors: &mut Vec<HookError>,
+    path: &str,
+    hook: &RestoreResourceHook,
+    strict: bool,
+) {
+    if strict {
+        match (&hook.init, &hook.exec) {
+            (Some(_), Some(_)) => errors.push(error(
+                path.to_string(),
+                "a hook is either init or exec, not both",
+            )),
+            (None, None) => errors.push(error(path.to_string(), "a hook needs init or exec")),
+            _ => {}
+        }
+    }
+    if let Some(init) = &hook.init {
+        if strict && init.init_containers.is_empty() {
+            errors.push(error(
+                format!("{path}.init.initContainers"),
+                "at least one init container is required",
+            ));
+        }
+        for (k, container) in init.init_containers.iter().enumerate() {
+            let at = format!("{path}.init.initContainers[{k}]");
+            if container.name.trim().is_empty() {
                 errors.push(error(
-                    format!("{path}.init.initContainers"),
-                    "at least one init container is required",
+                    format!("{at}.name"),
+                    "an init container needs a name",
                 ));
             }
-            for (k, container) in init.init_containers.iter().enumerate() {
-                let at = format!("{path}.init.initContainers[{k}]");
-                if container.name.trim().is_empty() {
-                    errors.push(error(
-                        format!("{at}.name"),
-                        "an init container needs a name",
-                    ));
-                }
-                if container
-                    .image
-                    .as_deref()
-                    .is_none_or(|i| i.trim().is_empty())
-                {
-                    errors.push(error(
-                        format!("{at}.image"),
-                        "an init container needs an image",
-                    ));
-                }
-                if container.command.as_ref().is_none_or(|c| c.is_empty()) {
-                    errors.push(error(
-                        format!("{at}.command"),
-                        "an init container needs a command",
-                    ));
-                }
-            }
-            check_duration(
-                errors,
-                format!("{path}.init.timeout"),
-                init.timeout.as_ref(),
-            );
-        }
-        (None, Some(exec)) => {
-            if exec.command.is_empty() || exec.command.iter().all(|c| c.trim().is_empty()) {
+            if container
+                .image
+                .as_deref()
+                .is_none_or(|i| i.trim().is_empty())
+            {
                 errors.push(error(
-                    format!("{path}.exec.command"),
-                    "the command must not be empty",
+                    format!("{at}.image"),
+                    "an init container needs an image",
                 ));
             }
-            check_duration(
-                errors,
-                format!("{path}.exec.execTimeout"),
-                exec.exec_timeout.as_ref(),
-            );
-            check_duration(
-                errors,
-                format!("{path}.exec.waitTimeout"),
-                exec.wait_timeout.as_ref(),
-            );
+            if container.command.as_ref().is_none_or(|c| c.is_empty()) {
+                errors.push(error(
+                    format!("{at}.command"),
+                    "an init container needs a command",
+                ));
+            }
         }
+        check_duration(
+            errors,
+            format!("{path}.init.timeout"),
+            init.timeout.as_ref(),
+        );
+    }
+    if let Some(exec) = &hook.exec {
+        if strict && exec.command.iter().all(|c| c.trim().is_empty()) {
+            errors.push(error(
+                format!("{path}.exec.command"),
+                "the command must not be empty",
+            ));
+        }
+        check_duration(
+            errors,
+            format!("{path}.exec.execTimeout"),
+            exec.exec_timeout.as_ref(),
+        );
+        check_duration(
+            errors,
+            format!("{path}.exec.waitTimeout"),
+            exec.wait_timeout.as_ref(),
+        );
     }
 }
 
@@ -278,7 +299,7 @@ pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
             position,
         }]
     })?;
-    let errors: Vec<HookError> = validate(&hooks)
+    let errors: Vec<HookError> = validate(&hooks, Rules::Strict)
         .into_iter()
         .map(|mut e| {
             e.position = index.get(&e.path).copied().or_else(|| {
@@ -333,6 +354,45 @@ pub struct PodHookResults {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_server_refuses_only_what_velero_refuses() {
+        // Velero runs this Restore (both kinds in one hook, an empty init list, a blank command,
+        // no name); the CLI refuses each, the server none.
+        let hooks: super::RestoreHooks = serde_json::from_value(serde_json::json!({
+            "resources": [{ "name": "", "postHooks": [
+                { "init": { "initContainers": [{ "name": "i", "image": "busybox", "command": ["x"] }] },
+                  "exec": { "command": ["y"] } },
+                {},
+                { "init": { "initContainers": [] } },
+                { "exec": { "command": [" "] } },
+            ] }],
+        }))
+        .unwrap();
+        assert_eq!(super::validate(&hooks, super::Rules::Velero), []);
+        let strict: Vec<String> = super::validate(&hooks, super::Rules::Strict)
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(
+            strict,
+            [
+                "resources[0].name",
+                "resources[0].postHooks[0]",
+                "resources[0].postHooks[1]",
+                "resources[0].postHooks[2].init.initContainers",
+                "resources[0].postHooks[3].exec.command",
+            ]
+        );
+        // What Velero's server refuses, both refuse: an init container without a command.
+        let refused: super::RestoreHooks = serde_json::from_value(serde_json::json!({
+            "resources": [{ "name": "r", "postHooks": [
+                { "init": { "initContainers": [{ "name": "i", "image": "busybox" }] } },
+            ] }],
+        }))
+        .unwrap();
+        assert_eq!(super::validate(&refused, super::Rules::Velero).len(), 1);
+    }
+
     use super::*;
 
     fn errors(text: &str) -> Vec<String> {
@@ -383,6 +443,8 @@ mod tests {
                 "9:7: resources[0].postHooks[0].exec.execTimeout: invalid duration \"5 minutes\": unknown unit (expected a Go duration such as 30s, 5m or 720h)",
                 "10:5: resources[0].postHooks[1]: a hook needs init or exec",
                 "11:5: resources[0].postHooks[2]: a hook is either init or exec, not both",
+                "13:9: resources[0].postHooks[2].init.initContainers[0].image: an init container needs an image",
+                "13:9: resources[0].postHooks[2].init.initContainers[0].command: an init container needs a command",
                 "18:9: resources[0].postHooks[3].init.initContainers[0].name: an init container needs a name",
                 "18:9: resources[0].postHooks[3].init.initContainers[0].command: an init container needs a command",
             ]

@@ -53,7 +53,7 @@ fn validate(restore: &Restore) -> Vec<String> {
     }
     if let Some(hooks) = &spec.hooks {
         errors.extend(
-            ark_api::hooks::validate(hooks)
+            ark_api::hooks::validate(hooks, ark_api::hooks::Rules::Velero)
                 .iter()
                 .map(|e| format!("spec.hooks.{e}")),
         );
