@@ -150,3 +150,48 @@ pub async fn wait_for_running_pods(client: &Client, ns: &str, count: usize) {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// A gzipped tarball of regular files, as a backup's `<name>.tar.gz` holds them.
+pub fn tarball(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, data) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        builder
+            .append_data(&mut header, path, data.as_slice())
+            .expect("a tar entry");
+    }
+    gzip(&builder.into_inner().expect("a tarball"))
+}
+
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).expect("gzip");
+    gz.finish().expect("gzip")
+}
+
+/// A Completed backup written straight into a `file` location's directory, as another cluster or
+/// anyone with access to the bucket could write it: `<name>.tar.gz` (already gzipped) and a
+/// `velero-backup.json` with `spec`. Sync turns it into a Backup object.
+pub fn put_file_backup(
+    bucket: &std::path::Path,
+    name: &str,
+    spec: serde_json::Value,
+    tar_gz: &[u8],
+) {
+    let dir = bucket.join("backups").join(name);
+    std::fs::create_dir_all(&dir).expect("backup directory");
+    std::fs::write(dir.join(format!("{name}.tar.gz")), tar_gz).expect("tarball");
+    let backup = serde_json::json!({
+        "apiVersion": "velero.io/v1", "kind": "Backup", "metadata": { "name": name },
+        "spec": spec, "status": { "phase": "Completed" },
+    });
+    std::fs::write(
+        dir.join("velero-backup.json"),
+        serde_json::to_vec(&backup).expect("json"),
+    )
+    .expect("velero-backup.json");
+}

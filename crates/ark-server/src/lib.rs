@@ -3,6 +3,7 @@
 
 mod backup;
 mod deletion;
+mod discovery;
 mod download_requests;
 mod filter;
 mod gc;

@@ -2,11 +2,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::time::Duration;
 
 use ark_api::{Backup, BackupStorageLocation, Restore};
-use ark_tests::{ArkServer, Cluster, wait_for};
+use ark_tests::{ArkServer, Cluster, fixtures, wait_for};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
@@ -214,8 +213,6 @@ async fn a_hostile_tarball_restores_what_is_sound_and_names_the_rest() {
     );
 
     // The backup appears in the bucket only; sync turns it into a Backup object.
-    let dir = bucket.path().join("backups/evil");
-    std::fs::create_dir_all(&dir).unwrap();
     let config_map = serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": { "name": "sound", "namespace": app.name }, "data": { "k": "v" },
@@ -245,21 +242,12 @@ async fn a_hostile_tarball_restores_what_is_sound_and_names_the_rest() {
     add("/tmp/ark-absolute.json", &item, tar::EntryType::Regular);
     add("resources/link.json", b"", tar::EntryType::Symlink);
     let tar = builder.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(
-        std::fs::File::create(dir.join("evil.tar.gz")).unwrap(),
-        flate2::Compression::fast(),
+    fixtures::put_file_backup(
+        bucket.path(),
+        "evil",
+        serde_json::json!({ "includedNamespaces": [app.name] }),
+        &fixtures::gzip(&tar),
     );
-    gz.write_all(&tar).unwrap();
-    gz.finish().unwrap();
-    let backup = serde_json::json!({
-        "apiVersion": "velero.io/v1", "kind": "Backup", "metadata": { "name": "evil" },
-        "spec": { "includedNamespaces": [app.name] }, "status": { "phase": "Completed" },
-    });
-    std::fs::write(
-        dir.join("velero-backup.json"),
-        serde_json::to_vec(&backup).unwrap(),
-    )
-    .unwrap();
 
     let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
     wait_for(backups, "evil", |b: Option<&Backup>| b.is_some(), WAIT)

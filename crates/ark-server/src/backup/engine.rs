@@ -7,7 +7,7 @@ use ark_api::BackupSpec;
 use ark_storage::tarball::{group_resource, item_path, preferred_version_path};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
-use kube::discovery::{ApiCapabilities, Discovery, Scope, verbs};
+use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client};
 use tempfile::NamedTempFile;
 
@@ -231,27 +231,28 @@ async fn plan(
         .filter(|ns| namespace_filter.should_include(ns))
         .collect();
 
-    let discovery = Discovery::new(client.clone())
-        .run()
+    let served = crate::discovery::discover(client)
         .await
         .map_err(EngineError::Discovery)?;
+    for skipped in served.skipped {
+        log.log(Level::Warning, &skipped);
+        results.warnings.add(None, skipped);
+    }
     let mut resources = Vec::new();
     let mut namespace_resource_included = false;
-    for group in discovery.groups() {
-        for (resource, caps) in group.recommended_resources() {
-            if !caps.supports_operation(verbs::LIST) {
-                continue;
-            }
-            let gr = group_resource(&resource.group, &resource.plural);
-            let kind = resource.kind.to_lowercase();
-            if !resource_filter.should_include_any(&resource_names(&resource.plural, &gr, &kind)) {
-                continue;
-            }
-            if gr == "namespaces" {
-                namespace_resource_included = true;
-            }
-            resources.push((resource, caps));
+    for (resource, caps) in served.resources {
+        if !caps.supports_operation(verbs::LIST) {
+            continue;
         }
+        let gr = group_resource(&resource.group, &resource.plural);
+        let kind = resource.kind.to_lowercase();
+        if !resource_filter.should_include_any(&resource_names(&resource.plural, &gr, &kind)) {
+            continue;
+        }
+        if gr == "namespaces" {
+            namespace_resource_included = true;
+        }
+        resources.push((resource, caps));
     }
     // Namespaces first, as Velero writes them, then by group-resource for a stable tarball.
     resources.sort_by_key(|(r, _)| {

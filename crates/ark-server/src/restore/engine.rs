@@ -7,13 +7,13 @@ use ark_api::RestoreSpec;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::SelectorExt;
-use kube::discovery::{ApiCapabilities, Discovery, Scope};
+use kube::discovery::{ApiCapabilities, Scope};
 use kube::{Api, Client};
 use serde_json::Value;
 
 use super::hooks::{self, PodHooks};
 use super::order::{is_restorable, restore_order};
-use super::transform::{Transform, differs};
+use super::transform::{Transform, differs, is_restored_volume};
 use crate::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::operation_log::{Level, OperationLog};
 use crate::resource_list::ResourceListWriter;
@@ -106,27 +106,26 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         .ok()
         .flatten();
     let mapping = spec.namespace_mapping.clone().unwrap_or_default();
-    let transform = Transform {
-        backup_name: &spec.backup_name,
-        restore_name,
-        namespace_mapping: &mapping,
-    };
     let update_existing = spec.existing_resource_policy.as_deref() == Some("update");
 
-    let discovery = Discovery::new(client.clone()).run().await?;
-    let mut served: BTreeMap<String, (ApiResource, ApiCapabilities)> = BTreeMap::new();
-    for group in discovery.groups() {
-        for (resource, caps) in group.recommended_resources() {
-            served.insert(
-                ark_storage::tarball::group_resource(&resource.group, &resource.plural),
-                (resource, caps),
-            );
-        }
+    let discovered = crate::discovery::discover(client).await?;
+    for skipped in discovered.skipped {
+        log.log(Level::Warning, &skipped);
+        results.warnings.add(None, skipped);
     }
+    let served: BTreeMap<String, (ApiResource, ApiCapabilities)> = discovered
+        .resources
+        .into_iter()
+        .map(|(resource, caps)| {
+            let gr = ark_storage::tarball::group_resource(&resource.group, &resource.plural);
+            (gr, (resource, caps))
+        })
+        .collect();
 
     // The plan: every item file to restore, resource by resource.
     let resources_dir = unpacked.join("resources");
     let mut plan: Vec<(String, Vec<Item>)> = Vec::new();
+    let mut restored_volumes = std::collections::BTreeSet::new();
     for gr in restore_order(child_dirs(&resources_dir)) {
         if !is_restorable(&gr) {
             continue;
@@ -171,10 +170,39 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                 });
             }
         }
+        if gr == "persistentvolumes" {
+            items.retain(|item| {
+                let volume: Value = std::fs::read(&item.path)
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                    .unwrap_or_default();
+                let restored = is_restored_volume(&volume);
+                if restored {
+                    let name = volume.pointer("/metadata/name").and_then(Value::as_str);
+                    restored_volumes.insert(name.unwrap_or_default().to_string());
+                } else {
+                    log.info(&format!(
+                        "not restoring persistent volume {}: its reclaim policy is Delete and the \
+                         backup holds no snapshot of it; its claim is provisioned anew",
+                        item.path
+                            .file_stem()
+                            .and_then(|s| s.to_str())
+                            .unwrap_or_default()
+                    ));
+                }
+                restored
+            });
+        }
         if !items.is_empty() {
             plan.push((gr, items));
         }
     }
+    let transform = Transform {
+        backup_name: &spec.backup_name,
+        restore_name,
+        namespace_mapping: &mapping,
+        restored_volumes: &restored_volumes,
+    };
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
     let mut done = 0i64;
     let mut ensured = std::collections::BTreeSet::new();
@@ -191,11 +219,6 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             results.errors.velero.push(message);
             done += items.len() as i64;
             continue;
-        };
-        let key = if resource.group.is_empty() {
-            format!("{}/{}", resource.version, resource.kind)
-        } else {
-            format!("{}/{}/{}", resource.group, resource.version, resource.kind)
         };
         for item in items {
             done += 1;
@@ -242,6 +265,15 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             {
                 ensure_namespace(client, ns, &mut results).await;
             }
+            let resource = &at_version(
+                resource,
+                candidate.get("apiVersion").and_then(Value::as_str),
+            );
+            let key = if resource.group.is_empty() {
+                format!("{}/{}", resource.version, resource.kind)
+            } else {
+                format!("{}/{}/{}", resource.group, resource.version, resource.kind)
+            };
             let api: Api<DynamicObject> = match (caps.scope.clone(), &target_ns) {
                 (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
                 _ => Api::all_with(client.clone(), resource),
@@ -328,6 +360,25 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     })
 }
 
+/// The resource at the API version the item was backed up in, so that the body is sent to the
+/// endpoint of its own version (never a body of one version to another's), as Velero does; a
+/// version the cluster does not serve then fails that item, naming it. An item of another group
+/// than the resource's keeps the resource as discovery found it.
+fn at_version(resource: &ApiResource, api_version: Option<&str>) -> ApiResource {
+    let Some(api_version) = api_version.filter(|v| *v != resource.api_version) else {
+        return resource.clone();
+    };
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    if group != resource.group {
+        return resource.clone();
+    }
+    ApiResource {
+        version: version.to_string(),
+        api_version: api_version.to_string(),
+        ..resource.clone()
+    }
+}
+
 /// Creates a namespace the restore writes into when neither it nor its backed-up object exists
 /// (a mapped namespace, or a backup without Namespace objects).
 async fn ensure_namespace(client: &Client, name: &str, results: &mut Results) {
@@ -349,5 +400,38 @@ async fn ensure_namespace(client: &Client, name: &str, results: &mut Results) {
         results
             .errors
             .add(Some(name), format!("creating namespace {name}: {error}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_created_at_the_version_they_were_backed_up_in() {
+        let preferred = ApiResource {
+            group: "autoscaling".into(),
+            version: "v2".into(),
+            api_version: "autoscaling/v2".into(),
+            kind: "HorizontalPodAutoscaler".into(),
+            plural: "horizontalpodautoscalers".into(),
+        };
+        let v1 = at_version(&preferred, Some("autoscaling/v1"));
+        assert_eq!(
+            (v1.version.as_str(), v1.api_version.as_str()),
+            ("v1", "autoscaling/v1")
+        );
+        assert_eq!(v1.plural, "horizontalpodautoscalers");
+        assert_eq!(at_version(&preferred, Some("autoscaling/v2")), preferred);
+        assert_eq!(at_version(&preferred, None), preferred);
+        assert_eq!(at_version(&preferred, Some("apps/v1")), preferred);
+        let core = ApiResource {
+            group: String::new(),
+            version: "v1".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+        };
+        assert_eq!(at_version(&core, Some("v1")), core);
     }
 }

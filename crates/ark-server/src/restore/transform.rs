@@ -1,7 +1,7 @@
 //! What a backed-up item becomes before it is created: server-owned fields stripped, namespace
 //! mapped, labelled with its backup and restore. Pure functions on JSON.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ark_api::labels;
 use serde_json::{Map, Value};
@@ -23,6 +23,33 @@ pub struct Transform<'a> {
     pub backup_name: &'a str,
     pub restore_name: &'a str,
     pub namespace_mapping: &'a BTreeMap<String, String>,
+    /// The PersistentVolumes of the backup that this restore creates again (see
+    /// [`is_restored_volume`]): a claim bound to one of them keeps its `volumeName`, so the pair
+    /// binds again; a claim bound to any other volume is provisioned anew.
+    pub restored_volumes: &'a BTreeSet<String>,
+}
+
+/// Annotations the PV controller writes when it binds a claim and a volume: a restored pair
+/// without them is bound again by the controller, as Velero restores it.
+const BIND_ANNOTATIONS: &[&str] = &[
+    "pv.kubernetes.io/bind-completed",
+    "pv.kubernetes.io/bound-by-controller",
+];
+/// What a claim carries of the old cluster's provisioning (Velero's PVC restore action).
+const CLAIM_PROVISIONING_ANNOTATIONS: &[&str] = &[
+    "volume.kubernetes.io/storage-provisioner",
+    "volume.beta.kubernetes.io/storage-provisioner",
+    "volume.kubernetes.io/selected-node",
+];
+
+/// Whether a backed-up PersistentVolume is created again at restore. ark takes no volume
+/// snapshots, so, as in Velero without a snapshot, a volume whose reclaim policy is Delete is
+/// not: its storage went with it, and its claim is provisioned anew.
+pub fn is_restored_volume(volume: &Value) -> bool {
+    volume
+        .pointer("/spec/persistentVolumeReclaimPolicy")
+        .and_then(Value::as_str)
+        != Some("Delete")
 }
 
 impl Transform<'_> {
@@ -72,15 +99,71 @@ impl Transform<'_> {
         match group_resource {
             "pods" => pod(object),
             "services" => service(object),
-            "persistentvolumeclaims" => {
-                if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.remove("volumeName");
-                }
-            }
+            "persistentvolumes" => self.persistent_volume(object),
+            "persistentvolumeclaims" => self.persistent_volume_claim(object),
+            "rolebindings.rbac.authorization.k8s.io"
+            | "clusterrolebindings.rbac.authorization.k8s.io" => self.binding_subjects(object),
             "jobs.batch" => job(object),
             _ => {}
         }
         item
+    }
+}
+
+impl Transform<'_> {
+    /// A volume keeps the name of its claim, in the claim's mapped namespace, without the old
+    /// claim's uid, so that the PV controller binds it to the restored claim.
+    fn persistent_volume(&self, object: &mut Map<String, Value>) {
+        remove_annotations(object, BIND_ANNOTATIONS);
+        if let Some(claim) = object
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("claimRef"))
+            .and_then(Value::as_object_mut)
+        {
+            claim.remove("uid");
+            claim.remove("resourceVersion");
+            if let Some(Value::String(ns)) = claim.get("namespace") {
+                let mapped = self.target_namespace(ns).to_string();
+                claim.insert("namespace".into(), Value::String(mapped));
+            }
+        }
+    }
+
+    fn persistent_volume_claim(&self, object: &mut Map<String, Value>) {
+        remove_annotations(object, BIND_ANNOTATIONS);
+        remove_annotations(object, CLAIM_PROVISIONING_ANNOTATIONS);
+        if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+            let volume = spec
+                .get("volumeName")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !self.restored_volumes.contains(volume) {
+                spec.remove("volumeName");
+            }
+        }
+    }
+
+    /// Subjects in a mapped namespace follow it (Velero's role-binding restore actions).
+    fn binding_subjects(&self, object: &mut Map<String, Value>) {
+        let subjects = object.get_mut("subjects").and_then(Value::as_array_mut);
+        for subject in subjects.into_iter().flatten() {
+            if let Some(Value::String(ns)) = subject.get("namespace") {
+                let mapped = self.target_namespace(ns).to_string();
+                subject["namespace"] = Value::String(mapped);
+            }
+        }
+    }
+}
+
+fn remove_annotations(object: &mut Map<String, Value>, names: &[&str]) {
+    if let Some(annotations) = object
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        for name in names {
+            annotations.remove(*name);
+        }
     }
 }
 
@@ -230,6 +313,7 @@ mod tests {
             backup_name: "nightly",
             restore_name: "r1",
             namespace_mapping: &mapping,
+            restored_volumes: &BTreeSet::new(),
         };
         let item = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
@@ -255,12 +339,91 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_claim_and_its_retained_volume_are_restored_to_bind_again() {
+        let (mapping, _) = transform(&[("shop", "shop-copy")]);
+        let restored = BTreeSet::from(["pv-retained".to_string()]);
+        let t = Transform {
+            backup_name: "b",
+            restore_name: "r",
+            namespace_mapping: &mapping,
+            restored_volumes: &restored,
+        };
+        let bind = json!({ "pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes", "keep": "me" });
+        let volume = json!({
+            "metadata": { "name": "pv-retained", "annotations": bind },
+            "spec": { "persistentVolumeReclaimPolicy": "Retain",
+                      "claimRef": { "kind": "PersistentVolumeClaim", "namespace": "shop", "name": "data", "uid": "u1", "resourceVersion": "7" } },
+        });
+        assert!(is_restored_volume(&volume));
+        let volume = t.apply("persistentvolumes", volume);
+        assert_eq!(
+            volume["spec"]["claimRef"],
+            json!({ "kind": "PersistentVolumeClaim", "namespace": "shop-copy", "name": "data" })
+        );
+        assert_eq!(volume["metadata"]["annotations"], json!({ "keep": "me" }));
+        let claim = |volume_name: &str| {
+            json!({
+                "metadata": { "name": "data", "namespace": "shop", "annotations": {
+                    "pv.kubernetes.io/bind-completed": "yes", "volume.kubernetes.io/selected-node": "n1", "keep": "me" } },
+                "spec": { "volumeName": volume_name },
+            })
+        };
+        let kept = t.apply("persistentvolumeclaims", claim("pv-retained"));
+        assert_eq!(kept["spec"]["volumeName"], "pv-retained");
+        assert_eq!(kept["metadata"]["annotations"], json!({ "keep": "me" }));
+        // A claim whose volume is not restored (Delete policy, or not in the backup) is provisioned anew.
+        let anew = t.apply("persistentvolumeclaims", claim("pv-deleted"));
+        assert_eq!(anew["spec"].get("volumeName"), None);
+        assert!(!is_restored_volume(
+            &json!({ "spec": { "persistentVolumeReclaimPolicy": "Delete" } })
+        ));
+    }
+
+    #[test]
+    fn binding_subjects_follow_the_namespace_mapping() {
+        let (mapping, _) = transform(&[("shop", "shop-copy")]);
+        let t = Transform {
+            backup_name: "b",
+            restore_name: "r",
+            namespace_mapping: &mapping,
+            restored_volumes: &BTreeSet::new(),
+        };
+        for resource in [
+            "rolebindings.rbac.authorization.k8s.io",
+            "clusterrolebindings.rbac.authorization.k8s.io",
+        ] {
+            let binding = t.apply(resource, json!({
+                "metadata": { "name": "b" },
+                "roleRef": { "kind": "Role", "name": "reader", "apiGroup": "rbac.authorization.k8s.io" },
+                "subjects": [
+                    { "kind": "ServiceAccount", "name": "web", "namespace": "shop" },
+                    { "kind": "ServiceAccount", "name": "ci", "namespace": "tools" },
+                    { "kind": "User", "name": "ann", "apiGroup": "rbac.authorization.k8s.io" },
+                ],
+            }));
+            let namespaces: Vec<_> = binding["subjects"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.get("namespace").cloned())
+                .collect();
+            assert_eq!(
+                namespaces,
+                [Some(json!("shop-copy")), Some(json!("tools")), None],
+                "{resource}"
+            );
+            assert_eq!(binding["roleRef"]["name"], "reader");
+        }
+    }
+
+    #[test]
     fn pods_are_rescheduled_without_their_old_token_volume() {
         let mapping = BTreeMap::new();
         let t = Transform {
             backup_name: "b",
             restore_name: "r",
             namespace_mapping: &mapping,
+            restored_volumes: &BTreeSet::new(),
         };
         let pod = t.apply("pods", json!({
             "metadata": { "name": "p" },
@@ -287,6 +450,7 @@ mod tests {
             backup_name: "b",
             restore_name: "r",
             namespace_mapping: &mapping,
+            restored_volumes: &BTreeSet::new(),
         };
         let svc = t.apply("services", json!({ "metadata": {}, "spec": {
             "clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"], "ports": [{ "port": 80, "nodePort": 30001 }] } }));

@@ -1,0 +1,211 @@
+//! Restores come out the way Velero's do: a bound claim and its volume bind again, binding
+//! subjects follow the namespace mapping, and each object is created at the API version it was
+//! backed up in. (A group whose discovery fails: tests/discovery.rs.)
+
+mod common;
+
+use std::time::Duration;
+
+use ark_api::Backup;
+use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_deleted, wait_for};
+use common::{ARK, ark_ok};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+fn claim_bound(claim: Option<&PersistentVolumeClaim>) -> bool {
+    claim
+        .and_then(|c| c.status.as_ref())
+        .and_then(|s| s.phase.as_deref())
+        == Some("Bound")
+}
+
+async fn delete_and_wait<K>(api: Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let object = api.get(name).await.unwrap();
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    wait_deleted(api, &object, WAIT).await;
+}
+
+/// A claim bound to a retained volume, backed up with the volume, both deleted, restored: the
+/// PV controller binds the restored pair again (the claim keeps `volumeName`, the volume's
+/// `claimRef` loses the old claim's uid and the bind annotations go, as Velero restores them).
+#[tokio::test]
+async fn a_bound_claim_and_its_volume_restore_bound() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("pvc").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let volume_name = unique_name("pv");
+    let class = unique_name("manual");
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    volumes
+        .create(
+            &PostParams::default(),
+            &object(serde_json::json!({
+                "metadata": { "name": volume_name },
+                "spec": {
+                    "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": class,
+                    "hostPath": { "path": format!("/tmp/{volume_name}") },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
+    claims
+        .create(
+            &PostParams::default(),
+            &object(serde_json::json!({
+                "metadata": { "name": "data" },
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                    "resources": { "requests": { "storage": "1Gi" } },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    wait_for(claims.clone(), "data", claim_bound, WAIT)
+        .await
+        .unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--include-resources",
+            "namespaces,persistentvolumes,persistentvolumeclaims",
+            "--include-cluster-resources",
+            "true",
+            "--wait",
+        ],
+    );
+
+    delete_and_wait(Api::<Namespace>::all(client.clone()), &app.name).await;
+    delete_and_wait(volumes.clone(), &volume_name).await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "create", "r1", "--from-backup", "b1", "--wait"],
+    );
+    let claim = wait_for(claims, "data", claim_bound, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("the restored claim did not bind again: {e:#}"));
+    assert_eq!(
+        claim.spec.unwrap().volume_name.as_deref(),
+        Some(volume_name.as_str())
+    );
+    let volume = volumes.get(&volume_name).await.unwrap();
+    assert_eq!(
+        volume.status.unwrap().phase.as_deref(),
+        Some("Bound"),
+        "the restored volume"
+    );
+    let claim_ref = volume.spec.unwrap().claim_ref.unwrap();
+    assert_eq!(claim_ref.namespace.as_deref(), Some(app.name.as_str()));
+    let _ = volumes.delete(&volume_name, &DeleteParams::default()).await;
+}
+
+/// A backup written by another tool or version: a HorizontalPodAutoscaler in `autoscaling/v1`
+/// (the cluster prefers v2) and a RoleBinding whose subject is in the backed-up namespace. The
+/// autoscaler is created through the v1 endpoint, and the subject follows the namespace mapping.
+#[tokio::test]
+async fn objects_are_created_at_their_backed_up_version_and_binding_subjects_are_mapped() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let target = cluster.namespace("mapped").await;
+    let source = unique_name("gone");
+    let bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let item = |value: serde_json::Value| serde_json::to_vec(&value).unwrap();
+    let tar_gz = fixtures::tarball(&[
+        ("metadata/version".into(), b"1.1.0".to_vec()),
+        (
+            format!("resources/horizontalpodautoscalers.autoscaling/namespaces/{source}/web.json"),
+            item(serde_json::json!({
+                "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+                "metadata": { "name": "web", "namespace": source },
+                "spec": {
+                    "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": "web" },
+                    "minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 70,
+                },
+            })),
+        ),
+        (
+            format!(
+                "resources/rolebindings.rbac.authorization.k8s.io/namespaces/{source}/web-view.json"
+            ),
+            item(serde_json::json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": { "name": "web-view", "namespace": source },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view" },
+                "subjects": [{ "kind": "ServiceAccount", "name": "web", "namespace": source }],
+            })),
+        ),
+    ]);
+    fixtures::put_file_backup(
+        bucket.path(),
+        "crafted",
+        serde_json::json!({ "includedNamespaces": [source] }),
+        &tar_gz,
+    );
+    wait_for(
+        Api::<Backup>::namespaced(client.clone(), &ns.name),
+        "crafted",
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let mapping = format!("{source}:{}", target.name);
+    let out = ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "crafted",
+            "--namespace-mappings",
+            &mapping,
+            "--wait",
+        ],
+    );
+    assert!(
+        out.contains("Restore completed with status: Completed."),
+        "{out}"
+    );
+    let autoscaler = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), &target.name)
+        .get("web")
+        .await
+        .unwrap();
+    assert_eq!(autoscaler.spec.unwrap().max_replicas, 3);
+    let binding = Api::<RoleBinding>::namespaced(client.clone(), &target.name)
+        .get("web-view")
+        .await
+        .unwrap();
+    assert_eq!(
+        binding.subjects.unwrap()[0].namespace.as_deref(),
+        Some(target.name.as_str())
+    );
+}
