@@ -70,7 +70,8 @@ pub fn s3_location_flags(
     (flags, location)
 }
 
-fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+/// A Kubernetes object from its JSON.
+pub fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
     serde_json::from_value(value).unwrap()
 }
 

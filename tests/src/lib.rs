@@ -158,18 +158,31 @@ impl Cluster {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        let cluster = self.cluster.clone();
-        let name = self.name.clone();
-        // A client of its own on a runtime of its own: the test's client is driven by the test's
-        // runtime, which this thread blocks. Best effort: a namespace a failed test leaves is labelled.
+        // Best effort: a namespace a failed test leaves is labelled.
+        self.cluster.delete_while_dropping::<Namespace>(&self.name);
+    }
+}
+
+impl Cluster {
+    /// Deletes a cluster-scoped object from a `Drop`: with a client of its own on a runtime of its
+    /// own, because the test's client is driven by the test's runtime, which a drop blocks.
+    pub fn delete_while_dropping<K>(&self, name: &str)
+    where
+        K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + 'static,
+        K::DynamicType: Default,
+    {
+        let (cluster, name) = (self.clone(), name.to_string());
         let _ = std::thread::spawn(move || {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap()
                 .block_on(async {
-                    let client = cluster.client().await;
-                    let _ = Api::<Namespace>::all(client)
+                    let _ = Api::<K>::all(cluster.client().await)
                         .delete(&name, &DeleteParams::background())
                         .await;
                 })

@@ -5,6 +5,7 @@
 
 mod common;
 
+use ark_tests::fixtures::object;
 use ark_tests::{ArkServer, Cluster, unique_name};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -12,12 +13,7 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 
-fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
-
-/// An APIService whose backend does not exist, removed again when dropped (with a client of its
-/// own on a runtime of its own: the test's runtime is not driven while it drops).
+/// An APIService whose backend does not exist, removed again when dropped.
 struct BrokenApiService {
     cluster: Cluster,
     name: String,
@@ -25,19 +21,7 @@ struct BrokenApiService {
 
 impl Drop for BrokenApiService {
     fn drop(&mut self) {
-        let (cluster, name) = (self.cluster.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async {
-                    let _ = Api::<APIService>::all(cluster.client().await)
-                        .delete(&name, &DeleteParams::default())
-                        .await;
-                })
-        })
-        .join();
+        self.cluster.delete_while_dropping::<APIService>(&self.name);
     }
 }
 

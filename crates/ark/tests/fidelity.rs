@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use ark_api::Backup;
+use ark_tests::fixtures::object;
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_deleted, wait_for};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -16,10 +17,6 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 
 const WAIT: Duration = Duration::from_secs(90);
-
-fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
 
 fn claim_bound(claim: Option<&PersistentVolumeClaim>) -> bool {
     claim
