@@ -18,7 +18,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::locations::{self, LocationError};
-use crate::snapshots::{self, Recorded};
+use crate::snapshots::{self, Deleted, Recorded};
 use crate::{Context, patch};
 
 pub async fn run(ctx: Arc<Context>) {
@@ -286,7 +286,7 @@ async fn delete(
     .await?;
     let previous_phase = backup.phase();
     patch::object_status(&backups, &backup_name, json!({ "phase": "Deleting" })).await?;
-    let errors = delete_data(ctx, &open.store, backup).await;
+    let errors = delete_data(ctx, &open.store, request, backup).await;
     if !errors.is_empty() {
         // The backup is still whole (nothing after the failing step ran): it keeps its phase.
         if previous_phase != BackupPhase::Deleting {
@@ -319,20 +319,61 @@ async fn optional(
     }
 }
 
+/// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it.
+async fn recorded_snapshots(
+    ctx: &Context,
+    store: &ark_storage::BackupStore,
+    request: &DeleteBackupRequest,
+    name: &str,
+) -> Result<Recorded, String> {
+    let layout = &store.layout;
+    let provider = optional(store, &layout.backup_volume_snapshots(name)).await?;
+    let csi = optional(store, &layout.backup_csi_snapshot_contents(name)).await?;
+    let mut recorded = snapshots::parse_recorded(provider.as_deref(), csi.as_deref())?;
+    let volume_info = optional(store, &layout.backup_volume_info(name)).await?;
+    if !snapshots::tarball_may_hold_csi_contents(volume_info.as_deref())? {
+        return Ok(recorded);
+    }
+    let tarball =
+        tempfile::NamedTempFile::new_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
+    match store
+        .download_file(&layout.backup_contents(name), tarball.path())
+        .await
+    {
+        Ok(_) => {}
+        Err(error) if error.is_not_found() => return Ok(recorded),
+        Err(error) => return Err(format!("downloading the backup tarball: {error}")),
+    }
+    let found = tokio::task::spawn_blocking(move || {
+        std::fs::File::open(tarball.path())
+            .map(|file| snapshots::csi_contents_in_tarball(std::io::BufReader::new(file)))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("reading the downloaded tarball: {e}"))?;
+    if let Some(first) = found.unreadable.first() {
+        let note = format!(
+            "backup {name}: {} tarball entries could not be read (the first: {first}); their snapshots, if any, are not deleted",
+            found.unreadable.len()
+        );
+        ctx.events
+            .warn(request, None, "TarballUnreadable", "DeleteSnapshots", note)
+            .await;
+    }
+    recorded.add_csi(found.contents);
+    Ok(recorded)
+}
+
 /// Snapshots, then bucket data, then restores; stops at the first step with errors.
 async fn delete_data(
     ctx: &Context,
     store: &ark_storage::BackupStore,
+    request: &DeleteBackupRequest,
     backup: &Backup,
 ) -> Vec<String> {
     let name = backup.name_any();
     let layout = &store.layout;
-    let recorded = async {
-        let provider = optional(store, &layout.backup_volume_snapshots(&name)).await?;
-        let csi = optional(store, &layout.backup_csi_snapshot_contents(&name)).await?;
-        snapshots::parse_recorded(provider.as_deref(), csi.as_deref())
-    };
-    let recorded: Recorded = match recorded.await {
+    let recorded = match recorded_snapshots(ctx, store, request, &name).await {
         Ok(recorded) => recorded,
         Err(error) => return vec![format!("reading the backup's snapshot records: {error}")],
     };
@@ -351,10 +392,33 @@ async fn delete_data(
             }
         }
     }
+    let backup_label = labels::valid_label_value(&name);
     for content in &recorded.csi {
-        if let Err(error) = snapshots::delete_csi(&ctx.client, content).await {
-            errors.push(format!("deleting CSI snapshot: {error}"));
-        }
+        let note = match snapshots::delete_csi(&ctx.client, content, &backup_label).await {
+            Ok(Deleted::Now | Deleted::AlreadyGone) => continue,
+            Ok(Deleted::NoHandle) => format!(
+                "VolumeSnapshotContent {} of backup {name} is gone and the backup recorded no snapshot handle: no snapshot was deleted for it",
+                content.name
+            ),
+            Ok(Deleted::NotThisBackup) => format!(
+                "VolumeSnapshotContent {} is not labelled {}={backup_label}: left alone",
+                content.name,
+                labels::BACKUP_NAME
+            ),
+            Err(error) => {
+                errors.push(format!("deleting CSI snapshot: {error}"));
+                continue;
+            }
+        };
+        ctx.events
+            .warn(
+                request,
+                Some(content.reference()),
+                "SnapshotNotDeleted",
+                "DeleteSnapshots",
+                note,
+            )
+            .await;
     }
     if !errors.is_empty() {
         return errors;

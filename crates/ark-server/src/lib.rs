@@ -5,6 +5,7 @@ mod backup;
 mod deletion;
 mod discovery;
 mod download_requests;
+mod events;
 mod filter;
 mod gc;
 mod leader;
@@ -78,6 +79,7 @@ pub(crate) struct Context {
     pub hooks_timeout: Duration,
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
     pub metrics: Arc<metrics::Metrics>,
+    pub events: events::Events,
     /// Backups this server is running now: a request to delete one of them is refused.
     pub running_backups: Mutex<HashSet<String>>,
     /// Every Restore of the namespace, kept current by a watch.
@@ -118,6 +120,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         .for_each(|_| std::future::ready(()))
     };
     let ctx = Arc::new(Context {
+        events: events::Events::new(client.clone(), &options.identity),
         client,
         namespace: options.namespace,
         scratch: options.scratch_dir,

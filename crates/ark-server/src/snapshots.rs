@@ -1,18 +1,36 @@
 //! The volume snapshots recorded for a backup, and deleting them. Provider snapshots (Velero's
-//! `<backup>-volumesnapshots.json.gz`) go through a [`VolumeSnapshotter`]; CSI snapshots
-//! (`<backup>-csi-volumesnapshotcontents.json.gz`) through the cluster's VolumeSnapshotContents.
-//! A snapshot that is already gone counts as deleted, whoever reports it.
+//! `<backup>-volumesnapshots.json.gz`) go through a [`VolumeSnapshotter`]; CSI snapshots through
+//! the cluster's VolumeSnapshotContents, wherever the backup's Velero version recorded them: before
+//! v1.15 in `<backup>-csi-volumesnapshotcontents.json.gz` with the content left in the cluster;
+//! since v1.15 only as items of the tarball, the content removed after the backup, so deleting the
+//! snapshot means recreating a content from its handle for the driver to delete (Velero's
+//! `velero.io/csi-volumesnapshotcontent-delete` action).
 
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::time::Duration;
+
+use ark_api::labels;
 use futures::future::BoxFuture;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use serde::Deserialize;
+use serde_json::{Value, json};
 
 /// What deleting one snapshot came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Deleted {
     Now,
     AlreadyGone,
+    /// The content is gone from the cluster and the backup recorded no snapshot handle: there is
+    /// nothing left to ask the driver to delete. Reported, never counted as deleted.
+    NoHandle,
+    /// The content does not carry this backup's `velero.io/backup-name` label: not this backup's
+    /// to delete (Velero's rule too).
+    NotThisBackup,
 }
 
 /// Deletes provider snapshots (EBS, persistent disks, ...). ark ships none: a backup with provider
@@ -50,35 +68,143 @@ pub struct ProviderSnapshotStatus {
     pub provider_snapshot_id: String,
 }
 
+/// A VolumeSnapshotContent as the backup recorded it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsiContent {
+    pub name: String,
+    /// The storage snapshot (`status.snapshotHandle`), when the content had one.
+    pub snapshot_handle: Option<String>,
+    object: Value,
+}
+
+impl CsiContent {
+    /// None for a record without a name, which names no content at all.
+    pub fn from_object(object: Value) -> Option<Self> {
+        let name = object.pointer("/metadata/name")?.as_str()?.to_string();
+        let snapshot_handle = object
+            .pointer("/status/snapshotHandle")
+            .and_then(Value::as_str)
+            .filter(|h| !h.is_empty())
+            .map(str::to_string);
+        Some(Self {
+            name,
+            snapshot_handle,
+            object,
+        })
+    }
+
+    /// The content as an event's related object.
+    pub fn reference(&self) -> k8s_openapi::api::core::v1::ObjectReference {
+        k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("snapshot.storage.k8s.io/v1".into()),
+            kind: Some("VolumeSnapshotContent".into()),
+            name: Some(self.name.clone()),
+            ..Default::default()
+        }
+    }
+
+    fn labels(&self) -> BTreeMap<String, String> {
+        label_map(&self.object)
+    }
+
+    fn belongs_to(&self, backup_label: &str) -> bool {
+        self.labels().get(labels::BACKUP_NAME).map(String::as_str) == Some(backup_label)
+    }
+
+    /// The content that makes the driver delete this snapshot: the recorded one with the handle as
+    /// its source, `Delete` as its policy, no class, and a reference to a VolumeSnapshot that
+    /// cannot exist (as Velero builds it), under a name the API server picks.
+    pub fn for_deletion(&self) -> Option<Value> {
+        let handle = self.snapshot_handle.as_ref()?;
+        let uid = self
+            .object
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.name);
+        let mut spec = self
+            .object
+            .get("spec")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if !spec.is_object() {
+            spec = json!({});
+        }
+        spec["deletionPolicy"] = json!("Delete");
+        spec["source"] = json!({ "snapshotHandle": handle });
+        spec["volumeSnapshotRef"] = json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1",
+            "kind": "VolumeSnapshot",
+            "namespace": format!("ns-{uid}"),
+            "name": format!("name-{uid}"),
+        });
+        if let Some(spec) = spec.as_object_mut() {
+            spec.remove("volumeSnapshotClassName");
+        }
+        let metadata = &self.object["metadata"];
+        Some(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1",
+            "kind": "VolumeSnapshotContent",
+            "metadata": {
+                "generateName": "vsc-",
+                "labels": metadata.get("labels").cloned().unwrap_or(Value::Null),
+                "annotations": metadata.get("annotations").cloned().unwrap_or(Value::Null),
+            },
+            "spec": spec,
+        }))
+    }
+}
+
+fn label_map(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The snapshots a backup recorded.
 #[derive(Debug, Default)]
 pub struct Recorded {
     pub provider: Vec<ProviderSnapshot>,
-    /// Names of VolumeSnapshotContents.
-    pub csi: Vec<String>,
+    pub csi: Vec<CsiContent>,
 }
 
 impl Recorded {
     pub fn is_empty(&self) -> bool {
         self.provider.is_empty() && self.csi.is_empty()
     }
+
+    /// Adds contents found elsewhere (the tarball), once each: a backup of Velero before v1.15
+    /// records a content both beside the tarball and in it.
+    pub fn add_csi(&mut self, contents: Vec<CsiContent>) {
+        for content in contents {
+            if !self.csi.iter().any(|c| c.name == content.name) {
+                self.csi.push(content);
+            }
+        }
+    }
+}
+
+fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, String> {
+    let decoder = flate2::read::GzDecoder::new(bytes);
+    serde_json::from_reader(decoder).map_err(|e| format!("{what}: {e}"))
 }
 
 /// Parses the two gzip'd JSON lists (either may be absent, or `null` as Velero writes "none").
 pub fn parse_recorded(provider: Option<&[u8]>, csi: Option<&[u8]>) -> Result<Recorded, String> {
-    fn gunzip_json<T: serde::de::DeserializeOwned>(
-        bytes: &[u8],
-        what: &str,
-    ) -> Result<Option<Vec<T>>, String> {
-        let decoder = flate2::read::GzDecoder::new(bytes);
-        serde_json::from_reader(decoder).map_err(|e| format!("{what}: {e}"))
-    }
     let provider: Vec<ProviderSnapshot> = match provider {
-        Some(bytes) => gunzip_json(bytes, "volume snapshots")?.unwrap_or_default(),
+        Some(bytes) => gunzip_json::<Option<_>>(bytes, "volume snapshots")?.unwrap_or_default(),
         None => Vec::new(),
     };
-    let csi: Vec<serde_json::Value> = match csi {
-        Some(bytes) => gunzip_json(bytes, "CSI volume snapshot contents")?.unwrap_or_default(),
+    let csi: Vec<Value> = match csi {
+        Some(bytes) => {
+            gunzip_json::<Option<_>>(bytes, "CSI volume snapshot contents")?.unwrap_or_default()
+        }
         None => Vec::new(),
     };
     Ok(Recorded {
@@ -87,14 +213,84 @@ pub fn parse_recorded(provider: Option<&[u8]>, csi: Option<&[u8]>) -> Result<Rec
             .filter(|s| !s.status.provider_snapshot_id.is_empty())
             .collect(),
         csi: csi
-            .iter()
-            .filter_map(|c| {
-                c.pointer("/metadata/name")
-                    .and_then(|n| n.as_str())
-                    .map(str::to_string)
-            })
+            .into_iter()
+            .filter_map(CsiContent::from_object)
             .collect(),
     })
+}
+
+/// Whether the tarball may hold VolumeSnapshotContents, from `<backup>-volumeinfo.json.gz`: only
+/// when a volume was kept as a CSI snapshot, or when the file is absent (a backup older than
+/// Velero v1.13 tells nothing), so that deleting a backup without CSI snapshots never downloads
+/// its tarball.
+pub fn tarball_may_hold_csi_contents(volume_info: Option<&[u8]>) -> Result<bool, String> {
+    let Some(bytes) = volume_info else {
+        return Ok(true);
+    };
+    let volumes: Option<Vec<Value>> = gunzip_json(bytes, "volume information")?;
+    Ok(volumes.unwrap_or_default().iter().any(|volume| {
+        volume
+            .get("csiSnapshotInfo")
+            .is_some_and(|info| !info.is_null())
+    }))
+}
+
+const VOLUME_SNAPSHOT_CONTENTS: &str = "volumesnapshotcontents.snapshot.storage.k8s.io";
+/// A VolumeSnapshotContent is a few KiB; a larger entry is not one.
+const MAX_CONTENT_BYTES: u64 = 1 << 20;
+
+/// What the tarball holds of VolumeSnapshotContents.
+#[derive(Debug, Default)]
+pub struct TarballContents {
+    pub contents: Vec<CsiContent>,
+    /// Entries that could not be read: named, and passed over, so that a damaged tarball never
+    /// makes a backup impossible to delete.
+    pub unreadable: Vec<String>,
+}
+
+/// The VolumeSnapshotContents among a backup tarball's items. Streams the tarball: nothing but
+/// those items is kept.
+pub fn csi_contents_in_tarball(tarball: impl Read) -> TarballContents {
+    let mut found = TarballContents::default();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    let corrupt = |e: std::io::Error| format!("the backup tarball is not a valid gzip tar: {e}");
+    let entries = match archive.entries() {
+        Ok(entries) => entries,
+        Err(e) => {
+            found.unreadable.push(corrupt(e));
+            return found;
+        }
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                found.unreadable.push(corrupt(e));
+                break;
+            }
+        };
+        let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let Some(item) = ark_storage::tarball::parse_item_path(&path) else {
+            continue;
+        };
+        if item.group_resource != VOLUME_SNAPSHOT_CONTENTS || item.namespace.is_some() {
+            continue;
+        }
+        if entry.size() > MAX_CONTENT_BYTES {
+            found.unreadable.push(format!(
+                "tarball entry {path:?}: {} bytes, more than a VolumeSnapshotContent can be",
+                entry.size()
+            ));
+            continue;
+        }
+        match serde_json::from_reader::<_, Value>(entry.take(MAX_CONTENT_BYTES)) {
+            Ok(object) => found.contents.extend(CsiContent::from_object(object)),
+            Err(e) => found
+                .unreadable
+                .push(format!("tarball entry {path:?}: {e}")),
+        }
+    }
+    found
 }
 
 fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
@@ -102,24 +298,86 @@ fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
 }
 
-/// Deletes a CSI snapshot: its VolumeSnapshotContent, set to `Delete` first so the driver removes
-/// the storage snapshot with it.
-pub async fn delete_csi(client: &Client, name: &str) -> Result<Deleted, String> {
-    let api = volume_snapshot_contents(client);
-    let gone = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
-    let policy = serde_json::json!({ "spec": { "deletionPolicy": "Delete" } });
-    match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&policy))
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if gone(&e) => return Ok(Deleted::AlreadyGone),
-        Err(e) => return Err(format!("VolumeSnapshotContent {name}: {e}")),
+/// How long a recreated content is given for the snapshot controller to take it up (a finalizer
+/// or a status) before it is deleted: deleted earlier, the driver might never see it. Velero
+/// always waits this long; ark stops waiting as soon as the controller has it.
+pub const DRIVER_PICKUP: Duration = Duration::from_secs(2);
+
+/// Deletes the CSI snapshot of `content`, recorded by the backup whose `velero.io/backup-name`
+/// label value is `backup_label`. A content still in the cluster (Velero before v1.15) is set to
+/// `Delete` and deleted; one that is gone is recreated from its handle and deleted.
+pub async fn delete_csi(
+    client: &Client,
+    content: &CsiContent,
+    backup_label: &str,
+) -> Result<Deleted, String> {
+    if !content.belongs_to(backup_label) {
+        return Ok(Deleted::NotThisBackup);
     }
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(Deleted::Now),
-        Err(e) if gone(&e) => Ok(Deleted::AlreadyGone),
-        Err(e) => Err(format!("VolumeSnapshotContent {name}: {e}")),
+    let api = volume_snapshot_contents(client);
+    let name = &content.name;
+    let failed = |e: kube::Error| format!("VolumeSnapshotContent {name}: {e}");
+    let gone = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+    match api.get_opt(name).await {
+        Ok(Some(live)) => {
+            let live = serde_json::to_value(&live).map_err(|e| e.to_string())?;
+            if label_map(&live)
+                .get(labels::BACKUP_NAME)
+                .map(String::as_str)
+                != Some(backup_label)
+            {
+                return Ok(Deleted::NotThisBackup);
+            }
+            let policy = json!({ "spec": { "deletionPolicy": "Delete" } });
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Merge(&policy))
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if gone(&e) => return Ok(Deleted::AlreadyGone),
+                Err(e) => return Err(failed(e)),
+            }
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => Ok(Deleted::Now),
+                Err(e) if gone(&e) => Ok(Deleted::AlreadyGone),
+                Err(e) => Err(failed(e)),
+            }
+        }
+        Ok(None) => {
+            let Some(body) = content.for_deletion() else {
+                return Ok(Deleted::NoHandle);
+            };
+            let body: DynamicObject = serde_json::from_value(body).map_err(|e| e.to_string())?;
+            let created = api
+                .create(&PostParams::default(), &body)
+                .await
+                .map_err(|e| {
+                    format!("recreating VolumeSnapshotContent {name} to delete its snapshot: {e}")
+                })?;
+            let temp = created.metadata.name.clone().unwrap_or_default();
+            let picked_up = |object: Option<&DynamicObject>| {
+                object.is_none_or(|o| {
+                    o.metadata
+                        .finalizers
+                        .as_ref()
+                        .is_some_and(|f| !f.is_empty())
+                        || o.data.get("status").is_some_and(|s| !s.is_null())
+                })
+            };
+            let _ = tokio::time::timeout(
+                DRIVER_PICKUP,
+                await_condition(api.clone(), &temp, picked_up),
+            )
+            .await;
+            match api.delete(&temp, &DeleteParams::default()).await {
+                Ok(_) => Ok(Deleted::Now),
+                Err(e) if gone(&e) => Ok(Deleted::Now),
+                Err(e) => Err(format!(
+                    "VolumeSnapshotContent {temp} (recreated from {name}): {e}"
+                )),
+            }
+        }
+        Err(e) => Err(failed(e)),
     }
 }
 
@@ -146,9 +404,146 @@ mod tests {
         assert_eq!(recorded.provider.len(), 1);
         assert_eq!(recorded.provider[0].status.provider_snapshot_id, "snap-1");
         assert_eq!(recorded.provider[0].spec.location, "aws-default");
-        assert_eq!(recorded.csi, ["snapcontent-1"]);
+        let names: Vec<&str> = recorded.csi.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["snapcontent-1"]);
+        assert_eq!(recorded.csi[0].snapshot_handle, None);
         assert!(parse_recorded(Some(&gz("null")), None).unwrap().is_empty());
         assert!(parse_recorded(None, None).unwrap().is_empty());
         assert!(parse_recorded(Some(b"not gzip"), None).is_err());
+    }
+
+    fn content(name: &str, backup: &str, handle: Option<&str>) -> Value {
+        json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+            "metadata": {
+                "name": name, "uid": "u-1", "resourceVersion": "7",
+                "labels": { "velero.io/backup-name": backup },
+                "annotations": { "snapshot.storage.kubernetes.io/deletion-secret-name": "creds" },
+                "finalizers": ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
+            },
+            "spec": {
+                "driver": "hostpath.csi.k8s.io", "deletionPolicy": "Retain",
+                "source": { "volumeHandle": "vol-1" },
+                "volumeSnapshotClassName": "csi-class",
+                "volumeSnapshotRef": { "namespace": "shop", "name": "data" },
+            },
+            "status": handle.map(|h| json!({ "snapshotHandle": h, "readyToUse": true })),
+        })
+    }
+
+    fn tarball(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (path, bytes) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            builder
+                .append_data(&mut header, path, bytes.as_slice())
+                .unwrap();
+        }
+        gz_bytes(&builder.into_inner().unwrap())
+    }
+
+    fn gz_bytes(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn the_tarball_s_volume_snapshot_contents_are_found_and_damaged_entries_named() {
+        let vsc = |name: &str| serde_json::to_vec(&content(name, "b", Some("snap-1"))).unwrap();
+        let bytes = tarball(&[
+            ("metadata/version", b"1.1.0".to_vec()),
+            (
+                "resources/volumesnapshotcontents.snapshot.storage.k8s.io/cluster/vsc-a.json",
+                vsc("vsc-a"),
+            ),
+            // The preferred-version copy of the same item is not a second content.
+            (
+                "resources/volumesnapshotcontents.snapshot.storage.k8s.io/v1-preferredversion/cluster/vsc-a.json",
+                vsc("vsc-a"),
+            ),
+            // A namespaced entry of that resource is not where a content lives.
+            (
+                "resources/volumesnapshotcontents.snapshot.storage.k8s.io/namespaces/shop/vsc-x.json",
+                vsc("vsc-x"),
+            ),
+            (
+                "resources/volumesnapshotcontents.snapshot.storage.k8s.io/cluster/broken.json",
+                b"{".to_vec(),
+            ),
+            (
+                "resources/volumesnapshotcontents.snapshot.storage.k8s.io/cluster/huge.json",
+                vec![b' '; (MAX_CONTENT_BYTES + 1) as usize],
+            ),
+            ("resources/pods/namespaces/shop/web.json", b"{}".to_vec()),
+        ]);
+        let found = csi_contents_in_tarball(bytes.as_slice());
+        let names: Vec<&str> = found.contents.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["vsc-a"]);
+        assert_eq!(found.contents[0].snapshot_handle.as_deref(), Some("snap-1"));
+        assert_eq!(found.unreadable.len(), 2, "{:?}", found.unreadable);
+        assert!(found.unreadable[0].contains("broken.json"));
+        assert!(found.unreadable[1].contains("huge.json"));
+
+        let garbage = csi_contents_in_tarball(&b"not a tarball"[..]);
+        assert!(garbage.contents.is_empty());
+        assert_eq!(garbage.unreadable.len(), 1);
+    }
+
+    #[test]
+    fn the_tarball_is_read_only_when_the_volume_info_lists_a_csi_snapshot_or_is_absent() {
+        assert!(tarball_may_hold_csi_contents(None).unwrap());
+        assert!(!tarball_may_hold_csi_contents(Some(&gz("[]"))).unwrap());
+        assert!(!tarball_may_hold_csi_contents(Some(&gz("null"))).unwrap());
+        let native = r#"[{"pvName":"pv-1","backupMethod":"NativeSnapshot","nativeSnapshotInfo":{"snapshotHandle":"s"}}]"#;
+        assert!(!tarball_may_hold_csi_contents(Some(&gz(native))).unwrap());
+        let csi = r#"[{"pvName":"pv-1","backupMethod":"CSISnapshot","csiSnapshotInfo":{"snapshotHandle":"s","driver":"d","vscName":"v"}}]"#;
+        assert!(tarball_may_hold_csi_contents(Some(&gz(csi))).unwrap());
+        assert!(tarball_may_hold_csi_contents(Some(b"not gzip")).is_err());
+    }
+
+    #[test]
+    fn a_content_is_recreated_as_velero_recreates_it() {
+        let recorded = CsiContent::from_object(content("vsc-a", "b", Some("snap-1"))).unwrap();
+        assert!(recorded.belongs_to("b"));
+        assert!(!recorded.belongs_to("other"));
+        let body = recorded.for_deletion().unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+                "metadata": {
+                    "generateName": "vsc-",
+                    "labels": { "velero.io/backup-name": "b" },
+                    "annotations": { "snapshot.storage.kubernetes.io/deletion-secret-name": "creds" },
+                },
+                "spec": {
+                    "driver": "hostpath.csi.k8s.io", "deletionPolicy": "Delete",
+                    "source": { "snapshotHandle": "snap-1" },
+                    "volumeSnapshotRef": {
+                        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+                        "namespace": "ns-u-1", "name": "name-u-1",
+                    },
+                },
+            })
+        );
+        let without_handle = CsiContent::from_object(content("vsc-b", "b", None)).unwrap();
+        assert_eq!(without_handle.for_deletion(), None);
+        assert_eq!(CsiContent::from_object(json!({ "metadata": {} })), None);
+    }
+
+    #[test]
+    fn a_content_recorded_twice_is_deleted_once() {
+        let a = CsiContent::from_object(content("vsc-a", "b", Some("s"))).unwrap();
+        let b = CsiContent::from_object(content("vsc-b", "b", Some("t"))).unwrap();
+        let mut recorded = Recorded {
+            provider: vec![],
+            csi: vec![a.clone()],
+        };
+        recorded.add_csi(vec![a, b]);
+        let names: Vec<&str> = recorded.csi.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["vsc-a", "vsc-b"]);
     }
 }

@@ -88,6 +88,12 @@ impl Layout {
         ])
     }
 
+    /// `<backup>-volumeinfo.json.gz`: Velero's list of the backup's volumes and how each was kept
+    /// (since v1.13); its CSI entries are what tells deletion to look for snapshots in the tarball.
+    pub fn backup_volume_info(&self, backup: &str) -> Path {
+        self.path(&["backups", backup, &format!("{backup}-volumeinfo.json.gz")])
+    }
+
     pub fn restore_dir(&self, restore: &str) -> Path {
         self.path(&["restores", restore])
     }
@@ -134,7 +140,7 @@ impl Layout {
             "CSIBackupVolumeSnapshotContents" => self.backup_csi_snapshot_contents(name),
             "BackupItemOperations" => backup_file("-itemoperations.json.gz"),
             "CSIBackupVolumeSnapshots" => backup_file("-csi-volumesnapshots.json.gz"),
-            "BackupVolumeInfos" => backup_file("-volumeinfo.json.gz"),
+            "BackupVolumeInfos" => self.backup_volume_info(name),
             "RestoreLog" => self.restore_log(name),
             "RestoreResults" => self.restore_results(name),
             "RestoreResourceList" => self.restore_resource_list(name),

@@ -123,6 +123,7 @@ async fn round_trip(
             "b1-logs.gz",
             "b1-resource-list.json.gz",
             "b1-results.gz",
+            "b1-volumeinfo.json.gz",
             "b1-volumesnapshots.json.gz",
             "b1.tar.gz",
             "velero-backup.json"

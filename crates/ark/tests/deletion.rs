@@ -4,6 +4,7 @@
 mod common;
 
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_api::{
@@ -14,9 +15,11 @@ use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name, wait_deleted, wait_for};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams,
 };
 use kube::runtime::wait::conditions;
 use kube::{Api, Client, ResourceExt};
@@ -218,12 +221,14 @@ async fn a_full_delete_on_velero_crds_removes_backup_restores_data_requests_and_
     setup.backup("b1", Some("r1"));
     setup.backup("b2", Some("r2"));
 
-    // b1 has a CSI snapshot: a VolumeSnapshotContent recorded beside the backup.
+    // b1 has a CSI snapshot as Velero before v1.15 kept it: a VolumeSnapshotContent left in the
+    // cluster (labelled with its backup) and recorded beside the backup.
     install_volume_snapshot_content_crd(&setup.client).await;
     let content = unique_name("snapcontent");
     let vsc: DynamicObject = serde_json::from_value(serde_json::json!({
         "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
-        "metadata": { "name": content }, "spec": { "deletionPolicy": "Retain", "driver": "test.csi" },
+        "metadata": { "name": content, "labels": { "velero.io/backup-name": "b1" } },
+        "spec": { "deletionPolicy": "Retain", "driver": "test.csi" },
     }))
     .unwrap();
     volume_snapshot_contents(&setup.client)
@@ -234,7 +239,9 @@ async fn a_full_delete_on_velero_crds_removes_backup_restores_data_requests_and_
     setup
         .put_gz(
             &layout.backup_csi_snapshot_contents("b1"),
-            &format!(r#"[{{"metadata":{{"name":"{content}"}}}}]"#),
+            &format!(
+                r#"[{{"metadata":{{"name":"{content}","labels":{{"velero.io/backup-name":"b1"}}}}}}]"#
+            ),
         )
         .await;
 
@@ -252,7 +259,7 @@ async fn a_full_delete_on_velero_crds_removes_backup_restores_data_requests_and_
     );
     assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 0);
     assert_eq!(setup.keys(&layout.restore_dir("r1")).await, 0);
-    assert_eq!(setup.keys(&layout.backup_dir("b2")).await, 6);
+    assert_eq!(setup.keys(&layout.backup_dir("b2")).await, 7);
     assert_eq!(setup.keys(&layout.restore_dir("r2")).await, 3);
     assert!(
         setup
@@ -380,7 +387,7 @@ async fn provider_snapshots_without_a_snapshotter_keep_the_backup_and_describe_s
     );
     let backup = setup.backups().get("b1").await.unwrap();
     assert_eq!(backup.phase(), BackupPhase::Completed);
-    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 6);
+    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 7);
 
     let describe = setup.ark(&["backup", "describe", "b1"]);
     let section = describe
@@ -401,6 +408,141 @@ async fn provider_snapshots_without_a_snapshotter_keep_the_backup_and_describe_s
             .unwrap()
             .len(),
         1
+    );
+}
+
+/// Stands in for a CSI snapshot controller and its driver, which kwok cannot run: takes up each
+/// content whose policy is Delete (a finalizer, as the csi-snapshotter adds one) and, once that
+/// content is being deleted, "deletes" its snapshot: records the handle and lets the content go.
+/// A content deleted before it was taken up vanishes at once, and its snapshot is never recorded.
+fn csi_driver(client: Client) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
+    const FINALIZER: &str = "test.csi/snapshot";
+    let deleted = Arc::new(Mutex::new(Vec::new()));
+    let record = deleted.clone();
+    let task = tokio::spawn(async move {
+        let api = volume_snapshot_contents(&client);
+        loop {
+            for content in api.list(&ListParams::default()).await.unwrap() {
+                let spec = &content.data["spec"];
+                let Some(handle) = spec["source"]["snapshotHandle"].as_str() else {
+                    continue;
+                };
+                if spec["deletionPolicy"] != "Delete" {
+                    continue;
+                }
+                let name = content.name_any();
+                let finalizers = content.finalizers();
+                let patch = if content.metadata.deletion_timestamp.is_some() {
+                    if !finalizers.iter().any(|f| f == FINALIZER) {
+                        continue;
+                    }
+                    record.lock().unwrap().push(handle.to_string());
+                    serde_json::json!({ "metadata": { "finalizers": null } })
+                } else if finalizers.is_empty() {
+                    serde_json::json!({ "metadata": { "finalizers": [FINALIZER] } })
+                } else {
+                    continue;
+                };
+                let _ = api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    (task, deleted)
+}
+
+/// Velero since v1.15 removes a backup's VolumeSnapshotContents once the backup is done and keeps
+/// them only as items of the tarball: deleting the backup recreates each of this backup's contents
+/// from its snapshot handle, for the driver to delete the snapshot.
+// Multi-threaded: the stand-in driver must run while the test waits on the CLI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recreated_from_their_handles()
+ {
+    let setup = Setup::new(Cluster::get(), None).await;
+    install_volume_snapshot_content_crd(&setup.client).await;
+    let (driver, deleted_snapshots) = csi_driver(setup.client.clone());
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", None);
+
+    // The tarball as Velero writes it: the contents among the items, none left in the cluster.
+    let content = |name: &str, backup: &str, handle: Option<&str>| {
+        let status = handle.map(|h| serde_json::json!({ "snapshotHandle": h, "readyToUse": true }));
+        let object = serde_json::json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+            "metadata": { "name": name, "uid": format!("uid-{name}"), "labels": { "velero.io/backup-name": backup } },
+            "spec": { "deletionPolicy": "Retain", "driver": "test.csi", "source": { "volumeHandle": "vol-1" },
+                      "volumeSnapshotClassName": "csi", "volumeSnapshotRef": { "namespace": "app", "name": "data" } },
+            "status": status,
+        });
+        (
+            format!("resources/volumesnapshotcontents.snapshot.storage.k8s.io/cluster/{name}.json"),
+            serde_json::to_vec(&object).unwrap(),
+        )
+    };
+    let tag = unique_name("snap");
+    let ours = format!("{tag}-ours");
+    let foreign = format!("{tag}-foreign");
+    let tarball = fixtures::tarball(&[
+        ("metadata/version".into(), b"1.1.0".to_vec()),
+        content("vsc-with-handle", "b1", Some(&ours)),
+        content("vsc-without-handle", "b1", None),
+        content("vsc-of-another-backup", "b0", Some(&foreign)),
+    ]);
+    let layout = &setup.store.layout;
+    setup
+        .store
+        .put(&layout.backup_contents("b1"), tarball.into())
+        .await
+        .unwrap();
+    setup
+        .put_gz(
+            &layout.backup_volume_info("b1"),
+            &format!(
+                r#"[{{"pvcName":"data","pvcNamespace":"app","pvName":"pv-1","backupMethod":"CSISnapshot","csiSnapshotInfo":{{"snapshotHandle":"{ours}","size":1,"driver":"test.csi","vscName":"vsc-with-handle"}}}}]"#
+            ),
+        )
+        .await;
+
+    let b1 = setup.backups().get("b1").await.unwrap();
+    setup.ark(&["backup", "delete", "b1", "--confirm", "--wait"]);
+    setup.gone(&b1).await;
+    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 0);
+    driver.abort();
+    // Only this backup's snapshot, and only after the driver had taken its content up.
+    assert_eq!(*deleted_snapshots.lock().unwrap(), [ours]);
+    let left: Vec<String> = volume_snapshot_contents(&setup.client)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .iter()
+        .filter(|c| c.data["spec"]["source"]["snapshotHandle"] == foreign.as_str())
+        .map(|c| c.name_any())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "another backup's content was recreated: {left:?}"
+    );
+
+    // What could not be deleted is said on the request, where `kubectl describe` shows it.
+    let events: Api<Event> = Api::namespaced(setup.client.clone(), setup.ns());
+    let notes: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("SnapshotNotDeleted"))
+        .filter_map(|e| e.note)
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes.contains(&"VolumeSnapshotContent vsc-without-handle of backup b1 is gone and the backup recorded no snapshot handle: no snapshot was deleted for it".to_string()),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"VolumeSnapshotContent vsc-of-another-backup is not labelled velero.io/backup-name=b1: left alone".to_string()),
+        "{notes:?}"
     );
 }
 
@@ -564,7 +706,7 @@ async fn deleting_the_namespace_keeps_the_bucket_and_sync_brings_the_backups_bac
     wait_deleted(namespaces.clone(), &namespace, WAIT).await;
     assert_eq!(
         setup.keys(&setup.store.layout.backup_dir("b1")).await,
-        6,
+        7,
         "deleting the namespace deleted no data"
     );
 

@@ -282,8 +282,10 @@ async fn back_up(
             source: e,
         })?;
         store
-            .put(&layout.backup_volume_snapshots(name), snapshots)
-            .await
+            .put(&layout.backup_volume_snapshots(name), snapshots.clone())
+            .await?;
+        // No volumes kept: also what tells deletion there is no CSI snapshot in the tarball.
+        store.put(&layout.backup_volume_info(name), snapshots).await
     };
     if let Err(error) = extras.await {
         let _ = store.delete(&layout.backup_metadata(name)).await;
