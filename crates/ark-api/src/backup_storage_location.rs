@@ -90,4 +90,12 @@ impl BackupStorageLocation {
     pub fn is_read_only(&self) -> bool {
         self.spec.access_mode == Some(AccessMode::ReadOnly)
     }
+
+    /// Why the server found the location unusable, when its last check did (None when it is
+    /// Available or not checked yet).
+    pub fn unavailable(&self) -> Option<String> {
+        let status = self.status.as_ref()?;
+        (status.phase == Some(BackupStorageLocationPhase::Unavailable))
+            .then(|| status.message.clone().unwrap_or_default())
+    }
 }

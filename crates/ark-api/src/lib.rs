@@ -8,6 +8,7 @@ mod download_request;
 pub mod duration;
 pub mod hooks;
 pub mod labels;
+pub mod read;
 mod restore;
 mod schema;
 pub mod selector;

@@ -11,52 +11,70 @@ use ark_api::{
     Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, Restore, labels,
 };
 use futures::StreamExt;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::locations::{self, LocationError};
 use crate::snapshots::{self, Deleted, Recorded};
-use crate::{Context, patch};
+use crate::{Context, objects, patch};
+
+/// How long a deletion waits for the first listing of Restores.
+const RESTORE_CACHE_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(ctx: Arc<Context>) {
-    let api: Api<DeleteBackupRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    Controller::new(api, watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.deletion_workers))
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    let api = objects::api::<DeleteBackupRequest>(&ctx.client, &ctx.namespace);
+    Controller::new_with(
+        api,
+        watcher::Config::default(),
+        objects::resource::<DeleteBackupRequest>(),
+    )
+    .with_config(kube::runtime::controller::Config::default().concurrency(ctx.deletion_workers))
+    .run(reconcile, error_policy, ctx)
+    .for_each(|_| async {})
+    .await;
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ReconcileError(#[from] kube::Error);
 
-fn error_policy(_: Arc<DeleteBackupRequest>, error: &ReconcileError, _: Arc<Context>) -> Action {
+fn error_policy(_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>) -> Action {
     tracing::warn!("deletion reconcile failed: {error}");
     Action::requeue(Duration::from_secs(5))
 }
 
 /// What to do with a request, decided from what was read.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Decision {
+#[derive(Debug)]
+pub enum Decision<'a> {
     /// Processed at once with this error; nothing is deleted.
     Reject(String),
     /// The request was InProgress and its backup is gone: an interrupted deletion had deleted the
     /// Backup object (its last step); only the requests remain to be removed.
     AlreadyDone,
-    /// Go on and delete.
-    Delete,
+    /// Go on and delete this backup.
+    Delete(&'a Backup),
+}
+
+impl PartialEq for Decision<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Reject(a), Self::Reject(b)) => a == b,
+            (Self::AlreadyDone, Self::AlreadyDone) => true,
+            (Self::Delete(a), Self::Delete(b)) => a.metadata.uid == b.metadata.uid,
+            _ => false,
+        }
+    }
 }
 
 /// Velero's checks, in Velero's order, before anything is touched.
-pub fn decide(
+pub fn decide<'a>(
     request: &DeleteBackupRequest,
-    backup: Option<&Backup>,
+    backup: Option<&'a Backup>,
     running_here: bool,
-) -> Decision {
+) -> Decision<'a> {
     let in_progress = request.phase() == Some(DeleteBackupRequestPhase::InProgress);
     let wanted_uid = request
         .labels()
@@ -66,8 +84,10 @@ pub fn decide(
     match backup {
         None if in_progress => Decision::AlreadyDone,
         None => Decision::Reject("backup not found".into()),
-        Some(_) if running_here => Decision::Reject("backup is still in progress".into()),
-        Some(_) => Decision::Delete,
+        Some(b) if running_here || b.phase() == BackupPhase::InProgress => {
+            Decision::Reject("backup is still in progress".into())
+        }
+        Some(b) => Decision::Delete(b),
     }
 }
 
@@ -95,20 +115,28 @@ fn lock<'a>(ctx: &'a Context, backup: &str) -> Option<Deleting<'a>> {
 }
 
 async fn reconcile(
-    cached: Arc<DeleteBackupRequest>,
+    cached: Arc<DynamicObject>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
-    let requests: Api<DeleteBackupRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let requests = objects::api::<DeleteBackupRequest>(&ctx.client, &ctx.namespace);
     let name = cached.name_any();
     // Deleting is not idempotent for what it reports (a refused snapshot is asked again): decide
     // on the request as it is now, not as the controller's cache last saw it, which may predate
     // the Processed this server just wrote.
-    let Some(request) = requests.get_opt(&name).await? else {
+    let Some(current) = requests.get_opt(&name).await? else {
         return Ok(Action::await_change());
     };
-    if request.phase() == Some(DeleteBackupRequestPhase::Processed) {
-        return expire(&requests, &request, &ctx).await;
+    if objects::phase(&current) == "Processed" {
+        return expire(&requests, &current, &ctx).await;
     }
+    let request: DeleteBackupRequest = match objects::typed(&current) {
+        Ok(request) => request,
+        Err(unfit) => {
+            processed(&requests, &name, vec![unfit.to_string()]).await?;
+            ctx.metrics.deletion_failed();
+            return Ok(Action::await_change());
+        }
+    };
     let backup_name = request.spec.backup_name.clone();
     if backup_name.is_empty() {
         processed(&requests, &name, vec!["spec.backupName is required".into()]).await?;
@@ -120,8 +148,22 @@ async fn reconcile(
         return Ok(Action::requeue(Duration::from_secs(2)));
     };
     ctx.metrics.deletion_attempted();
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let backup = backups.get_opt(&backup_name).await?;
+    // A name no object can have names no backup (and the API server would refuse the lookup).
+    let backup = if ark_api::selector::is_dns_subdomain(&backup_name) {
+        objects::get::<Backup>(&ctx.client, &ctx.namespace, &backup_name).await?
+    } else {
+        None
+    };
+    let backup = match backup {
+        Some(Err(unfit)) => {
+            let error = format!("backup {backup_name} cannot be read: {unfit}");
+            processed(&requests, &name, vec![error]).await?;
+            ctx.metrics.deletion_failed();
+            return Ok(Action::await_change());
+        }
+        Some(Ok(backup)) => Some(backup),
+        None => None,
+    };
     let running_here = ctx.running_backups.lock().unwrap().contains(&backup_name);
     match decide(&request, backup.as_ref(), running_here) {
         Decision::Reject(error) => {
@@ -133,10 +175,12 @@ async fn reconcile(
             remove_requests(&requests, &request).await?;
             ctx.metrics.deletion_succeeded();
         }
-        Decision::Delete => {
-            let backup = backup.expect("decided with a backup");
-            remove_duplicates(&requests, &request, &backup).await?;
-            let errors = delete(&ctx, &requests, &request, &backup).await?;
+        Decision::Delete(backup) => {
+            remove_earlier_requests(&requests, &request, backup).await?;
+            let Some(errors) = delete(&ctx, &requests, &request, backup).await? else {
+                // The backup changed since it was read: decide again.
+                return Ok(Action::requeue(Duration::from_secs(1)));
+            };
             let ok = errors.is_empty();
             processed(&requests, &name, errors).await?;
             if ok {
@@ -151,7 +195,7 @@ async fn reconcile(
 }
 
 async fn processed(
-    requests: &Api<DeleteBackupRequest>,
+    requests: &Api<DynamicObject>,
     name: &str,
     errors: Vec<String>,
 ) -> kube::Result<()> {
@@ -167,8 +211,8 @@ async fn processed(
 
 /// Processed requests are removed once older than the server's request TTL.
 async fn expire(
-    requests: &Api<DeleteBackupRequest>,
-    request: &DeleteBackupRequest,
+    requests: &Api<DynamicObject>,
+    request: &DynamicObject,
     ctx: &Context,
 ) -> Result<Action, ReconcileError> {
     let Some(created) = request.metadata.creation_timestamp.as_ref() else {
@@ -196,9 +240,11 @@ fn request_selector(request: &DeleteBackupRequest, backup_uid: Option<&str>) -> 
     labels::selector_for_backup(&request.spec.backup_name, uid)
 }
 
-/// Other not-yet-started requests for the same backup would only repeat this one.
-async fn remove_duplicates(
-    requests: &Api<DeleteBackupRequest>,
+/// Every other request for this backup (name and uid) goes when a new one starts, as in Velero:
+/// a pending one would only repeat this one, a processed one is superseded by it, and a deletion
+/// that keeps failing keeps one request, not one per attempt.
+async fn remove_earlier_requests(
+    requests: &Api<DynamicObject>,
     request: &DeleteBackupRequest,
     backup: &Backup,
 ) -> kube::Result<()> {
@@ -207,11 +253,12 @@ async fn remove_duplicates(
         .list(&ListParams::default().labels(&selector))
         .await?
     {
-        let fresh = matches!(other.phase(), None | Some(DeleteBackupRequestPhase::New));
-        if other.name_any() != request.name_any() && fresh {
-            let _ = requests
-                .delete(&other.name_any(), &DeleteParams::default())
-                .await;
+        if other.name_any() != request.name_any() {
+            patch::ignore_not_found(
+                requests
+                    .delete(&other.name_any(), &DeleteParams::default())
+                    .await,
+            )?;
         }
     }
     Ok(())
@@ -219,7 +266,7 @@ async fn remove_duplicates(
 
 /// After a successful deletion every request for that backup (name and uid) goes, this one too.
 async fn remove_requests(
-    requests: &Api<DeleteBackupRequest>,
+    requests: &Api<DynamicObject>,
     request: &DeleteBackupRequest,
 ) -> kube::Result<()> {
     let selector = request_selector(request, None);
@@ -238,24 +285,30 @@ async fn remove_requests(
 }
 
 /// Deletes everything of the backup; the errors that stopped it (nothing after a failed step is
-/// deleted, so the backup stays whole enough to retry).
+/// deleted). None when the backup changed since it was read, and nothing was done.
 async fn delete(
     ctx: &Context,
-    requests: &Api<DeleteBackupRequest>,
+    requests: &Api<DynamicObject>,
     request: &DeleteBackupRequest,
     backup: &Backup,
-) -> kube::Result<Vec<String>> {
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+) -> kube::Result<Option<Vec<String>>> {
+    let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
     let backup_name = backup.name_any();
     let uid = backup.metadata.uid.clone().unwrap_or_default();
 
-    // The location must exist and be writable before anything changes.
+    // The location must exist, be writable and not found unusable before anything changes.
     let location_name = backup.spec.storage_location.clone().unwrap_or_default();
     let open = match locations::get(&ctx.client, &ctx.namespace, &location_name).await {
         Ok(location) if location.is_read_only() => {
-            return Ok(vec![format!(
+            return Ok(Some(vec![format!(
                 "cannot delete backup because backup storage location {location_name} is currently in read-only mode"
-            )]);
+            )]));
+        }
+        Ok(location) if location.unavailable().is_some() => {
+            let reason = location.unavailable().unwrap_or_default();
+            return Ok(Some(vec![format!(
+                "cannot delete backup because backup storage location {location_name} is unavailable: {reason}"
+            )]));
         }
         Ok(location) => locations::open(&ctx.client, location).await,
         Err(error) => Err(error),
@@ -263,11 +316,11 @@ async fn delete(
     let open = match open {
         Ok(open) => open,
         Err(LocationError::NotFound(_)) => {
-            return Ok(vec![format!(
+            return Ok(Some(vec![format!(
                 "backup storage location {location_name} not found"
-            )]);
+            )]));
         }
-        Err(error) => return Ok(vec![error.to_string()]),
+        Err(error) => return Ok(Some(vec![error.to_string()])),
     };
 
     let request_labels: BTreeMap<String, String> = labels::for_backup(&backup_name, &uid);
@@ -285,15 +338,29 @@ async fn delete(
     )
     .await?;
     let previous_phase = backup.phase();
-    patch::object_status(&backups, &backup_name, json!({ "phase": "Deleting" })).await?;
-    let errors = delete_data(ctx, &open.store, request, backup).await;
-    if !errors.is_empty() {
-        // The backup is still whole (nothing after the failing step ran): it keeps its phase.
-        if previous_phase != BackupPhase::Deleting {
-            patch::object_status(&backups, &backup_name, json!({ "phase": previous_phase }))
-                .await?;
+    if previous_phase != BackupPhase::Deleting {
+        // Claimed at the version decided on: a backup the backup controller has claimed since
+        // (InProgress) is not deleted under it.
+        let claim = patch::claim(
+            &backups,
+            &backup_name,
+            backup.metadata.resource_version.as_deref(),
+            json!({ "status": { "phase": "Deleting" } }),
+        )
+        .await?;
+        if claim == patch::Claim::Lost {
+            return Ok(None);
         }
-        return Ok(errors);
+    }
+    let outcome = delete_data(ctx, &open.store, request, backup).await;
+    if !outcome.errors.is_empty() {
+        // A backup nothing of which was deleted is still whole and keeps its phase; once anything
+        // is gone it stays Deleting (restores refuse it) until a request finishes the deletion.
+        if !outcome.touched && previous_phase != BackupPhase::Deleting {
+            let status = json!({ "phase": previous_phase });
+            let _ = patch::status_in_phase(&backups, &backup_name, "Deleting", status).await?;
+        }
+        return Ok(Some(outcome.errors));
     }
     let precondition = DeleteParams {
         preconditions: Some(Preconditions {
@@ -303,8 +370,27 @@ async fn delete(
         ..Default::default()
     };
     match patch::ignore_not_found(backups.delete(&backup_name, &precondition).await) {
-        Ok(()) => Ok(vec![]),
-        Err(error) => Ok(vec![format!("deleting Backup {backup_name}: {error}")]),
+        Ok(()) => Ok(Some(vec![])),
+        Err(error) => Ok(Some(vec![format!(
+            "deleting Backup {backup_name}: {error}"
+        )])),
+    }
+}
+
+/// What deleting a backup's data came to.
+#[derive(Debug, Default)]
+struct DataOutcome {
+    errors: Vec<String>,
+    /// Whether anything of the backup was deleted (a snapshot, a key).
+    touched: bool,
+}
+
+impl DataOutcome {
+    fn failed(error: String) -> Self {
+        Self {
+            errors: vec![error],
+            touched: false,
+        }
     }
 }
 
@@ -357,7 +443,13 @@ async fn recorded_snapshots(
             found.unreadable.len()
         );
         ctx.events
-            .warn(request, None, "TarballUnreadable", "DeleteSnapshots", note)
+            .warn(
+                request.object_ref(&()),
+                None,
+                "TarballUnreadable",
+                "DeleteSnapshots",
+                note,
+            )
             .await;
     }
     recorded.add_csi(found.contents);
@@ -370,32 +462,41 @@ async fn delete_data(
     store: &ark_storage::BackupStore,
     request: &DeleteBackupRequest,
     backup: &Backup,
-) -> Vec<String> {
+) -> DataOutcome {
     let name = backup.name_any();
     let layout = &store.layout;
     let recorded = match recorded_snapshots(ctx, store, request, &name).await {
         Ok(recorded) => recorded,
-        Err(error) => return vec![format!("reading the backup's snapshot records: {error}")],
+        Err(error) => {
+            return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
+        }
     };
     if !recorded.provider.is_empty() && ctx.volume_snapshotter.is_none() {
-        return vec![format!(
+        return DataOutcome::failed(format!(
             "unable to delete backup because it includes {} volume snapshots and this server has no volume snapshotter configured; nothing was deleted",
             recorded.provider.len()
-        )];
+        ));
     }
-    let mut errors = Vec::new();
+    let mut outcome = DataOutcome::default();
     if let Some(snapshotter) = &ctx.volume_snapshotter {
         for snapshot in &recorded.provider {
             let id = &snapshot.status.provider_snapshot_id;
-            if let Err(error) = snapshotter.delete(&snapshot.spec.location, id).await {
-                errors.push(format!("deleting volume snapshot {id}: {error}"));
+            match snapshotter.delete(&snapshot.spec.location, id).await {
+                Ok(deleted) => outcome.touched |= deleted == Deleted::Now,
+                Err(error) => outcome
+                    .errors
+                    .push(format!("deleting volume snapshot {id}: {error}")),
             }
         }
     }
     let backup_label = labels::valid_label_value(&name);
     for content in &recorded.csi {
         let note = match snapshots::delete_csi(&ctx.client, content, &backup_label).await {
-            Ok(Deleted::Now | Deleted::AlreadyGone) => continue,
+            Ok(Deleted::Now) => {
+                outcome.touched = true;
+                continue;
+            }
+            Ok(Deleted::AlreadyGone) => continue,
             Ok(Deleted::NoHandle) => format!(
                 "VolumeSnapshotContent {} of backup {name} is gone and the backup recorded no snapshot handle: no snapshot was deleted for it",
                 content.name
@@ -406,13 +507,15 @@ async fn delete_data(
                 labels::BACKUP_NAME
             ),
             Err(error) => {
-                errors.push(format!("deleting CSI snapshot: {error}"));
+                outcome
+                    .errors
+                    .push(format!("deleting CSI snapshot: {error}"));
                 continue;
             }
         };
         ctx.events
             .warn(
-                request,
+                request.object_ref(&()),
                 Some(content.reference()),
                 "SnapshotNotDeleted",
                 "DeleteSnapshots",
@@ -420,34 +523,52 @@ async fn delete_data(
             )
             .await;
     }
-    if !errors.is_empty() {
-        return errors;
+    if !outcome.errors.is_empty() {
+        return outcome;
     }
 
     // velero-backup.json first: from then on the backup no longer exists for sync.
-    if let Err(error) = store.delete(&layout.backup_metadata(&name)).await {
-        return vec![format!("deleting backup data: {error}")];
-    }
-    if let Err(error) = store.delete_under(&layout.backup_dir(&name)).await {
-        return vec![format!("deleting backup data: {error}")];
+    outcome.touched = true;
+    for result in [
+        store.delete(&layout.backup_metadata(&name)).await,
+        store
+            .delete_under(&layout.backup_dir(&name))
+            .await
+            .map(|_| ()),
+    ] {
+        if let Err(error) = result {
+            outcome
+                .errors
+                .push(format!("deleting backup data: {error}"));
+            return outcome;
+        }
     }
 
     // From the watched cache: listing every Restore for every deletion would make deleting N
-    // backups with N restores cost N² objects from the API server.
-    let restores: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    if ctx.restores.wait_until_ready().await.is_err() {
-        return vec!["the cache of restores stopped".to_string()];
+    // backups with N restores cost N² objects from the API server. The cache holds untyped
+    // objects, so a Restore ark's types cannot read never keeps it from syncing.
+    let restores = objects::api::<Restore>(&ctx.client, &ctx.namespace);
+    if tokio::time::timeout(RESTORE_CACHE_WAIT, ctx.restores.wait_until_ready())
+        .await
+        .map_or(true, |ready| ready.is_err())
+    {
+        outcome.errors.push(
+            "the cache of restores is not ready: restores of the backup are not deleted yet".into(),
+        );
+        return outcome;
     }
-    let of_backup: Vec<Arc<Restore>> = ctx
+    let of_backup: Vec<Arc<DynamicObject>> = ctx
         .restores
         .state()
         .into_iter()
-        .filter(|r| r.spec.backup_name == name)
+        .filter(|r| r.data.pointer("/spec/backupName").and_then(|n| n.as_str()) == Some(&name))
         .collect();
     for restore in of_backup {
         let restore_name = restore.name_any();
         if let Err(error) = store.delete_under(&layout.restore_dir(&restore_name)).await {
-            errors.push(format!("deleting data of restore {restore_name}: {error}"));
+            outcome
+                .errors
+                .push(format!("deleting data of restore {restore_name}: {error}"));
             continue;
         }
         if let Err(error) = patch::ignore_not_found(
@@ -455,10 +576,12 @@ async fn delete_data(
                 .delete(&restore_name, &DeleteParams::default())
                 .await,
         ) {
-            errors.push(format!("deleting restore {restore_name}: {error}"));
+            outcome
+                .errors
+                .push(format!("deleting restore {restore_name}: {error}"));
         }
     }
-    errors
+    outcome
 }
 
 #[cfg(test)]
@@ -497,12 +620,22 @@ mod tests {
         );
         assert_eq!(
             decide(&request(Some("uid-2"), None), Some(&current), false),
-            Decision::Delete
+            Decision::Delete(&current)
+        );
+        // Running on another server (or its status says so): not deleted under it.
+        let mut running = backup("uid-2");
+        running.status = Some(ark_api::BackupStatus {
+            phase: Some(BackupPhase::InProgress),
+            ..Default::default()
+        });
+        assert_eq!(
+            decide(&request(Some("uid-2"), None), Some(&running), false),
+            Decision::Reject("backup is still in progress".into())
         );
         // A request written without labels (kubectl) is for whichever backup has the name.
         assert_eq!(
             decide(&request(None, None), Some(&current), false),
-            Decision::Delete
+            Decision::Delete(&current)
         );
         // A request for an earlier backup of the same name does not delete the new one.
         assert_eq!(
@@ -515,9 +648,10 @@ mod tests {
     fn an_interrupted_deletion_past_its_last_step_is_done() {
         let in_progress = request(Some("uid-2"), Some(DeleteBackupRequestPhase::InProgress));
         assert_eq!(decide(&in_progress, None, false), Decision::AlreadyDone);
+        let current = backup("uid-2");
         assert_eq!(
-            decide(&in_progress, Some(&backup("uid-2")), false),
-            Decision::Delete
+            decide(&in_progress, Some(&current), false),
+            Decision::Delete(&current)
         );
     }
 }

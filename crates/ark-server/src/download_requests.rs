@@ -10,12 +10,12 @@ use ark_api::{Backup, DownloadRequest, DownloadRequestPhase, DownloadRequestStat
 use ark_storage::layout::Layout;
 use futures::StreamExt;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, DynamicObject};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
+use kube::{Resource, ResourceExt};
 
-use crate::{Context, locations, patch};
+use crate::{Context, locations, objects, patch};
 
 /// How long a download URL is valid, and an unanswered request kept (Velero's `DownloadURLTTL`).
 const URL_TTL: Duration = Duration::from_secs(600);
@@ -24,18 +24,22 @@ const URL_TTL: Duration = Duration::from_secs(600);
 const RETRY: Duration = Duration::from_secs(5);
 
 pub async fn run(ctx: Arc<Context>) {
-    let api: Api<DownloadRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    Controller::new(api, watcher::Config::default())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    let api = objects::api::<DownloadRequest>(&ctx.client, &ctx.namespace);
+    Controller::new_with(
+        api,
+        watcher::Config::default(),
+        objects::resource::<DownloadRequest>(),
+    )
+    .run(reconcile, error_policy, ctx)
+    .for_each(|_| async {})
+    .await;
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ReconcileError(#[from] kube::Error);
 
-fn error_policy(_: Arc<DownloadRequest>, error: &ReconcileError, _: Arc<Context>) -> Action {
+fn error_policy(_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>) -> Action {
     tracing::warn!("download request reconcile failed: {error}");
     Action::requeue(RETRY)
 }
@@ -75,11 +79,29 @@ fn decide(request: &DownloadRequest, now: Timestamp) -> Decision {
 }
 
 async fn reconcile(
-    request: Arc<DownloadRequest>,
+    object: Arc<DynamicObject>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
-    let api: Api<DownloadRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let name = request.name_any();
+    let api = objects::api::<DownloadRequest>(&ctx.client, &ctx.namespace);
+    let name = object.name_any();
+    let request: DownloadRequest = match objects::typed(object.as_ref()) {
+        Ok(request) => request,
+        Err(unfit) => {
+            // Nothing can be answered to it; removed as an expired one would be.
+            let note = format!("download request {name} cannot be read and is removed: {unfit}");
+            ctx.events
+                .warn(
+                    object.object_ref(&objects::resource::<DownloadRequest>()),
+                    None,
+                    "Unreadable",
+                    "Answer",
+                    note,
+                )
+                .await;
+            patch::ignore_not_found(api.delete(&name, &DeleteParams::background()).await)?;
+            return Ok(Action::await_change());
+        }
+    };
     match decide(&request, Timestamp::now()) {
         Decision::Remove => {
             patch::ignore_not_found(api.delete(&name, &DeleteParams::background()).await)?;
@@ -112,21 +134,21 @@ async fn reconcile(
 async fn signed_url(ctx: &Context, request: &DownloadRequest) -> Result<Option<String>, String> {
     let target = &request.spec.target;
     let backup_name = if Layout::is_restore_target(&target.kind) {
-        Api::<Restore>::namespaced(ctx.client.clone(), &ctx.namespace)
-            .get_opt(&target.name)
+        objects::get::<Restore>(&ctx.client, &ctx.namespace, &target.name)
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("restore {:?} not found", target.name))?
+            .map_err(|e| format!("restore {:?} cannot be read: {e}", target.name))?
             .spec
             .backup_name
     } else {
         target.name.clone()
     };
-    let backup = Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace)
-        .get_opt(&backup_name)
+    let backup = objects::get::<Backup>(&ctx.client, &ctx.namespace, &backup_name)
         .await
         .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("backup {backup_name:?} not found"))?;
+        .ok_or_else(|| format!("backup {backup_name:?} not found"))?
+        .map_err(|e| format!("backup {backup_name:?} cannot be read: {e}"))?;
     let location = backup.spec.storage_location.unwrap_or_default();
     let open = locations::open_named(&ctx.client, &ctx.namespace, &location)
         .await

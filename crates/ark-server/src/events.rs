@@ -2,7 +2,6 @@
 //! (`kubectl describe`) but that has no place in its status.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 pub struct Events {
@@ -23,19 +22,16 @@ impl Events {
     /// A Warning event on `object`, about `related` when it concerns another object (events
     /// with the same reason on one object are told apart by it). Best effort: an event that cannot
     /// be written is logged, and never stops the work it reports on.
-    pub async fn warn<K>(
+    pub async fn warn(
         &self,
-        object: &K,
+        object: ObjectReference,
         related: Option<ObjectReference>,
         reason: &str,
         action: &str,
         note: String,
-    ) where
-        K: Resource<DynamicType = ()>,
-    {
+    ) {
         tracing::warn!("{reason}: {note}");
         let note = truncated(note);
-        let reference: ObjectReference = object.object_ref(&());
         let event = Event {
             type_: EventType::Warning,
             reason: reason.into(),
@@ -43,7 +39,7 @@ impl Events {
             action: action.into(),
             secondary: related,
         };
-        if let Err(error) = self.recorder.publish(&event, &reference).await {
+        if let Err(error) = self.recorder.publish(&event, &object).await {
             tracing::warn!("writing a {reason} event: {error}");
         }
     }

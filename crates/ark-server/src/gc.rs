@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::Context;
 use crate::locations::{self, LocationError};
+use crate::{Context, objects};
 
 pub async fn run(ctx: Arc<Context>) {
     loop {
@@ -36,28 +36,74 @@ pub fn is_expired(backup: &Backup, now: Timestamp) -> bool {
         )
 }
 
-/// Whether a request still stands for its backup (Velero #685: one is enough).
-pub fn is_pending(request: &DeleteBackupRequest) -> bool {
-    matches!(
-        request.phase(),
-        None | Some(DeleteBackupRequestPhase::New) | Some(DeleteBackupRequestPhase::InProgress)
+/// Whether an automatic request (garbage collection, sync) for the request's backup must wait:
+/// while one is pending (Velero #685: one is enough), and for `backoff` after one failed, so that
+/// a deletion that keeps failing is tried once a period, not without end.
+pub fn holds_back_new_requests(
+    request: &DeleteBackupRequest,
+    now: Timestamp,
+    backoff: std::time::Duration,
+) -> bool {
+    match request.phase() {
+        None | Some(DeleteBackupRequestPhase::New) | Some(DeleteBackupRequestPhase::InProgress) => {
+            true
+        }
+        Some(DeleteBackupRequestPhase::Processed) => {
+            let failed = request
+                .status
+                .as_ref()
+                .and_then(|s| s.errors.as_ref())
+                .is_some_and(|e| !e.is_empty());
+            let recent = request
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|t| {
+                    now.duration_since(t.0) < SignedDuration::try_from(backoff).unwrap_or_default()
+                });
+            failed && recent
+        }
+    }
+}
+
+/// Asks for the deletion of `backup`, unless a request for it holds that back (see above).
+pub async fn request_deletion(ctx: &Context, backup: &Backup, why: &str) -> kube::Result<()> {
+    let name = backup.name_any();
+    let selector =
+        labels::selector_for_backup(&name, backup.metadata.uid.as_deref().unwrap_or_default());
+    let now = Timestamp::now();
+    let held_back = objects::list::<DeleteBackupRequest>(
+        &ctx.client,
+        &ctx.namespace,
+        &ListParams::default().labels(&selector),
     )
+    .await?
+    .iter()
+    .any(|r| holds_back_new_requests(r, now, ctx.gc_frequency));
+    if !held_back {
+        Api::<DeleteBackupRequest>::namespaced(ctx.client.clone(), &ctx.namespace)
+            .create(
+                &PostParams::default(),
+                &DeleteBackupRequest::for_backup(backup),
+            )
+            .await?;
+        tracing::info!("backup {name} {why}; deletion requested");
+    }
+    Ok(())
 }
 
 async fn collect(ctx: &Context) -> kube::Result<()> {
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let requests: Api<DeleteBackupRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
     let now = Timestamp::now();
-    for backup in backups
-        .list(&ListParams::default())
+    for backup in objects::list::<Backup>(&ctx.client, &ctx.namespace, &ListParams::default())
         .await?
-        .items
         .iter()
         .filter(|b| is_expired(b, now))
     {
         let name = backup.name_any();
         let location = backup.spec.storage_location.clone().unwrap_or_default();
-        let failure = match locations::get(&ctx.client, &ctx.namespace, &location).await {
+        let found = locations::get(&ctx.client, &ctx.namespace, &location).await;
+        let failure = match &found {
             Ok(found) if found.is_read_only() => Some("BSLReadOnly"),
             Ok(_) => None,
             Err(LocationError::NotFound(_)) => Some("BSLNotFound"),
@@ -73,23 +119,15 @@ async fn collect(ctx: &Context) -> kube::Result<()> {
         if failure.is_some() {
             continue;
         }
-        let selector =
-            labels::selector_for_backup(&name, backup.metadata.uid.as_deref().unwrap_or_default());
-        let pending = requests
-            .list(&ListParams::default().labels(&selector))
-            .await?
-            .items
-            .iter()
-            .any(is_pending);
-        if !pending {
-            requests
-                .create(
-                    &PostParams::default(),
-                    &DeleteBackupRequest::for_backup(backup),
-                )
-                .await?;
-            tracing::info!("garbage collection: backup {name} expired; deletion requested");
+        if let Ok(found) = &found
+            && let Some(reason) = found.unavailable()
+        {
+            tracing::info!(
+                "garbage collection: backup {name} expired; its location {location} is unavailable ({reason}), so it waits"
+            );
+            continue;
         }
+        request_deletion(ctx, backup, "expired").await?;
     }
     Ok(())
 }
@@ -99,7 +137,6 @@ mod tests {
     use super::*;
     use ark_api::{BackupSpec, BackupStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::jiff::SignedDuration;
 
     fn backup(phase: BackupPhase, expires_in_secs: i64) -> Backup {
         let mut backup = Backup::new("b", BackupSpec::default());
@@ -122,5 +159,47 @@ mod tests {
         assert!(!is_expired(&backup(BackupPhase::InProgress, -10), now));
         assert!(!is_expired(&backup(BackupPhase::Deleting, -10), now));
         assert!(!is_expired(&Backup::new("b", BackupSpec::default()), now));
+    }
+
+    #[test]
+    fn a_failed_request_holds_back_new_ones_for_one_period() {
+        let period = std::time::Duration::from_secs(3600);
+        let now = Timestamp::now();
+        let request = |phase: Option<DeleteBackupRequestPhase>, errors: &[&str], age_secs: i64| {
+            let mut r = DeleteBackupRequest::for_backup(&Backup::new("b", BackupSpec::default()));
+            r.metadata.creation_timestamp = Some(Time(now - SignedDuration::from_secs(age_secs)));
+            r.status = Some(ark_api::DeleteBackupRequestStatus {
+                phase,
+                errors: Some(errors.iter().map(|e| e.to_string()).collect()),
+            });
+            r
+        };
+        use DeleteBackupRequestPhase::*;
+        assert!(holds_back_new_requests(&request(None, &[], 0), now, period));
+        assert!(holds_back_new_requests(
+            &request(Some(New), &[], 7200),
+            now,
+            period
+        ));
+        assert!(holds_back_new_requests(
+            &request(Some(InProgress), &[], 7200),
+            now,
+            period
+        ));
+        assert!(holds_back_new_requests(
+            &request(Some(Processed), &["x"], 60),
+            now,
+            period
+        ));
+        assert!(!holds_back_new_requests(
+            &request(Some(Processed), &["x"], 7200),
+            now,
+            period
+        ));
+        assert!(!holds_back_new_requests(
+            &request(Some(Processed), &[], 60),
+            now,
+            period
+        ));
     }
 }

@@ -12,6 +12,7 @@ mod leader;
 mod location_validation;
 pub mod locations;
 mod metrics;
+mod objects;
 mod operation;
 mod operation_log;
 mod patch;
@@ -83,7 +84,7 @@ pub(crate) struct Context {
     /// Backups this server is running now: a request to delete one of them is refused.
     pub running_backups: Mutex<HashSet<String>>,
     /// Every Restore of the namespace, kept current by a watch.
-    pub restores: kube::runtime::reflector::Store<ark_api::Restore>,
+    pub restores: kube::runtime::reflector::Store<kube::api::DynamicObject>,
     /// Backups being deleted now: a second request for one waits.
     pub deleting: Mutex<HashSet<String>>,
 }
@@ -106,9 +107,10 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
     velero_server::ensure_absent(&client, &options.namespace, options.velero_answer_timeout)
         .await?;
-    let (restore_cache, restore_writer) = kube::runtime::reflector::store();
-    let restore_api: kube::Api<ark_api::Restore> =
-        kube::Api::namespaced(client.clone(), &options.namespace);
+    let restore_writer =
+        kube::runtime::reflector::store::Writer::new(objects::resource::<ark_api::Restore>());
+    let restore_cache = restore_writer.as_reader();
+    let restore_api = objects::api::<ark_api::Restore>(&client, &options.namespace);
     let restore_reflector = {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;

@@ -3,19 +3,25 @@
 use std::sync::Arc;
 
 use ark_api::BackupStorageLocation;
-use kube::Api;
+use kube::ResourceExt;
 use serde_json::json;
 
-use crate::{Context, locations, patch};
+use crate::{Context, locations, objects, patch};
 
 pub async fn run(ctx: Arc<Context>) {
-    let api: Api<BackupStorageLocation> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let api = objects::api::<BackupStorageLocation>(&ctx.client, &ctx.namespace);
     loop {
         match api.list(&Default::default()).await {
             Ok(list) => {
-                for location in list.items {
-                    let name = location.metadata.name.clone().unwrap_or_default();
-                    let status = match check(&ctx, location).await {
+                for object in list.items {
+                    let name = object.name_any();
+                    let checked = match objects::typed(&object) {
+                        Ok(location) => check(&ctx, location).await,
+                        Err(unfit) => Err(format!(
+                            "backup storage location {name:?} cannot be read: {unfit}"
+                        )),
+                    };
+                    let status = match checked {
                         Ok(()) => json!({ "phase": "Available", "message": null }),
                         Err(reason) => json!({ "phase": "Unavailable", "message": reason }),
                     };

@@ -20,6 +20,8 @@ pub enum LocationError {
     },
     #[error("cannot get backup storage location {0:?}: {1}")]
     Api(String, kube::Error),
+    #[error("backup storage location {0:?} cannot be read: {1}")]
+    Unfit(String, crate::objects::Unfit),
     #[error(transparent)]
     Storage(#[from] ark_storage::StorageError),
 }
@@ -41,21 +43,20 @@ pub async fn get(
     namespace: &str,
     name: &str,
 ) -> Result<BackupStorageLocation, LocationError> {
-    Api::<BackupStorageLocation>::namespaced(client.clone(), namespace)
-        .get_opt(name)
+    crate::objects::get::<BackupStorageLocation>(client, namespace, name)
         .await
         .map_err(|e| LocationError::Api(name.to_string(), e))?
-        .ok_or_else(|| LocationError::NotFound(name.to_string()))
+        .ok_or_else(|| LocationError::NotFound(name.to_string()))?
+        .map_err(|unfit| LocationError::Unfit(name.to_string(), unfit))
 }
 
 /// The location marked default, else the one named `default` (Velero's convention).
 pub async fn default_name(client: &Client, namespace: &str) -> Result<String, LocationError> {
-    let locations = Api::<BackupStorageLocation>::namespaced(client.clone(), namespace)
-        .list(&Default::default())
-        .await
-        .map_err(|e| LocationError::Api("<default>".into(), e))?;
+    let locations =
+        crate::objects::list::<BackupStorageLocation>(client, namespace, &Default::default())
+            .await
+            .map_err(|e| LocationError::Api("<default>".into(), e))?;
     Ok(locations
-        .items
         .iter()
         .find(|l| l.spec.default)
         .and_then(|l| l.metadata.name.clone())

@@ -6,15 +6,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{Backup, BackupPhase, Restore, RestorePhase};
+use ark_api::{Backup, Restore};
 use futures::StreamExt;
+use kube::api::DynamicObject;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::{Context, patch};
+use crate::{Context, objects, patch};
 
 pub trait Operation:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -29,90 +30,143 @@ pub trait Operation:
     const KIND: &'static str;
     /// The progress field counting items done.
     const DONE_FIELD: &'static str;
-    fn is_in_progress(&self) -> bool;
 }
 
 impl Operation for Backup {
     const KIND: &'static str = "backup";
     const DONE_FIELD: &'static str = "itemsBackedUp";
-    fn is_in_progress(&self) -> bool {
-        self.phase() == BackupPhase::InProgress
-    }
 }
 
 impl Operation for Restore {
     const KIND: &'static str = "restore";
     const DONE_FIELD: &'static str = "itemsRestored";
-    fn is_in_progress(&self) -> bool {
-        self.phase() == RestorePhase::InProgress
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ReconcileError(#[from] kube::Error);
 
-/// Marks what a previous server left InProgress as Failed (as Velero does: it cannot be resumed),
-/// then runs `reconcile` for every object of the kind in the server's namespace.
+/// The untyped API of the operation's kind in the server's namespace (see `objects`).
+pub fn api<K: Operation>(ctx: &Context) -> Api<DynamicObject> {
+    objects::api::<K>(&ctx.client, &ctx.namespace)
+}
+
+/// The objects a previous server left InProgress: an operation cannot be resumed (as in Velero).
+pub async fn interrupted<K: Operation>(ctx: &Context) -> Vec<DynamicObject> {
+    match api::<K>(ctx).list(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .filter(|o| objects::phase(o) == "InProgress")
+            .collect(),
+        Err(error) => {
+            tracing::warn!("listing {}s left InProgress: {error}", K::KIND);
+            Vec::new()
+        }
+    }
+}
+
+/// Marks an interrupted operation Failed, as Velero words it.
+pub async fn fail_interrupted<K: Operation>(ctx: &Context, object: &DynamicObject) {
+    let reason = format!(
+        "found a {} with status InProgress during the server starting, mark it as Failed",
+        K::KIND
+    );
+    let status =
+        json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() });
+    if let Err(error) =
+        patch::status_in_phase(&api::<K>(ctx), &object.name_any(), "InProgress", status).await
+    {
+        tracing::warn!("marking {} {} Failed: {error}", K::KIND, object.name_any());
+    }
+}
+
+/// Runs `reconcile` for every object of the kind in the server's namespace. The controller
+/// watches untyped objects, so one that ark's types cannot read is handled alone (see
+/// [`claimable`]).
 pub async fn run<K, F, Fut>(ctx: Arc<Context>, reconcile: F)
 where
     K: Operation,
-    F: FnMut(Arc<K>, Arc<Context>) -> Fut,
+    F: FnMut(Arc<DynamicObject>, Arc<Context>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    if let Ok(list) = api.list(&Default::default()).await {
-        for object in list.items.iter().filter(|o| o.is_in_progress()) {
-            let reason = format!(
-                "found a {} with status InProgress during the server starting, mark it as Failed",
-                K::KIND
-            );
-            let status = json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() });
-            let _ = patch::object_status(&api, &object.name_any(), status).await;
-        }
-    }
-    let error_policy = |_: Arc<K>, error: &ReconcileError, _: Arc<Context>| {
+    let api = api::<K>(&ctx);
+    let error_policy = |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>| {
         tracing::warn!("{} reconcile failed: {error}", K::KIND);
         Action::requeue(Duration::from_secs(5))
     };
-    Controller::new(api, watcher::Config::default())
+    Controller::new_with(api, watcher::Config::default(), objects::resource::<K>())
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.workers))
         .run(reconcile, error_policy, ctx)
         .for_each(|_| async {})
         .await;
 }
 
-/// Writes the final status: the operation's own on success, `Failed` with the reason otherwise.
+/// A New object as the API has it now, typed, with the resourceVersion to claim it at; None when
+/// there is nothing to do. Deciding on the controller's cache, which may not have seen the
+/// InProgress this server wrote, could start an operation twice. A New object that ark's types
+/// cannot read ends FailedValidation with the field and the reason.
+pub async fn claimable<K: Operation>(
+    ctx: &Context,
+    cached: &DynamicObject,
+) -> kube::Result<Option<K>> {
+    let api = api::<K>(ctx);
+    let Some(object) = api.get_opt(&cached.name_any()).await? else {
+        return Ok(None);
+    };
+    if !matches!(objects::phase(&object), "" | "New") {
+        return Ok(None);
+    }
+    match objects::typed::<K>(&object) {
+        Ok(typed) => Ok(Some(typed)),
+        Err(unfit) => {
+            let status =
+                json!({ "phase": "FailedValidation", "validationErrors": [unfit.to_string()] });
+            let _ = patch::claim(
+                &api,
+                &object.name_any(),
+                object.metadata.resource_version.as_deref(),
+                json!({ "status": status }),
+            )
+            .await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Writes the final status, the operation's own on success, `Failed` with the reason otherwise,
+/// only while the object is still InProgress: one that another server has ended meanwhile (marked
+/// Failed at its start-up) keeps that end.
 pub async fn finish<K: Operation>(
-    api: &Api<K>,
+    api: &Api<DynamicObject>,
     name: &str,
     outcome: Result<serde_json::Value, String>,
-) -> kube::Result<()> {
+) -> kube::Result<patch::Claim> {
     let status = outcome.unwrap_or_else(|reason| {
         json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() })
     });
-    patch::object_status(api, name, status).await.map(|_| ())
-}
-
-/// The object as the API has it now. An operation runs once: deciding on the controller's cache,
-/// which may not have seen the InProgress this server wrote, could start it twice.
-pub async fn fresh<K: Operation>(ctx: &Context, cached: &K) -> kube::Result<Option<K>> {
-    Api::<K>::namespaced(ctx.client.clone(), &ctx.namespace)
-        .get_opt(&cached.name_any())
-        .await
+    let claim = patch::status_in_phase(api, name, "InProgress", status).await?;
+    if claim == patch::Claim::Lost {
+        tracing::warn!(
+            "{} {name} was no longer InProgress when it ended: its final status was not written",
+            K::KIND
+        );
+    }
+    Ok(claim)
 }
 
 /// Patches `status.progress` at most once a second while `progress` changes.
 pub async fn report_progress<K: Operation>(
-    api: Api<K>,
+    api: Api<DynamicObject>,
     name: String,
     mut progress: tokio::sync::watch::Receiver<(i64, i64)>,
 ) {
     while progress.changed().await.is_ok() {
         let (done, total) = *progress.borrow_and_update();
-        let _ = patch::object_status(
+        let _ = patch::status_in_phase(
             &api,
             &name,
+            "InProgress",
             json!({ "progress": { K::DONE_FIELD: done, "totalItems": total } }),
         )
         .await;

@@ -3,45 +3,76 @@
 //! finished Backup whose data has left the bucket is deleted the one safe way, through a
 //! DeleteBackupRequest, so its snapshots and restores go with it (Velero #9480).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use ark_api::{Backup, BackupPhase, BackupStorageLocation, DeleteBackupRequest, labels};
-use kube::Api;
+use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationPhase, labels};
 use kube::api::{ListParams, PostParams};
+use kube::{Api, Resource};
 
-use crate::{Context, locations};
+use crate::{Context, gc, locations, objects};
+
+/// Per location, the uids of backups the previous listing lacked.
+type Missing = BTreeMap<String, BTreeSet<String>>;
 
 pub async fn run(ctx: Arc<Context>) {
+    let mut missing = Missing::new();
     loop {
-        if let Err(error) = sync_all(&ctx).await {
+        if let Err(error) = sync_all(&ctx, &mut missing).await {
             tracing::warn!("backup sync: {error}");
         }
         tokio::time::sleep(ctx.sync_period).await;
     }
 }
 
-async fn sync_all(ctx: &Context) -> Result<(), kube::Error> {
-    let locations_api: Api<BackupStorageLocation> =
-        Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let backups: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    for location in locations_api.list(&Default::default()).await?.items {
+async fn sync_all(ctx: &Context, missing: &mut Missing) -> Result<(), kube::Error> {
+    let backups = Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace);
+    let all = ListParams::default();
+    for location in
+        objects::list::<BackupStorageLocation>(&ctx.client, &ctx.namespace, &all).await?
+    {
         let name = location.metadata.name.clone().unwrap_or_default();
-        let existing = backups.list(&Default::default()).await?.items;
-        if let Err(error) = sync_location(ctx, &backups, location, &existing).await {
-            tracing::warn!("backup sync of location {name}: {error}");
+        // Every Backup object, also those ark's types cannot read: none is created twice.
+        let known: BTreeSet<String> = objects::api::<Backup>(&ctx.client, &ctx.namespace)
+            .list_metadata(&all)
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|b| b.metadata.name)
+            .collect();
+        let existing = objects::list::<Backup>(&ctx.client, &ctx.namespace, &all).await?;
+        let was_missing = missing.remove(&name).unwrap_or_default();
+        match sync_location(ctx, &backups, location, &known, &existing, &was_missing).await {
+            Ok(missing_now) => {
+                missing.insert(name, missing_now);
+            }
+            Err(error) => tracing::warn!("backup sync of location {name}: {error}"),
         }
     }
     Ok(())
 }
 
-/// Finished backups of `location` whose folder is gone from the bucket.
-pub fn orphaned<'a>(
+/// What a listing of a location's bucket means for the Backups of that location.
+#[derive(Debug)]
+pub struct Orphans<'a> {
+    /// Lacking from this listing and the previous one: their data has left the bucket.
+    pub delete: Vec<&'a Backup>,
+    /// The uids lacking from this listing, to be checked against the next one.
+    pub missing: BTreeSet<String>,
+    /// The listing lacks every finished backup of the location: more likely a wrong prefix or
+    /// bucket than a bucket emptied on purpose, so nothing is deleted.
+    pub all_missing: bool,
+}
+
+/// Finished backups of `location` whose folder is gone from the bucket, deleted only when two
+/// consecutive listings lack them and the listing does not lack them all.
+pub fn orphans<'a>(
     existing: &'a [Backup],
     location: &str,
     in_bucket: &BTreeSet<&str>,
-) -> Vec<&'a Backup> {
-    existing
+    previously_missing: &BTreeSet<String>,
+) -> Orphans<'a> {
+    let finished: Vec<&Backup> = existing
         .iter()
         .filter(|b| b.spec.storage_location.as_deref() == Some(location))
         .filter(|b| {
@@ -50,55 +81,49 @@ pub fn orphaned<'a>(
                 BackupPhase::Completed | BackupPhase::PartiallyFailed
             )
         })
-        .filter(|b| !in_bucket.contains(b.metadata.name.as_deref().unwrap_or_default()))
-        .collect()
-}
-
-async fn request_deletion(ctx: &Context, backup: &Backup) -> Result<(), String> {
-    let requests: Api<DeleteBackupRequest> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let name = backup.metadata.name.clone().unwrap_or_default();
-    let selector =
-        labels::selector_for_backup(&name, backup.metadata.uid.as_deref().unwrap_or_default());
-    let pending = requests
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(|e| e.to_string())?
-        .items
+        .collect();
+    let lacking: Vec<&Backup> = finished
         .iter()
-        .any(crate::gc::is_pending);
-    if !pending {
-        requests
-            .create(
-                &PostParams::default(),
-                &DeleteBackupRequest::for_backup(backup),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        tracing::info!("backup sync: backup {name} is gone from its bucket; deletion requested");
+        .copied()
+        .filter(|b| !in_bucket.contains(b.metadata.name.as_deref().unwrap_or_default()))
+        .collect();
+    let uid = |b: &Backup| b.metadata.uid.clone().unwrap_or_default();
+    let all_missing = !lacking.is_empty() && lacking.len() == finished.len();
+    Orphans {
+        delete: if all_missing {
+            Vec::new()
+        } else {
+            lacking
+                .iter()
+                .copied()
+                .filter(|b| previously_missing.contains(&uid(b)))
+                .collect()
+        },
+        missing: lacking.iter().map(|b| uid(b)).collect(),
+        all_missing,
     }
-    Ok(())
 }
 
+/// Imports the bucket's backups that have no object; returns the uids of this location's backups
+/// the bucket lacks.
 async fn sync_location(
     ctx: &Context,
     backups: &Api<Backup>,
     location: BackupStorageLocation,
+    known: &BTreeSet<String>,
     existing: &[Backup],
-) -> Result<(), String> {
+    previously_missing: &BTreeSet<String>,
+) -> Result<BTreeSet<String>, String> {
+    let reference = location.object_ref(&());
+    let available = location.status.as_ref().and_then(|s| s.phase)
+        == Some(BackupStorageLocationPhase::Available);
     let open = locations::open(&ctx.client, location)
         .await
         .map_err(|e| e.to_string())?;
     let location_name = open.name();
     let store = &open.store;
     let in_bucket = store.backup_names().await.map_err(|e| e.to_string())?;
-    let known: BTreeSet<&str> = existing
-        .iter()
-        .filter_map(|b| b.metadata.name.as_deref())
-        .collect();
-    for name in in_bucket
-        .iter()
-        .filter(|name| !known.contains(name.as_str()))
-    {
+    for name in in_bucket.iter().filter(|name| !known.contains(*name)) {
         let bytes = match store.get(&store.layout.backup_metadata(name)).await {
             Ok(bytes) => bytes,
             // Deleted since it was listed.
@@ -123,17 +148,29 @@ async fn sync_location(
             Err(error) => return Err(format!("creating Backup {name}: {error}")),
         }
     }
-    let read_only = open.location.is_read_only();
-    let in_bucket: BTreeSet<&str> = in_bucket.iter().map(String::as_str).collect();
-    for backup in orphaned(existing, &location_name, &in_bucket) {
-        if read_only {
-            // Nothing of it can be deleted through a read-only location; the cluster that owns
-            // the bucket does that.
-            continue;
-        }
-        request_deletion(ctx, backup).await?;
+    // Nothing of a backup is deleted through a location that is read-only (the cluster that
+    // owns the bucket does that) or not found Available by its last check.
+    if open.location.is_read_only() || !available {
+        return Ok(BTreeSet::new());
     }
-    Ok(())
+    let in_bucket: BTreeSet<&str> = in_bucket.iter().map(String::as_str).collect();
+    let orphans = orphans(existing, &location_name, &in_bucket, previously_missing);
+    if orphans.all_missing {
+        let note = format!(
+            "the bucket of location {location_name} lacks all {} of its backups: is its bucket or prefix wrong? Nothing is deleted",
+            orphans.missing.len()
+        );
+        ctx.events
+            .warn(reference, None, "AllBackupsMissing", "Sync", note)
+            .await;
+        return Ok(BTreeSet::new());
+    }
+    for backup in orphans.delete {
+        gc::request_deletion(ctx, backup, "is gone from its bucket")
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(orphans.missing)
 }
 
 /// The Backup object for a backup found in a bucket: its spec and status as uploaded, with only
@@ -190,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn only_finished_backups_of_the_location_missing_from_the_bucket_are_orphans() {
+    fn only_finished_backups_missing_from_two_listings_are_orphans_and_never_all_of_them() {
         let backup = |name: &str, location: &str, phase: BackupPhase| {
             let mut b = Backup::new(
                 name,
@@ -199,6 +236,7 @@ mod tests {
                     ..Default::default()
                 },
             );
+            b.metadata.uid = Some(format!("uid-{name}"));
             b.status = Some(BackupStatus {
                 phase: Some(phase),
                 ..Default::default()
@@ -211,11 +249,25 @@ mod tests {
             backup("running", "default", BackupPhase::InProgress),
             backup("elsewhere", "other", BackupPhase::Completed),
         ];
+        let names = |o: &Orphans| -> Vec<String> {
+            o.delete
+                .iter()
+                .map(|b| b.metadata.name.clone().unwrap())
+                .collect()
+        };
         let in_bucket = BTreeSet::from(["kept"]);
-        let names: Vec<_> = orphaned(&existing, "default", &in_bucket)
-            .iter()
-            .map(|b| b.metadata.name.clone().unwrap())
-            .collect();
-        assert_eq!(names, ["gone"]);
+        // First listing without it: remembered, not deleted.
+        let first = orphans(&existing, "default", &in_bucket, &BTreeSet::new());
+        assert!(names(&first).is_empty());
+        assert_eq!(first.missing, BTreeSet::from(["uid-gone".to_string()]));
+        assert!(!first.all_missing);
+        // Second listing without it: deleted.
+        let second = orphans(&existing, "default", &in_bucket, &first.missing);
+        assert_eq!(names(&second), ["gone"]);
+        // A listing without any of the location's backups deletes nothing, however often.
+        let empty = BTreeSet::new();
+        let all = orphans(&existing, "default", &empty, &second.missing);
+        assert!(all.all_missing);
+        assert!(names(&all).is_empty());
     }
 }

@@ -17,7 +17,7 @@ use kube::Api;
 
 /// Answers each snapshot id as told, and records every call.
 struct FakeSnapshotter {
-    answers: BTreeMap<&'static str, Result<Deleted, String>>,
+    answers: Mutex<BTreeMap<&'static str, Result<Deleted, String>>>,
     calls: Mutex<Vec<(String, String)>>,
 }
 
@@ -31,7 +31,13 @@ impl VolumeSnapshotter for FakeSnapshotter {
             .lock()
             .unwrap()
             .push((location.to_string(), id.to_string()));
-        let answer = self.answers.get(id).cloned().unwrap_or(Ok(Deleted::Now));
+        let answer = self
+            .answers
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .unwrap_or(Ok(Deleted::Now));
         Box::pin(async move { answer })
     }
 }
@@ -47,28 +53,15 @@ fn snapshots_json(ids: &[&str]) -> Vec<u8> {
     gz.finish().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_backup() {
-    let cluster = Cluster::get();
-    let client = cluster.client().await;
-    let ns = cluster.namespace("ark").await;
-    let app = cluster.namespace("app").await;
-    let bucket = common::file_location(&cluster, &ns.name);
-
-    let snapshotter = Arc::new(FakeSnapshotter {
-        answers: BTreeMap::from([
-            ("snap-gone", Ok(Deleted::AlreadyGone)),
-            (
-                "snap-refused",
-                Err("provider refused: snapshot in use".to_string()),
-            ),
-        ]),
-        calls: Mutex::default(),
-    });
-    let scratch = tempfile::tempdir().unwrap();
-    let options = ark_server::ServerOptions {
-        namespace: ns.name.clone(),
-        scratch_dir: scratch.path().to_path_buf(),
+/// An in-process server with `snapshotter`, short periods and no garbage collection to speak of.
+fn options(
+    namespace: &str,
+    scratch: &std::path::Path,
+    snapshotter: Arc<FakeSnapshotter>,
+) -> ark_server::ServerOptions {
+    ark_server::ServerOptions {
+        namespace: namespace.to_string(),
+        scratch_dir: scratch.to_path_buf(),
         sync_period: Duration::from_secs(2),
         validation_period: Duration::from_secs(2),
         default_ttl: Duration::from_secs(3600),
@@ -79,9 +72,31 @@ async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_b
         gc_frequency: Duration::from_secs(3600),
         metrics_address: None,
         restore_hooks_timeout: Duration::from_secs(60),
-        volume_snapshotter: Some(snapshotter.clone()),
+        volume_snapshotter: Some(snapshotter),
         velero_answer_timeout: Duration::from_secs(2),
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_backup() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("app").await;
+    let bucket = common::file_location(&cluster, &ns.name);
+
+    let snapshotter = Arc::new(FakeSnapshotter {
+        answers: Mutex::new(BTreeMap::from([
+            ("snap-gone", Ok(Deleted::AlreadyGone)),
+            (
+                "snap-refused",
+                Err("provider refused: snapshot in use".to_string()),
+            ),
+        ])),
+        calls: Mutex::default(),
+    });
+    let scratch = tempfile::tempdir().unwrap();
+    let options = options(&ns.name, scratch.path(), snapshotter.clone());
     let server = tokio::spawn(ark_server::run(client.clone(), options));
 
     for name in ["b-ok", "b-refused"] {
@@ -170,5 +185,85 @@ async fn snapshots_are_deleted_already_gone_ones_count_and_a_refusal_keeps_the_b
     let calls = snapshotter.calls.lock().unwrap().clone();
     let to = |id: &str| ("aws-default".to_string(), id.to_string());
     assert_eq!(calls, [to("snap-1"), to("snap-gone"), to("snap-refused")]);
+    server.abort();
+}
+
+/// Once a deletion has deleted anything (here one of two snapshots), the backup is no longer
+/// whole: it stays Deleting, restores refuse it, and a new request finishes the deletion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_that_failed_halfway_leaves_the_backup_deleting_and_a_new_request_finishes_it() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("app").await;
+    let bucket = common::file_location(&cluster, &ns.name);
+    let snapshotter = Arc::new(FakeSnapshotter {
+        answers: Mutex::new(BTreeMap::from([(
+            "snap-refused",
+            Err("provider refused: snapshot in use".to_string()),
+        )])),
+        calls: Mutex::default(),
+    });
+    let scratch = tempfile::tempdir().unwrap();
+    let server = tokio::spawn(ark_server::run(
+        client.clone(),
+        options(&ns.name, scratch.path(), snapshotter.clone()),
+    ));
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let layout = ark_storage::layout::Layout::new(None);
+    std::fs::write(
+        bucket
+            .path()
+            .join(layout.backup_volume_snapshots("b1").as_ref()),
+        snapshots_json(&["snap-deleted", "snap-refused"]),
+    )
+    .unwrap();
+
+    let delete = ["backup", "delete", "b1", "--confirm", "--wait"];
+    let output = ark(Some(&cluster), &[&delete[..], &["-n", &ns.name]].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    let half_deleted = backups.get("b1").await.unwrap();
+    assert_eq!(half_deleted.phase(), BackupPhase::Deleting);
+
+    let restore = ark(
+        Some(&cluster),
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--wait",
+            "-n",
+            &ns.name,
+        ],
+    );
+    assert_ne!(restore.status.code(), Some(0));
+    let restores: Api<ark_api::Restore> = Api::namespaced(client.clone(), &ns.name);
+    let refused = restores.get("r1").await.unwrap();
+    assert_eq!(
+        refused.status.unwrap().validation_errors.unwrap(),
+        ["backup \"b1\" is Deleting: only Completed or PartiallyFailed backups can be restored"]
+    );
+
+    // The provider lets go of the snapshot: a new request deletes what is left.
+    snapshotter.answers.lock().unwrap().clear();
+    ark_ok(&cluster, &ns.name, &delete);
+    wait_deleted(backups, &half_deleted, Duration::from_secs(60)).await;
+    for key in [layout.backup_metadata("b1"), layout.backup_contents("b1")] {
+        assert!(!bucket.path().join(key.as_ref()).exists(), "{key} is gone");
+    }
     server.abort();
 }

@@ -6,11 +6,11 @@ mod engine;
 
 use std::sync::Arc;
 
-use ark_api::{Backup, BackupPhase, labels};
+use ark_api::{Backup, labels};
 use bytes::Bytes;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
@@ -18,19 +18,73 @@ use crate::filter::IncludesExcludes;
 use crate::locations::{self, OpenLocation};
 use crate::operation::{self, ReconcileError};
 use crate::operation_log::{Level, OperationLog};
-use crate::patch;
 use crate::results::gzip_json;
+use crate::{objects, patch};
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
+    for backup in operation::interrupted::<Backup>(&ctx).await {
+        recover_interrupted(&ctx, &backup).await;
+    }
     operation::run::<Backup, _, _>(ctx, reconcile).await;
+}
+
+/// A backup left InProgress by a server that stopped. Its `velero-backup.json` is written last,
+/// so if it is in the bucket the upload had finished and the backup takes the status uploaded
+/// with it; otherwise what was uploaded is no backup, its keys are removed and it is Failed.
+async fn recover_interrupted(ctx: &Context, backup: &DynamicObject) {
+    let name = backup.name_any();
+    let api = operation::api::<Backup>(ctx);
+    let location = backup
+        .data
+        .pointer("/spec/storageLocation")
+        .and_then(|l| l.as_str())
+        .unwrap_or_default();
+    let open = match locations::open_named(&ctx.client, &ctx.namespace, location).await {
+        Ok(open) => open,
+        Err(error) => {
+            tracing::warn!("backup {name} was left InProgress; its location: {error}");
+            return operation::fail_interrupted::<Backup>(ctx, backup).await;
+        }
+    };
+    let store = &open.store;
+    match store.get(&store.layout.backup_metadata(&name)).await {
+        Ok(bytes) => {
+            let uploaded: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
+            let same = uploaded.as_ref().ok().filter(|u| {
+                u.pointer("/metadata/uid").and_then(|v| v.as_str()) == backup.uid().as_deref()
+            });
+            if let Some(status) = same.and_then(|u| u.get("status")).cloned() {
+                tracing::info!("backup {name} was uploaded in full before the server stopped");
+                if let Err(error) = patch::status_in_phase(&api, &name, "InProgress", status).await
+                {
+                    tracing::warn!("backup {name}: writing its uploaded status: {error}");
+                }
+                return;
+            }
+            // Another backup of that name is in the bucket: this one never wrote anything there.
+        }
+        Err(error) if error.is_not_found() => {
+            match store.delete_under(&store.layout.backup_dir(&name)).await {
+                Ok(removed) if removed > 0 => tracing::info!(
+                    "backup {name} was left InProgress: removed the {removed} keys it had uploaded"
+                ),
+                Ok(_) => {}
+                Err(error) => tracing::warn!(
+                    "backup {name} was left InProgress: removing what it had uploaded: {error}"
+                ),
+            }
+        }
+        Err(error) => tracing::warn!("backup {name} was left InProgress: {error}"),
+    }
+    operation::fail_interrupted::<Backup>(ctx, backup).await;
 }
 
 /// Ark's first servers put a finalizer on Backups; it would block their deletion forever now that
 /// deletion goes through DeleteBackupRequests, so it is removed at start-up.
 pub async fn remove_legacy_finalizer(ctx: &Context) {
     const LEGACY_FINALIZER: &str = "gc.ark.heptio.com";
-    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let api = operation::api::<Backup>(ctx);
     let Ok(list) = api.list(&Default::default()).await else {
         return;
     };
@@ -44,7 +98,11 @@ pub async fn remove_legacy_finalizer(ctx: &Context) {
             let name = backup.metadata.name.clone().unwrap_or_default();
             let patch = json!({ "metadata": { "finalizers": kept, "resourceVersion": backup.metadata.resource_version } });
             match api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(
+                    &name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
                 .await
             {
                 Ok(_) => tracing::info!(
@@ -58,13 +116,13 @@ pub async fn remove_legacy_finalizer(ctx: &Context) {
     }
 }
 
-async fn reconcile(cached: Arc<Backup>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    let Some(backup) = operation::fresh(&ctx, cached.as_ref()).await? else {
+async fn reconcile(
+    cached: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let Some(backup) = operation::claimable::<Backup>(&ctx, &cached).await? else {
         return Ok(Action::await_change());
     };
-    if backup.phase() != BackupPhase::New {
-        return Ok(Action::await_change());
-    }
     process(&backup, &ctx).await?;
     Ok(Action::await_change())
 }
@@ -98,7 +156,8 @@ fn validate(backup: &Backup) -> Vec<String> {
 }
 
 async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
-    let api: Api<Backup> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let api = operation::api::<Backup>(ctx);
+    let resource_version = backup.metadata.resource_version.as_deref();
     let name = backup.metadata.name.clone().unwrap_or_default();
     let mut errors = validate(backup);
     let location_name = match &backup.spec.storage_location {
@@ -129,12 +188,7 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
         }
     };
     if !errors.is_empty() {
-        patch::object_status(
-            &api,
-            &name,
-            json!({ "phase": "FailedValidation", "validationErrors": errors }),
-        )
-        .await?;
+        let _ = failed_validation(&api, backup, errors, ctx.default_ttl).await?;
         return Ok(());
     }
     let location = location.expect("validated");
@@ -146,13 +200,12 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
         .as_deref()
         .map(|t| ark_api::duration::parse(t).expect("validated"))
         .unwrap_or(ctx.default_ttl);
-    let expiration = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        start.0 + k8s_openapi::jiff::SignedDuration::try_from(ttl).unwrap_or_default(),
-    );
-    api.patch(
+    let expiration = expiration_after(ttl);
+    let claim = patch::claim(
+        &api,
         &name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({
+        resource_version,
+        json!({
             "metadata": { "labels": { labels::STORAGE_LOCATION: labels::valid_label_value(&location_name) } },
             "spec": {
                 "storageLocation": location_name,
@@ -165,22 +218,87 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
                 "startTimestamp": start,
                 "expiration": expiration,
             },
-        })),
+        }),
     )
     .await?;
+    if claim == patch::Claim::Lost {
+        // Changed since it was read (deleted, claimed elsewhere): decided again on the next event.
+        return Ok(());
+    }
 
     ctx.running_backups.lock().unwrap().insert(name.clone());
-    let outcome = match locations::open(&ctx.client, location).await {
-        Ok(open) => back_up(&api, &name, &open, ctx).await,
+    let open = locations::open(&ctx.client, location).await;
+    let outcome = match &open {
+        Ok(open) => back_up(&api, &name, open, ctx).await,
         Err(error) => Err(error.to_string()),
     };
     ctx.running_backups.lock().unwrap().remove(&name);
-    operation::finish(&api, &name, outcome).await
+    let uploaded = outcome.is_ok();
+    let claim = operation::finish::<Backup>(&api, &name, outcome).await?;
+    if let (patch::Claim::Lost, true, Ok(open)) = (claim, uploaded, &open) {
+        // Ended elsewhere meanwhile (another server marked it Failed): what this server uploaded
+        // must not make a backup exist that its object says failed.
+        remove_uploaded(&open.store, &name, true).await;
+    }
+    Ok(())
+}
+
+/// Removes what a backup uploaded: `velero-backup.json` first (from then on no backup exists),
+/// then its other files; its log stays, for `ark backup logs`.
+async fn remove_uploaded(store: &ark_storage::BackupStore, name: &str, metadata: bool) {
+    let layout = &store.layout;
+    let metadata = metadata.then(|| layout.backup_metadata(name));
+    for key in metadata.into_iter().chain([
+        layout.backup_contents(name),
+        layout.backup_resource_list(name),
+        layout.backup_results(name),
+        layout.backup_volume_snapshots(name),
+        layout.backup_volume_info(name),
+    ]) {
+        if let Err(error) = store.delete(&key).await {
+            tracing::warn!("backup {name}: removing {key}: {error}");
+        }
+    }
+}
+
+/// Ends a New backup FailedValidation, with an expiration as Velero sets one, so that garbage
+/// collection removes it in time.
+async fn failed_validation(
+    api: &Api<DynamicObject>,
+    backup: &Backup,
+    errors: Vec<String>,
+    default_ttl: std::time::Duration,
+) -> kube::Result<patch::Claim> {
+    let ttl = backup
+        .spec
+        .ttl
+        .as_deref()
+        .and_then(|t| ark_api::duration::parse(t).ok())
+        .unwrap_or(default_ttl);
+    patch::claim(
+        api,
+        &backup.name_any(),
+        backup.metadata.resource_version.as_deref(),
+        json!({ "status": {
+            "phase": "FailedValidation",
+            "validationErrors": errors,
+            "expiration": expiration_after(ttl),
+        } }),
+    )
+    .await
+}
+
+fn expiration_after(
+    ttl: std::time::Duration,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        patch::now().0 + k8s_openapi::jiff::SignedDuration::try_from(ttl).unwrap_or_default(),
+    )
 }
 
 /// Collects and uploads; the final status on success, the failure reason otherwise.
 async fn back_up(
-    api: &Api<Backup>,
+    api: &Api<DynamicObject>,
     name: &str,
     open: &OpenLocation,
     ctx: &Context,
@@ -191,10 +309,22 @@ async fn back_up(
     let mut log = OperationLog::create(&ctx.scratch, format!("backup={}/{name}", ctx.namespace))
         .map_err(|e| format!("creating the backup log: {e}"))?;
     log.info(&format!("starting backup to location {location}"));
-    let current = api.get(name).await.map_err(|e| e.to_string())?;
+    let current: Backup = objects::typed(&api.get(name).await.map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    // Velero's rule: a backup never replaces another of its name in the bucket (one whose Backup
+    // object was deleted and not yet synced back, or another cluster's on the same prefix).
+    match store.exists(&layout.backup_metadata(name)).await {
+        Ok(false) => {}
+        Ok(true) => return Err("backup already exists in object storage".into()),
+        Err(error) => {
+            return Err(format!(
+                "backup storage location {location:?}: checking whether the backup already exists in object storage: {error}"
+            ));
+        }
+    }
 
     let (progress, receiver) = tokio::sync::watch::channel((0, 0));
-    let reporter = tokio::spawn(operation::report_progress(
+    let reporter = tokio::spawn(operation::report_progress::<Backup>(
         api.clone(),
         name.to_string(),
         receiver,
@@ -246,50 +376,52 @@ async fn back_up(
     let log_file = log
         .finish()
         .map_err(|e| format!("finishing the backup log: {e}"))?;
-    // Velero's order: log, metadata, tarball (metadata removed if the tarball fails), extras.
+    // Log, tarball, the other files, and `velero-backup.json` last: its presence is what makes a
+    // backup exist (for sync here, on other clusters, and for Velero), so a server stopped at any
+    // point before it leaves no backup that looks whole.
     store
         .upload_file(&layout.backup_log(name), log_file.path())
         .await
         .map_err(|e| upload_error("log", e))?;
-    let metadata_bytes =
-        Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?);
-    store
-        .put(&layout.backup_metadata(name), metadata_bytes)
-        .await
-        .map_err(|e| upload_error("metadata", e))?;
-    if let Err(error) = store
-        .upload_file(&layout.backup_contents(name), collected.tarball.path())
-        .await
-    {
-        let _ = store.delete(&layout.backup_metadata(name)).await;
-        return Err(upload_error("tarball", error));
-    }
-    let extras = async {
+    let files = async {
+        store
+            .upload_file(&layout.backup_contents(name), collected.tarball.path())
+            .await
+            .map_err(|e| upload_error("tarball", e))?;
         store
             .upload_file(
                 &layout.backup_resource_list(name),
                 collected.resource_list.path(),
             )
-            .await?;
-        let results = gzip_json(&collected.results).map_err(|e| ark_storage::StoreError::Io {
-            key: "results".into(),
-            source: e,
-        })?;
-        store.put(&layout.backup_results(name), results).await?;
+            .await
+            .map_err(|e| upload_error("resource list", e))?;
+        let gzip_error = |e: std::io::Error| e.to_string();
+        let results = gzip_json(&collected.results).map_err(gzip_error)?;
+        store
+            .put(&layout.backup_results(name), results)
+            .await
+            .map_err(|e| upload_error("results", e))?;
         let none: [(); 0] = [];
-        let snapshots = gzip_json(&none).map_err(|e| ark_storage::StoreError::Io {
-            key: "volumesnapshots".into(),
-            source: e,
-        })?;
+        let snapshots = gzip_json(&none).map_err(gzip_error)?;
         store
             .put(&layout.backup_volume_snapshots(name), snapshots.clone())
-            .await?;
+            .await
+            .map_err(|e| upload_error("volume snapshots", e))?;
         // No volumes kept: also what tells deletion there is no CSI snapshot in the tarball.
-        store.put(&layout.backup_volume_info(name), snapshots).await
+        store
+            .put(&layout.backup_volume_info(name), snapshots)
+            .await
+            .map_err(|e| upload_error("volume info", e))?;
+        let metadata_bytes =
+            Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?);
+        store
+            .put(&layout.backup_metadata(name), metadata_bytes)
+            .await
+            .map_err(|e| upload_error("metadata", e))
     };
-    if let Err(error) = extras.await {
-        let _ = store.delete(&layout.backup_metadata(name)).await;
-        return Err(upload_error("backup files", error));
+    if let Err(error) = files.await {
+        remove_uploaded(store, name, false).await;
+        return Err(error);
     }
     Ok(final_status)
 }

@@ -9,11 +9,11 @@ mod transform;
 
 use std::sync::Arc;
 
-use ark_api::{Backup, BackupPhase, Restore, RestorePhase, labels};
+use ark_api::{Backup, BackupPhase, Restore, labels};
 use futures::StreamExt;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::filter::IncludesExcludes;
@@ -22,7 +22,7 @@ use crate::operation::{self, ReconcileError};
 use crate::operation_log::{Level, OperationLog};
 use crate::resource_list::ResourceListWriter;
 use crate::results::gzip_json;
-use crate::{Context, patch};
+use crate::{Context, objects, patch};
 
 /// Pods whose containers are waited for at once (a watch each).
 const HOOK_PODS_WAITING: usize = 256;
@@ -30,16 +30,19 @@ const HOOK_PODS_WAITING: usize = 256;
 const HOOK_EXECS_AT_ONCE: usize = 16;
 
 pub async fn run(ctx: Arc<Context>) {
+    for restore in operation::interrupted::<Restore>(&ctx).await {
+        operation::fail_interrupted::<Restore>(&ctx, &restore).await;
+    }
     operation::run::<Restore, _, _>(ctx, reconcile).await;
 }
 
-async fn reconcile(cached: Arc<Restore>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    let Some(restore) = operation::fresh(&ctx, cached.as_ref()).await? else {
+async fn reconcile(
+    cached: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let Some(restore) = operation::claimable::<Restore>(&ctx, &cached).await? else {
         return Ok(Action::await_change());
     };
-    if restore.phase() != RestorePhase::New {
-        return Ok(Action::await_change());
-    }
     process(&restore, &ctx).await?;
     Ok(Action::await_change())
 }
@@ -87,47 +90,52 @@ fn validate(restore: &Restore) -> Vec<String> {
 }
 
 async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
-    let api: Api<Restore> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let name = restore.metadata.name.clone().unwrap_or_default();
+    let api = operation::api::<Restore>(ctx);
+    let name = restore.name_any();
+    let resource_version = restore.metadata.resource_version.as_deref();
     let mut errors = validate(restore);
     let mut backup = None;
     if errors.is_empty() {
-        match Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace).get_opt(&restore.spec.backup_name).await? {
-            None => errors.push(format!("backup {:?} not found", restore.spec.backup_name)),
-            Some(found) if !matches!(found.phase(), BackupPhase::Completed | BackupPhase::PartiallyFailed) => {
-                errors.push(format!("backup {:?} is {:?}: only Completed or PartiallyFailed backups can be restored", restore.spec.backup_name, found.phase()))
+        let backup_name = &restore.spec.backup_name;
+        match objects::get::<Backup>(&ctx.client, &ctx.namespace, backup_name).await? {
+            None => errors.push(format!("backup {backup_name:?} not found")),
+            Some(Err(unfit)) => errors.push(format!("backup {backup_name:?} cannot be read: {unfit}")),
+            Some(Ok(found)) if !matches!(found.phase(), BackupPhase::Completed | BackupPhase::PartiallyFailed) => {
+                errors.push(format!("backup {backup_name:?} is {:?}: only Completed or PartiallyFailed backups can be restored", found.phase()))
             }
-            Some(found) => backup = Some(found),
+            Some(Ok(found)) => backup = Some(found),
         }
     }
     let Some(backup) = backup.filter(|_| errors.is_empty()) else {
-        patch::object_status(
-            &api,
-            &name,
-            json!({ "phase": "FailedValidation", "validationErrors": errors }),
-        )
-        .await?;
+        let status = json!({ "phase": "FailedValidation", "validationErrors": errors });
+        let _ = patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
         return Ok(());
     };
-    api.patch(
+    let claim = patch::claim(
+        &api,
         &name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({
+        resource_version,
+        json!({
             "metadata": { "labels": { labels::BACKUP_NAME: labels::valid_label_value(&restore.spec.backup_name) } },
             "status": { "phase": "InProgress", "startTimestamp": patch::now() },
-        })),
+        }),
     )
     .await?;
+    if claim == patch::Claim::Lost {
+        return Ok(());
+    }
     let location = backup.spec.storage_location.clone().unwrap_or_default();
     let outcome = match locations::open_named(&ctx.client, &ctx.namespace, &location).await {
         Ok(open) => restore_from(&api, restore, &name, &open, ctx).await,
         Err(error) => Err(error.to_string()),
     };
-    operation::finish(&api, &name, outcome).await
+    operation::finish::<Restore>(&api, &name, outcome)
+        .await
+        .map(|_| ())
 }
 
 async fn restore_from(
-    api: &Api<Restore>,
+    api: &Api<DynamicObject>,
     restore: &Restore,
     name: &str,
     open: &OpenLocation,
@@ -167,7 +175,7 @@ async fn restore_from(
     let mut resource_list =
         ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     let (progress, receiver) = tokio::sync::watch::channel((0, 0));
-    let reporter = tokio::spawn(operation::report_progress(
+    let reporter = tokio::spawn(operation::report_progress::<Restore>(
         api.clone(),
         name.to_string(),
         receiver,

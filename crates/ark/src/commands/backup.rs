@@ -75,8 +75,8 @@ async fn create(global: &GlobalArgs, args: BackupCreateArgs) -> anyhow::Result<E
 
 async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let api: Api<Backup> = Api::namespaced(client, &global.namespace);
-    let found = super::get_named_or_listed(&api, &args, "backup").await?;
+    let found: super::Found<Backup> =
+        super::get_named_or_listed(&client, &global.namespace, &args, "backup").await?;
     match args.output.output {
         OutputFormat::Table => println!("{}", table(&found.items)),
         format => output::print_objects(format, &found.items, args.names.len() == 1)?,
@@ -86,13 +86,13 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
 
 async fn describe(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let api: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
     let lookup = GetArgs {
         names: args.names.clone(),
         selector: None,
         output: args.output,
     };
-    let found = super::get_named_or_listed(&api, &lookup, "backup").await?;
+    let found: super::Found<Backup> =
+        super::get_named_or_listed(&client, &global.namespace, &lookup, "backup").await?;
     let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), &global.namespace);
     let mut described = Vec::new();
     for backup in &found.items {

@@ -69,8 +69,9 @@ async fn create(global: &GlobalArgs, args: LocationCreateArgs) -> anyhow::Result
 
 async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let api: Api<BackupStorageLocation> = Api::namespaced(client, &global.namespace);
-    let found = super::get_named_or_listed(&api, &args, "backup storage location").await?;
+    let found: super::Found<BackupStorageLocation> =
+        super::get_named_or_listed(&client, &global.namespace, &args, "backup storage location")
+            .await?;
     match args.output.output {
         OutputFormat::Table => println!("{}", table(&found.items)),
         format => output::print_objects(format, &found.items, args.names.len() == 1)?,

@@ -27,7 +27,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Objects the user asked for, and how many of the names they gave do not exist.
+/// Objects the user asked for, and how many of the names they gave do not exist or cannot be read.
 struct Found<K> {
     items: Vec<K>,
     missing: usize,
@@ -41,18 +41,44 @@ impl<K> Found<K> {
             ExitCode::FAILURE
         }
     }
+
+    /// Keeps an object that fits ark's type; names one that does not on stderr, with the field.
+    fn add(&mut self, object: &kube::api::DynamicObject, kind: &str)
+    where
+        K: serde::de::DeserializeOwned,
+    {
+        match ark_api::read::typed(object) {
+            Ok(item) => self.items.push(item),
+            Err(unfit) => {
+                let name = object.metadata.name.as_deref().unwrap_or_default();
+                eprintln!("{kind} {name:?} cannot be read: {unfit}");
+                self.missing += 1;
+            }
+        }
+    }
 }
 
 /// The named objects (each missing one reported by name on stderr), or all matching the selector.
+/// Read one by one, so that an object ark's types cannot read is named and the others shown.
 async fn get_named_or_listed<K>(
-    api: &kube::Api<K>,
+    client: &kube::Client,
+    namespace: &str,
     args: &crate::cli::GetArgs,
     kind: &str,
 ) -> anyhow::Result<Found<K>>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
 {
     use anyhow::Context as _;
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &kube::api::ApiResource::erase::<K>(&()),
+    );
+    let mut found = Found {
+        items: Vec::new(),
+        missing: 0,
+    };
     if args.names.is_empty() {
         let mut params = kube::api::ListParams::default();
         if let Some(selector) = &args.selector {
@@ -62,25 +88,21 @@ where
             .list(&params)
             .await
             .with_context(|| format!("cannot list {kind}s"))?;
-        return Ok(Found {
-            items: list.items,
-            missing: 0,
-        });
+        for object in &list.items {
+            found.add(object, kind);
+        }
+        return Ok(found);
     }
     if args.selector.is_some() {
         anyhow::bail!("give either {kind} names or --selector, not both");
     }
-    let mut found = Found {
-        items: Vec::new(),
-        missing: 0,
-    };
     for name in &args.names {
         match api
             .get_opt(name)
             .await
             .with_context(|| format!("cannot get {kind} {name:?}"))?
         {
-            Some(item) => found.items.push(item),
+            Some(object) => found.add(&object, kind),
             None => {
                 eprintln!("{kind} {name:?} not found");
                 found.missing += 1;

@@ -123,8 +123,8 @@ async fn create(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<
 
 async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let api: Api<Restore> = Api::namespaced(client, &global.namespace);
-    let found = super::get_named_or_listed(&api, &args, "restore").await?;
+    let found: super::Found<Restore> =
+        super::get_named_or_listed(&client, &global.namespace, &args, "restore").await?;
     match args.output.output {
         OutputFormat::Table => println!("{}", table(&found.items)),
         format => output::print_objects(format, &found.items, args.names.len() == 1)?,
@@ -134,13 +134,13 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
 
 async fn describe(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let api: Api<Restore> = Api::namespaced(client.clone(), &global.namespace);
     let lookup = GetArgs {
         names: args.names.clone(),
         selector: None,
         output: args.output,
     };
-    let found = super::get_named_or_listed(&api, &lookup, "restore").await?;
+    let found: super::Found<Restore> =
+        super::get_named_or_listed(&client, &global.namespace, &lookup, "restore").await?;
     if lookup.output.output != OutputFormat::Table {
         output::print_objects(lookup.output.output, &found.items, args.names.len() == 1)?;
         return Ok(found.exit_code());

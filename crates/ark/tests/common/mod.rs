@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod setup;
+
 use std::process::{Command, Output};
 
 use ark_tests::Cluster;
