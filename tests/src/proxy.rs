@@ -1,28 +1,33 @@
-//! A TCP proxy on loopback in front of the S3 server that a test can pause: connections made while
-//! paused are held open without an answer, as from a bucket that stopped responding, and are
-//! answered once it resumes, as from one that was briefly gone. A fault the real server cannot be
-//! asked to produce.
+//! A TCP proxy on loopback in front of a server (S3, or the API server: TLS passes through) that a
+//! test can pause or take down, faults the real servers cannot be asked to produce:
+//! - paused: nothing passes in either direction, on new connections or open ones, as from a
+//!   server that stopped responding; everything flows again on `resume`;
+//! - down: every open connection is reset and new ones are closed at once, as from a server that
+//!   is restarting; `resume` lets new connections through again.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+const UP: u8 = 0;
+const PAUSED: u8 = 1;
+const DOWN: u8 = 2;
+
+#[derive(Default)]
+struct State {
+    mode: AtomicU8,
+    /// Bumped each time the proxy goes down: connections of an earlier generation close.
+    generation: AtomicU64,
+}
 
 pub struct PausableProxy {
     pub address: SocketAddr,
-    target: SocketAddr,
-    paused: Arc<AtomicBool>,
-    held: Arc<Mutex<Vec<TcpStream>>>,
+    state: Arc<State>,
     task: tokio::task::JoinHandle<()>,
-}
-
-fn forward(mut inbound: TcpStream, target: SocketAddr) {
-    tokio::spawn(async move {
-        if let Ok(mut outbound) = TcpStream::connect(target).await {
-            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-        }
-    });
 }
 
 impl PausableProxy {
@@ -30,41 +35,84 @@ impl PausableProxy {
     pub async fn start(target: SocketAddr) -> PausableProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let address = listener.local_addr().unwrap();
-        let paused = Arc::new(AtomicBool::new(false));
-        let held: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (flag, hold) = (paused.clone(), held.clone());
+        let state: Arc<State> = Arc::default();
+        let shared = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
-                if flag.load(Ordering::SeqCst) {
-                    hold.lock().unwrap().push(inbound);
-                } else {
-                    forward(inbound, target);
+                if shared.mode.load(Ordering::SeqCst) == DOWN {
+                    drop(inbound);
+                    continue;
                 }
+                tokio::spawn(connection(inbound, target, shared.clone()));
             }
         });
         PausableProxy {
             address,
-            target,
-            paused,
-            held,
+            state,
             task,
         }
     }
 
     pub fn pause(&self) {
-        self.paused.store(true, Ordering::SeqCst);
+        self.state.mode.store(PAUSED, Ordering::SeqCst);
     }
 
-    /// Forwards new connections again, and those held meanwhile. Call it within the runtime.
+    /// Resets every open connection and refuses new ones until `resume`.
+    pub fn take_down(&self) {
+        self.state.generation.fetch_add(1, Ordering::SeqCst);
+        self.state.mode.store(DOWN, Ordering::SeqCst);
+    }
+
     pub fn resume(&self) {
-        self.paused.store(false, Ordering::SeqCst);
-        for inbound in self.held.lock().unwrap().drain(..) {
-            forward(inbound, self.target);
-        }
+        self.state.mode.store(UP, Ordering::SeqCst);
     }
 
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
+    }
+}
+
+async fn connection(inbound: TcpStream, target: SocketAddr, state: Arc<State>) {
+    let generation = state.generation.load(Ordering::SeqCst);
+    // Held while paused, before connecting on.
+    while state.mode.load(Ordering::SeqCst) == PAUSED {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let Ok(outbound) = TcpStream::connect(target).await else {
+        return;
+    };
+    let (client_read, client_write) = inbound.into_split();
+    let (server_read, server_write) = outbound.into_split();
+    tokio::select! {
+        () = pump(client_read, server_write, &state, generation) => {}
+        () = pump(server_read, client_write, &state, generation) => {}
+    }
+}
+
+/// Copies one direction, holding each chunk while paused; ends when the proxy goes down.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    state: &State,
+    generation: u64,
+) {
+    let mut buffer = vec![0; 64 * 1024];
+    let gone = || state.generation.load(Ordering::SeqCst) != generation;
+    loop {
+        let read = tokio::select! {
+            read = from.read(&mut buffer) => read,
+            () = async { while !gone() { tokio::time::sleep(Duration::from_millis(20)).await } } => return,
+        };
+        let n = match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while state.mode.load(Ordering::SeqCst) == PAUSED {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if gone() || to.write_all(&buffer[..n]).await.is_err() {
+            return;
+        }
     }
 }
 

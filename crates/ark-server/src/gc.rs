@@ -1,5 +1,5 @@
-//! Garbage collection: an expired backup (past its TTL) gets a DeleteBackupRequest, unless one is
-//! already pending for it; when its location is missing or read-only the backup is labelled
+//! Garbage collection: an expired backup (past its TTL), or a half-deleted one (Deleting) whose
+//! request is gone, gets a DeleteBackupRequest, unless one is already pending for it; when its location is missing or read-only the backup is labelled
 //! `velero.io/gc-failure` with the reason instead.
 
 use std::sync::Arc;
@@ -95,10 +95,12 @@ pub async fn request_deletion(ctx: &Context, backup: &Backup, why: &str) -> kube
 async fn collect(ctx: &Context) -> kube::Result<()> {
     let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
     let now = Timestamp::now();
+    // Expired backups, and half-deleted ones whose request is gone (removed by hand, or its
+    // server stopped): a new request finishes what the last one started.
     for backup in objects::list::<Backup>(&ctx.client, &ctx.namespace, &ListParams::default())
         .await?
         .iter()
-        .filter(|b| is_expired(b, now))
+        .filter(|b| is_expired(b, now) || b.phase() == BackupPhase::Deleting)
     {
         let name = backup.name_any();
         let location = backup.spec.storage_location.clone().unwrap_or_default();
@@ -127,7 +129,12 @@ async fn collect(ctx: &Context) -> kube::Result<()> {
             );
             continue;
         }
-        request_deletion(ctx, backup, "expired").await?;
+        let why = if backup.phase() == BackupPhase::Deleting {
+            "is Deleting with no request left to finish it"
+        } else {
+            "expired"
+        };
+        request_deletion(ctx, backup, why).await?;
     }
     Ok(())
 }

@@ -134,6 +134,9 @@ pub async fn claimable<K: Operation>(
     }
 }
 
+/// The longest pause between two tries of a final status write.
+const FINAL_STATUS_RETRY_CAP: Duration = Duration::from_secs(30);
+
 /// Writes the final status, the operation's own on success, `Failed` with the reason otherwise,
 /// only while the object is still InProgress: one that another server has ended meanwhile (marked
 /// Failed at its start-up) keeps that end.
@@ -145,7 +148,23 @@ pub async fn finish<K: Operation>(
     let status = outcome.unwrap_or_else(|reason| {
         json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() })
     });
-    let claim = patch::status_in_phase(api, name, "InProgress", status).await?;
+    // The outcome of the whole operation hangs on this write: it is retried until it lands (the
+    // API server may be briefly gone), or the object has gone or left InProgress.
+    let mut pause = Duration::from_secs(1);
+    let claim = loop {
+        match patch::status_in_phase(api, name, "InProgress", status.clone()).await {
+            Ok(claim) => break claim,
+            Err(kube::Error::Api(gone)) if gone.code == 404 => break patch::Claim::Lost,
+            Err(error) => {
+                tracing::warn!(
+                    "{} {name}: writing its final status: {error}; trying again in {pause:?}",
+                    K::KIND
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(FINAL_STATUS_RETRY_CAP);
+            }
+        }
+    };
     if claim == patch::Claim::Lost {
         tracing::warn!(
             "{} {name} was no longer InProgress when it ended: its final status was not written",

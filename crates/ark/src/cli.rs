@@ -136,6 +136,10 @@ pub struct WaitArgs {
     /// Wait until it finishes, showing progress; exit non-zero unless it completed without errors
     #[arg(short = 'w', long)]
     pub wait: bool,
+    /// With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the
+    /// operation itself goes on
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "wait")]
+    pub timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -478,3 +478,101 @@ async fn a_request_for_an_impossible_name_ends_and_a_failed_validation_backup_ex
     .unwrap();
     assert!(failed.status.unwrap().expiration.is_some());
 }
+
+/// The same cluster, reached through `proxy` (its API server's TLS passes through unchanged).
+fn through(cluster: &Cluster, proxy: &PausableProxy, dir: &std::path::Path) -> Cluster {
+    let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
+    let server = api_server(cluster).to_string();
+    let kubeconfig = kubeconfig.replace(&server, &proxy.address.to_string());
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, kubeconfig).unwrap();
+    Cluster {
+        kubeconfig: path,
+        ..cluster.clone()
+    }
+}
+
+fn api_server(cluster: &Cluster) -> std::net::SocketAddr {
+    let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
+    kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The API server goes away just as a backup ends: its final status cannot be written at first,
+/// and is written once the API server is back, never left InProgress.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_status_is_written_once_the_api_server_is_back() {
+    let cluster = Cluster::get();
+    let s3 = PausableProxy::start(
+        cluster.s3_location("unused").config["s3Url"]
+            .trim_start_matches("http://")
+            .parse()
+            .unwrap(),
+    )
+    .await;
+    let api = PausableProxy::start(api_server(&cluster)).await;
+    let setup = Setup::new(cluster.clone(), Some(&s3.url())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server_view = through(&cluster, &api, dir.path());
+    s3.pause();
+    let server = ArkServer::start(ARK, &server_view, setup.ns());
+    setup.ark(&[
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        &setup.app.name,
+    ]);
+    wait_for(
+        setup.backups(),
+        "b1",
+        |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::InProgress),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    api.take_down();
+    s3.resume();
+    let retrying = |log: &str| log.contains("b1: writing its final status");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !retrying(&server.log()) {
+        assert!(std::time::Instant::now() < deadline, "{}", server.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    api.resume();
+    let ended = wait_for(
+        setup.backups(),
+        "b1",
+        |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal()),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert_ne!(ended.phase(), BackupPhase::InProgress, "{}", server.log());
+}
+
+/// A backup left Deleting whose request is gone (removed by hand, or its server stopped before
+/// writing InProgress) gets a new request from garbage collection, which finishes the deletion.
+#[tokio::test]
+async fn a_backup_left_deleting_without_a_request_is_deleted_by_a_new_one() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let _server = ArkServer::start_with(
+        ARK,
+        &setup.cluster,
+        setup.ns(),
+        &["--garbage-collection-frequency", "1s"],
+    );
+    setup.backup("b1", None);
+    let deleting = serde_json::json!({ "status": { "phase": "Deleting" } });
+    let b1 = setup
+        .backups()
+        .patch("b1", &PatchParams::default(), &Patch::Merge(&deleting))
+        .await
+        .unwrap();
+    setup.gone(&b1).await;
+    assert_eq!(setup.keys(&setup.store.layout.backup_dir("b1")).await, 0);
+}

@@ -51,7 +51,15 @@ pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<
         }
     }
     if args.wait.wait && !submitted.is_empty() {
-        failed += wait(&requests, &backups, submitted).await?;
+        let waited =
+            super::wait::within(args.wait.timeout, wait(&requests, &backups, submitted)).await;
+        let Some(waited) = waited else {
+            anyhow::bail!(
+                "gave up waiting after {}: the deletions go on; `ark backup get` shows them",
+                ark_api::duration::format(args.wait.timeout.unwrap_or_default())
+            );
+        };
+        failed += waited?;
     }
     Ok(exit(failed == 0))
 }
@@ -209,12 +217,14 @@ async fn wait(
                     if still_there {
                         let selector =
                             labels::selector_for_backup(&name, uid.as_deref().unwrap_or_default());
+                        // The server removes a backup's earlier requests when a newer one
+                        // starts: follow the newest, which carries this deletion on.
                         if let Some(other) = requests
                             .list(&ListParams::default().labels(&selector))
                             .await?
                             .items
                             .into_iter()
-                            .next()
+                            .max_by_key(|r| r.metadata.creation_timestamp.clone())
                         {
                             pending.insert(other.name_any(), backup);
                             continue;

@@ -47,7 +47,11 @@ impl Operation for ark_api::Restore {
 
 /// Watches the object until its phase is final and returns it; the bar goes to stderr (hidden when
 /// stderr is not a terminal).
-pub async fn until_done<K: Operation>(api: Api<K>, name: &str) -> anyhow::Result<K> {
+pub async fn until_done<K: Operation>(
+    api: Api<K>,
+    name: &str,
+    timeout: Option<std::time::Duration>,
+) -> anyhow::Result<K> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} items ({elapsed})")
@@ -66,7 +70,25 @@ pub async fn until_done<K: Operation>(api: Api<K>, name: &str) -> anyhow::Result
         }
         done
     };
-    let result = await_condition(api, name, condition).await;
+    let result = within(timeout, await_condition(api, name, condition)).await;
     bar.finish_and_clear();
+    let Some(result) = result else {
+        anyhow::bail!(
+            "gave up waiting for {name} after {}: it is still {}",
+            ark_api::duration::format(timeout.unwrap_or_default()),
+            bar.message()
+        );
+    };
     result?.ok_or_else(|| anyhow::anyhow!("{name} was deleted while waiting for it"))
+}
+
+/// `future`'s output, or None once `timeout` (if any) has passed.
+pub async fn within<F: std::future::Future>(
+    timeout: Option<std::time::Duration>,
+    future: F,
+) -> Option<F::Output> {
+    match timeout {
+        Some(timeout) => tokio::time::timeout(timeout, future).await.ok(),
+        None => Some(future.await),
+    }
 }
