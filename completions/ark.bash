@@ -428,7 +428,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__backup__subcmd__create)
-            opts="-l -w -n -h -V --include-namespaces --exclude-namespaces --include-resources --exclude-resources --include-cluster-resources --selector --ttl --storage-location --wait --namespace --kubeconfig --context --help --version"
+            opts="-l -w -n -h -V --include-namespaces --exclude-namespaces --include-resources --exclude-resources --include-cluster-resources --selector --ttl --storage-location --wait --timeout --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -470,6 +470,10 @@ _ark() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --namespace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -494,7 +498,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__backup__subcmd__delete)
-            opts="-l -w -n -h -V --all --selector --confirm --wait --namespace --kubeconfig --context --help --version"
+            opts="-l -w -n -h -V --all --selector --confirm --wait --timeout --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -505,6 +509,10 @@ _ark() {
                     return 0
                     ;;
                 -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1070,7 +1078,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__restore__subcmd__create)
-            opts="-l -w -n -h -V --from-backup --include-namespaces --exclude-namespaces --include-resources --exclude-resources --include-cluster-resources --selector --namespace-mappings --existing-resource-policy --hooks-file --wait --namespace --kubeconfig --context --help --version"
+            opts="-l -w -n -h -V --from-backup --include-namespaces --exclude-namespaces --include-resources --exclude-resources --include-cluster-resources --selector --namespace-mappings --existing-resource-policy --hooks-file --wait --timeout --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1117,6 +1125,10 @@ _ark() {
                     return 0
                     ;;
                 --hooks-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1342,7 +1354,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__server)
-            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --metrics-address --velero-answer-timeout --namespace --kubeconfig --context --help --version"
+            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --metrics-address --velero-answer-timeout --shutdown-grace --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1393,6 +1405,10 @@ _ark() {
                     return 0
                     ;;
                 --velero-answer-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shutdown-grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -56,6 +56,7 @@ false\t''"
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s l -l selector -d 'Only objects matching this label selector' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l ttl -d 'How long to keep the backup (Go duration: 720h, 24h30m)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l storage-location -d 'Where to store it (default: the default location)' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
@@ -86,6 +87,7 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcomma
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s l -l selector -d 'Delete the backups matching this label selector' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l context -d 'The kubeconfig context to use' -r
@@ -122,6 +124,7 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcomm
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l existing-resource-policy -d 'What to do with objects that already exist' -r -f -a "none\t'Keep the object in the cluster; warn when it differs from the backup'
 update\t'Patch the object in the cluster to the backed-up state'"
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l hooks-file -d 'Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input), checked before anything is created' -r -F
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
@@ -204,6 +207,7 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l garbage-collection-fr
 complete -c ark -n "__fish_ark_using_subcommand server" -l restore-hooks-timeout -d 'How long a restore waits, at most, for the exec hooks of its pods' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l metrics-address -d 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l velero-answer-timeout -d 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l shutdown-grace -d 'On SIGTERM, how long running backups, restores and deletions may take to finish before the server stops anyway (the next leader fails what is left); keep it below the pod\'s termination grace period' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r

@@ -324,6 +324,31 @@ impl ArkServer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Sends `signal` (`TERM`, `STOP`, `CONT`, `KILL`) to the server.
+    pub fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits for the server to exit, for at most `timeout`; its exit status, or None if it still
+    /// runs.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the server") {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The server's peak resident memory so far (VmHWM), in MiB.
     pub fn peak_rss_mib(&self) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))

@@ -32,6 +32,7 @@ pub async fn run(ctx: Arc<Context>) {
         objects::resource::<DeleteBackupRequest>(),
     )
     .with_config(kube::runtime::controller::Config::default().concurrency(ctx.deletion_workers))
+    .graceful_shutdown_on(ctx.stopped())
     .run(reconcile, error_policy, ctx)
     .for_each(|_| async {})
     .await;

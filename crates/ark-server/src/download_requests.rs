@@ -30,6 +30,7 @@ pub async fn run(ctx: Arc<Context>) {
         watcher::Config::default(),
         objects::resource::<DownloadRequest>(),
     )
+    .graceful_shutdown_on(ctx.stopped())
     .run(reconcile, error_policy, ctx)
     .for_each(|_| async {})
     .await;

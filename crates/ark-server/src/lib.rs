@@ -63,6 +63,9 @@ pub struct ServerOptions {
     /// How long a ServerStatusRequest may go unanswered before ark concludes, at start-up, that no
     /// Velero server runs in the namespace.
     pub velero_answer_timeout: Duration,
+    /// On SIGTERM, how long running backups, restores and deletions may take to finish before the
+    /// server stops anyway (the next leader fails what is left).
+    pub shutdown_grace: Duration,
 }
 
 /// What every controller shares.
@@ -87,6 +90,27 @@ pub(crate) struct Context {
     pub restores: kube::runtime::reflector::Store<kube::api::DynamicObject>,
     /// Backups being deleted now: a second request for one waits.
     pub deleting: Mutex<HashSet<String>>,
+    /// Becomes true when the server is told to stop: controllers take no new work.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Context {
+    /// Resolves once the server is told to stop.
+    pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut stopping = self.stopping.clone();
+        async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        }
+    }
+
+    /// Runs `work` until the server is told to stop, then drops it: for periodic work, which holds
+    /// nothing between rounds.
+    pub async fn until_stopping<F: Future>(&self, work: F) {
+        tokio::select! {
+            _ = work => {}
+            () = self.stopped() => {}
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +145,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         .default_backoff()
         .for_each(|_| std::future::ready(()))
     };
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
         events: events::Events::new(client.clone(), &options.identity),
         client,
@@ -139,16 +164,11 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         restores: restore_cache,
         running_backups: Mutex::default(),
         deleting: Mutex::default(),
+        stopping,
     });
-    let election = leader::Election {
-        identity: options.identity,
-        lease_duration: Duration::from_secs(15),
-        renew_period: Duration::from_secs(5),
-        retry_period: Duration::from_secs(2),
-    };
     tracing::info!(
         "ark server {} starting in namespace {}",
-        election.identity,
+        options.identity,
         ctx.namespace
     );
     let metrics = async {
@@ -159,25 +179,77 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
             None => std::future::pending().await,
         }
     };
-    leader::acquire(&ctx.client, &ctx.namespace, &election).await;
-    backup::remove_legacy_finalizer(&ctx).await;
+    let lost = || ServerError::LostLeadership(ctx.namespace.clone(), leader::LEASE_NAME);
+    let election = leader::Election::new(options.identity);
+    let mut leadership = tokio::select! {
+        leadership = leader::acquire(&ctx.client, &ctx.namespace, election) => leadership,
+        () = shutdown_signal() => return Ok(()),
+    };
+    // Start-up work runs while the lease is renewed, like the rest.
     let controllers = async {
+        backup::remove_legacy_finalizer(&ctx).await;
         tokio::join!(
             backup::run(ctx.clone()),
             restore::run(ctx.clone()),
             deletion::run(ctx.clone()),
             download_requests::run(ctx.clone()),
-            gc::run(ctx.clone()),
-            location_validation::run(ctx.clone()),
-            sync::run(ctx.clone()),
-            restore_reflector,
+            ctx.until_stopping(gc::run(ctx.clone())),
+            ctx.until_stopping(location_validation::run(ctx.clone())),
+            ctx.until_stopping(sync::run(ctx.clone())),
+            ctx.until_stopping(restore_reflector),
         )
     };
-    tokio::select! {
-        _ = controllers => Ok(()),
-        result = metrics => result,
-        () = leader::hold(&ctx.client, &ctx.namespace, &election) => {
-            Err(ServerError::LostLeadership(ctx.namespace.clone(), leader::LEASE_NAME))
+    tokio::pin!(controllers, metrics);
+    enum Stopped {
+        Done(Result<(), ServerError>),
+        Signalled,
+        LostLeadership,
+    }
+    let stopped = tokio::select! {
+        _ = &mut controllers => Stopped::Done(Ok(())),
+        result = &mut metrics => Stopped::Done(result),
+        () = leadership.hold() => Stopped::LostLeadership,
+        () = shutdown_signal() => Stopped::Signalled,
+    };
+    let outcome = match stopped {
+        // Another replica may take over now: stop at once, whatever runs.
+        Stopped::LostLeadership => return Err(lost()),
+        Stopped::Done(result) => result,
+        Stopped::Signalled => {
+            let grace = options.shutdown_grace;
+            tracing::info!("stopping: no new work is taken; waiting up to {grace:?} for what runs");
+            let _ = stop.send(true);
+            let finished = tokio::select! {
+                _ = &mut controllers => Some(true),
+                () = tokio::time::sleep(grace) => Some(false),
+                () = leadership.hold() => None,
+            };
+            match finished {
+                None => return Err(lost()),
+                Some(true) => tracing::info!("all work finished"),
+                Some(false) => tracing::warn!(
+                    "work still running after {grace:?} is left to the next leader, which fails it"
+                ),
+            }
+            Ok(())
         }
+    };
+    leadership.release().await;
+    outcome
+}
+
+/// SIGTERM (Kubernetes stopping the pod) or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(terminate) => terminate,
+        Err(error) => {
+            tracing::warn!("cannot listen for SIGTERM: {error}");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
     }
 }

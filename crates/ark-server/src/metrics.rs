@@ -60,7 +60,16 @@ pub async fn serve(address: SocketAddr, metrics: std::sync::Arc<Metrics>) -> std
     let listener = tokio::net::TcpListener::bind(address).await?;
     tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
     loop {
-        let (mut stream, _) = listener.accept().await?;
+        // A failed accept (a connection reset before it was taken, no file descriptors left)
+        // concerns that connection only: the endpoint keeps serving.
+        let mut stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::warn!("metrics: accepting a connection: {error}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let metrics = metrics.clone();
         tokio::spawn(async move {
             let mut request = [0u8; 1024];

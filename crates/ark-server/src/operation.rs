@@ -97,6 +97,7 @@ where
     };
     Controller::new_with(api, watcher::Config::default(), objects::resource::<K>())
         .with_config(kube::runtime::controller::Config::default().concurrency(ctx.workers))
+        .graceful_shutdown_on(ctx.stopped())
         .run(reconcile, error_policy, ctx)
         .for_each(|_| async {})
         .await;

@@ -350,6 +350,11 @@ pub struct ServerArgs {
     /// concluding that none runs in the namespace (ark refuses to start beside one)
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub velero_answer_timeout: std::time::Duration,
+    /// On SIGTERM, how long running backups, restores and deletions may take to finish before the
+    /// server stops anyway (the next leader fails what is left); keep it below the pod's
+    /// termination grace period
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_grace: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

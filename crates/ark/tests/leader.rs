@@ -1,10 +1,15 @@
-//! Two server replicas: one leads (holds the Lease) and works; when it dies the other takes over.
+//! Two server replicas: one leads (holds the Lease) and works; when it dies the other takes over,
+//! when it is told to stop it finishes its work and hands over at once, and when it is paused
+//! past its lease it cannot complete what its successor has ended.
 
 mod common;
 
 use std::time::Duration;
 
+use ark_api::{Backup, BackupPhase};
+use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, Cluster, wait_for};
+use common::setup::{Setup, WAIT};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
@@ -72,4 +77,124 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_dies() {
     assert_eq!(lease.spec.unwrap().lease_transitions, Some(1));
     ark_ok(&cluster, &ns.name, &["backup", "create", "b2", "--wait"]);
     assert!(second.log().contains("replica-b leads"), "{}", second.log());
+}
+
+async fn phase(setup: &Setup, name: &str, phase: BackupPhase) -> Backup {
+    wait_for(
+        setup.backups(),
+        name,
+        move |b: Option<&Backup>| b.is_some_and(|b| b.phase() == phase),
+        WAIT,
+    )
+    .await
+    .unwrap()
+}
+
+/// SIGTERM: the leader takes no new work, finishes the backup it runs, releases the lease and
+/// exits; the other replica leads at once instead of after the lease's 15 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_running_backup_and_hands_the_lease_over_at_once() {
+    let cluster = Cluster::get();
+    let s3 = PausableProxy::start(s3_target(&cluster)).await;
+    let setup = Setup::new(cluster, Some(&s3.url())).await;
+    let leases: Api<Lease> = Api::namespaced(setup.client.clone(), setup.ns());
+    let mut first = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-a"]);
+    wait_for(leases.clone(), "ark-server", held_by("replica-a"), WAIT)
+        .await
+        .unwrap();
+    let second = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-b"]);
+
+    s3.pause();
+    setup.ark(&[
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        &setup.app.name,
+    ]);
+    phase(&setup, "b1", BackupPhase::InProgress).await;
+    first.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    s3.resume();
+    let status = first
+        .wait_exit(Duration::from_secs(30))
+        .expect("replica-a exits");
+    assert!(status.success(), "{status:?}\n{}", first.log());
+    assert!(first.log().contains("all work finished"), "{}", first.log());
+    phase(&setup, "b1", BackupPhase::Completed).await;
+    let handed_over = std::time::Instant::now();
+    wait_for(leases, "ark-server", held_by("replica-b"), WAIT)
+        .await
+        .unwrap();
+    assert!(
+        handed_over.elapsed() < Duration::from_secs(10),
+        "replica-b waited {:?} for a released lease",
+        handed_over.elapsed()
+    );
+    drop(second);
+}
+
+fn s3_target(cluster: &Cluster) -> std::net::SocketAddr {
+    cluster.s3_location("unused").config["s3Url"]
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap()
+}
+
+/// The leader is paused (SIGSTOP) in the middle of a backup for longer than its lease: the other
+/// replica takes over and fails the backup; the old leader, resumed, stops leading, and what it
+/// goes on to write cannot make the backup Completed or put it in the bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_paused_past_its_lease_cannot_complete_what_its_successor_failed() {
+    let cluster = Cluster::get();
+    let s3 = PausableProxy::start(s3_target(&cluster)).await;
+    let setup = Setup::new(cluster, Some(&s3.url())).await;
+    let leases: Api<Lease> = Api::namespaced(setup.client.clone(), setup.ns());
+    let mut first = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-a"]);
+    wait_for(leases.clone(), "ark-server", held_by("replica-a"), WAIT)
+        .await
+        .unwrap();
+    let second = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-b"]);
+
+    s3.pause();
+    setup.ark(&[
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        &setup.app.name,
+    ]);
+    phase(&setup, "b1", BackupPhase::InProgress).await;
+    first.signal("STOP");
+    wait_for(leases, "ark-server", held_by("replica-b"), WAIT)
+        .await
+        .unwrap();
+    let failed = phase(&setup, "b1", BackupPhase::Failed).await;
+    assert_eq!(
+        failed.status.unwrap().failure_reason.as_deref(),
+        Some("found a backup with status InProgress during the server starting, mark it as Failed")
+    );
+    // The old leader wakes up with its upload able to finish.
+    s3.resume();
+    first.signal("CONT");
+    let status = first
+        .wait_exit(Duration::from_secs(30))
+        .expect("replica-a stops");
+    assert!(!status.success());
+    assert!(
+        first.log().contains("lost the leader lease"),
+        "{}",
+        first.log()
+    );
+    let backup = setup.backups().get("b1").await.unwrap();
+    assert_eq!(backup.phase(), BackupPhase::Failed);
+    let layout = &setup.store.layout;
+    assert!(
+        !setup
+            .store
+            .exists(&layout.backup_metadata("b1"))
+            .await
+            .unwrap()
+    );
+    drop(second);
 }

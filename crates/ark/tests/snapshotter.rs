@@ -74,6 +74,7 @@ fn options(
         restore_hooks_timeout: Duration::from_secs(60),
         volume_snapshotter: Some(snapshotter),
         velero_answer_timeout: Duration::from_secs(2),
+        shutdown_grace: Duration::from_secs(5),
     }
 }
 

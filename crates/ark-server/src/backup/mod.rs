@@ -412,6 +412,14 @@ async fn back_up(
             .put(&layout.backup_volume_info(name), snapshots)
             .await
             .map_err(|e| upload_error("volume info", e))?;
+        // The metadata is what makes the backup exist: not if another server has ended it
+        // meanwhile (this one paused past its lease, say). The end is checked again afterwards.
+        let still_ours = patch::status_in_phase(api, name, "InProgress", json!({}))
+            .await
+            .map_err(|e| format!("checking that the backup is still InProgress: {e}"))?;
+        if still_ours == patch::Claim::Lost {
+            return Err("the backup was ended elsewhere while it was uploaded".to_string());
+        }
         let metadata_bytes =
             Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?);
         store

@@ -28,6 +28,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         restore_hooks_timeout: args.restore_hooks_timeout,
         volume_snapshotter: None,
         velero_answer_timeout: args.velero_answer_timeout,
+        shutdown_grace: args.shutdown_grace,
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)
