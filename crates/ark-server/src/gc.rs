@@ -3,23 +3,42 @@
 //! `velero.io/gc-failure` with the reason instead.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::locations::{self, LocationError};
-use crate::{Context, objects};
+use crate::{Context, objects, periodic};
 
 pub async fn run(ctx: Arc<Context>) {
-    loop {
-        if let Err(error) = collect(&ctx).await {
-            tracing::warn!("garbage collection: {error}");
-        }
-        tokio::time::sleep(ctx.gc_frequency).await;
+    periodic::run::<Backup, _, _>(ctx, collect).await;
+}
+
+/// One backup's garbage collection; again after `--garbage-collection-frequency`, or when the
+/// backup expires if that is sooner.
+async fn collect(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
+    let Ok(backup) = objects::typed::<Backup>(object.as_ref()) else {
+        return ctx.gc_frequency;
+    };
+    if let Err(error) = collect_one(&ctx, &backup).await {
+        tracing::warn!(
+            "garbage collection of backup {}: {error}",
+            backup.name_any()
+        );
     }
+    let until_expiry = backup
+        .status
+        .as_ref()
+        .and_then(|s| s.expiration.as_ref())
+        .and_then(|e| Timestamp::now().duration_until(e.0).try_into().ok())
+        .filter(|left: &Duration| !left.is_zero());
+    until_expiry.map_or(ctx.gc_frequency, |left| {
+        left.min(ctx.gc_frequency) + Duration::from_millis(100)
+    })
 }
 
 /// Whether a backup is past its expiration and in a phase where deletion makes sense.
@@ -92,16 +111,11 @@ pub async fn request_deletion(ctx: &Context, backup: &Backup, why: &str) -> kube
     Ok(())
 }
 
-async fn collect(ctx: &Context) -> kube::Result<()> {
+async fn collect_one(ctx: &Context, backup: &Backup) -> kube::Result<()> {
     let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
-    let now = Timestamp::now();
     // Expired backups, and half-deleted ones whose request is gone (removed by hand, or its
     // server stopped): a new request finishes what the last one started.
-    for backup in objects::list::<Backup>(&ctx.client, &ctx.namespace, &ListParams::default())
-        .await?
-        .iter()
-        .filter(|b| is_expired(b, now) || b.phase() == BackupPhase::Deleting)
-    {
+    if is_expired(backup, Timestamp::now()) || backup.phase() == BackupPhase::Deleting {
         let name = backup.name_any();
         let location = backup.spec.storage_location.clone().unwrap_or_default();
         let found = locations::get(&ctx.client, &ctx.namespace, &location).await;
@@ -119,7 +133,7 @@ async fn collect(ctx: &Context) -> kube::Result<()> {
                 .await?;
         }
         if failure.is_some() {
-            continue;
+            return Ok(());
         }
         if let Ok(found) = &found
             && let Some(reason) = found.unavailable()
@@ -127,7 +141,7 @@ async fn collect(ctx: &Context) -> kube::Result<()> {
             tracing::info!(
                 "garbage collection: backup {name} expired; its location {location} is unavailable ({reason}), so it waits"
             );
-            continue;
+            return Ok(());
         }
         let why = if backup.phase() == BackupPhase::Deleting {
             "is Deleting with no request left to finish it"

@@ -16,6 +16,7 @@ mod objects;
 mod operation;
 mod operation_log;
 mod patch;
+mod periodic;
 mod resource_list;
 mod restore;
 mod results;
@@ -90,6 +91,8 @@ pub(crate) struct Context {
     pub restores: kube::runtime::reflector::Store<kube::api::DynamicObject>,
     /// Backups being deleted now: a second request for one waits.
     pub deleting: Mutex<HashSet<String>>,
+    /// Per location, the uids of its backups that sync's previous listing of the bucket lacked.
+    pub sync_missing: Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
     /// Becomes true when the server is told to stop: controllers take no new work.
     pub stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -164,6 +167,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         restores: restore_cache,
         running_backups: Mutex::default(),
         deleting: Mutex::default(),
+        sync_missing: Mutex::default(),
         stopping,
     });
     tracing::info!(

@@ -1,41 +1,38 @@
-//! Checks each BackupStorageLocation periodically and writes Available/Unavailable with the reason.
+//! Checks each BackupStorageLocation every `--store-validation-frequency` (and when it is created
+//! or its spec changes) and writes Available/Unavailable with the reason.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ark_api::BackupStorageLocation;
 use kube::ResourceExt;
+use kube::api::DynamicObject;
 use serde_json::json;
 
-use crate::{Context, locations, objects, patch};
+use crate::{Context, locations, objects, patch, periodic};
 
 pub async fn run(ctx: Arc<Context>) {
+    periodic::run::<BackupStorageLocation, _, _>(ctx, validate).await;
+}
+
+async fn validate(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
+    let name = object.name_any();
+    let checked = match objects::typed(object.as_ref()) {
+        Ok(location) => check(&ctx, location).await,
+        Err(unfit) => Err(format!(
+            "backup storage location {name:?} cannot be read: {unfit}"
+        )),
+    };
+    let mut status = match checked {
+        Ok(()) => json!({ "phase": "Available", "message": null }),
+        Err(reason) => json!({ "phase": "Unavailable", "message": reason }),
+    };
+    status["lastValidationTime"] = json!(patch::now());
     let api = objects::api::<BackupStorageLocation>(&ctx.client, &ctx.namespace);
-    loop {
-        match api.list(&Default::default()).await {
-            Ok(list) => {
-                for object in list.items {
-                    let name = object.name_any();
-                    let checked = match objects::typed(&object) {
-                        Ok(location) => check(&ctx, location).await,
-                        Err(unfit) => Err(format!(
-                            "backup storage location {name:?} cannot be read: {unfit}"
-                        )),
-                    };
-                    let status = match checked {
-                        Ok(()) => json!({ "phase": "Available", "message": null }),
-                        Err(reason) => json!({ "phase": "Unavailable", "message": reason }),
-                    };
-                    let mut status = status;
-                    status["lastValidationTime"] = json!(patch::now());
-                    if let Err(error) = patch::object_status(&api, &name, status).await {
-                        tracing::warn!("updating backup storage location {name}: {error}");
-                    }
-                }
-            }
-            Err(error) => tracing::warn!("listing backup storage locations: {error}"),
-        }
-        tokio::time::sleep(ctx.validation_period).await;
+    if let Err(error) = patch::object_status(&api, &name, status).await {
+        tracing::warn!("updating backup storage location {name}: {error}");
     }
+    ctx.validation_period
 }
 
 async fn check(ctx: &Context, location: BackupStorageLocation) -> Result<(), String> {

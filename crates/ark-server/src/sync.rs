@@ -3,52 +3,55 @@
 //! finished Backup whose data has left the bucket is deleted the one safe way, through a
 //! DeleteBackupRequest, so its snapshots and restores go with it (Velero #9480).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationPhase, labels};
-use kube::api::{ListParams, PostParams};
-use kube::{Api, Resource};
+use kube::api::{DynamicObject, ListParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
 
-use crate::{Context, gc, locations, objects};
-
-/// Per location, the uids of backups the previous listing lacked.
-type Missing = BTreeMap<String, BTreeSet<String>>;
+use crate::{Context, gc, locations, objects, periodic};
 
 pub async fn run(ctx: Arc<Context>) {
-    let mut missing = Missing::new();
-    loop {
-        if let Err(error) = sync_all(&ctx, &mut missing).await {
-            tracing::warn!("backup sync: {error}");
-        }
-        tokio::time::sleep(ctx.sync_period).await;
-    }
+    periodic::run::<BackupStorageLocation, _, _>(ctx, sync).await;
 }
 
-async fn sync_all(ctx: &Context, missing: &mut Missing) -> Result<(), kube::Error> {
-    let backups = Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace);
-    let all = ListParams::default();
-    for location in
-        objects::list::<BackupStorageLocation>(&ctx.client, &ctx.namespace, &all).await?
-    {
-        let name = location.metadata.name.clone().unwrap_or_default();
-        // Every Backup object, also those ark's types cannot read: none is created twice.
-        let known: BTreeSet<String> = objects::api::<Backup>(&ctx.client, &ctx.namespace)
-            .list_metadata(&all)
-            .await?
-            .items
-            .into_iter()
-            .filter_map(|b| b.metadata.name)
-            .collect();
-        let existing = objects::list::<Backup>(&ctx.client, &ctx.namespace, &all).await?;
-        let was_missing = missing.remove(&name).unwrap_or_default();
-        match sync_location(ctx, &backups, location, &known, &existing, &was_missing).await {
-            Ok(missing_now) => {
-                missing.insert(name, missing_now);
-            }
-            Err(error) => tracing::warn!("backup sync of location {name}: {error}"),
-        }
+/// One location's sync; again after `--backup-sync-period`.
+async fn sync(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
+    let name = object.name_any();
+    if let Err(error) = sync_one(&ctx, &object).await {
+        tracing::warn!("backup sync of location {name}: {error}");
     }
+    ctx.sync_period
+}
+
+async fn sync_one(ctx: &Context, object: &DynamicObject) -> Result<(), String> {
+    let location: BackupStorageLocation = objects::typed(object).map_err(|e| e.to_string())?;
+    let name = object.name_any();
+    let all = ListParams::default();
+    // Every Backup object, also those ark's types cannot read: none is created twice.
+    let known: BTreeSet<String> = objects::api::<Backup>(&ctx.client, &ctx.namespace)
+        .list_metadata(&all)
+        .await
+        .map_err(|e| e.to_string())?
+        .items
+        .into_iter()
+        .filter_map(|b| b.metadata.name)
+        .collect();
+    let existing = objects::list::<Backup>(&ctx.client, &ctx.namespace, &all)
+        .await
+        .map_err(|e| e.to_string())?;
+    let was_missing = ctx
+        .sync_missing
+        .lock()
+        .unwrap()
+        .remove(&name)
+        .unwrap_or_default();
+    let backups = Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace);
+    let missing_now =
+        sync_location(ctx, &backups, location, &known, &existing, &was_missing).await?;
+    ctx.sync_missing.lock().unwrap().insert(name, missing_now);
     Ok(())
 }
 

@@ -127,7 +127,9 @@ async fn an_unreachable_bucket_on_velero_crds_fails_the_backup_and_marks_the_loc
         .unwrap();
     let reason = backup.status.unwrap().failure_reason.unwrap();
     assert!(
-        reason.starts_with("backup storage location \"default\": uploading log:"),
+        reason.starts_with(
+            "backup storage location \"default\": checking whether the backup already exists in object storage:"
+        ),
         "{reason}"
     );
     assert!(reason.contains("127.0.0.1:9"), "{reason}");
