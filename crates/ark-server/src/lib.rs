@@ -1,28 +1,10 @@
 //! `ark server`: the controllers that carry out Backups and Restores, check storage locations and
 //! sync backups from the bucket. Each reads, decides with pure functions, then writes status.
 
-mod backup;
-mod deletion;
-mod discovery;
-mod download_requests;
-mod events;
-mod filter;
-mod gc;
-mod leader;
-mod location_validation;
-pub mod locations;
-mod metrics;
-mod objects;
-mod operation;
-mod operation_log;
-mod patch;
-mod periodic;
-mod resource_list;
-mod restore;
-mod results;
-pub mod snapshots;
-mod sync;
-mod velero_server;
+mod controllers;
+mod shared;
+
+pub use shared::{locations, snapshots};
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -30,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use snapshots::VolumeSnapshotter;
+pub use shared::snapshots::VolumeSnapshotter;
 
 /// How the server is run.
 #[derive(Clone)]
@@ -83,8 +65,8 @@ pub(crate) struct Context {
     pub gc_frequency: Duration,
     pub hooks_timeout: Duration,
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
-    pub metrics: Arc<metrics::Metrics>,
-    pub events: events::Events,
+    pub metrics: Arc<shared::metrics::Metrics>,
+    pub events: shared::events::Events,
     /// Backups this server is running now: a request to delete one of them is refused.
     pub running_backups: Mutex<HashSet<String>>,
     /// Every Restore of the namespace, kept current by a watch.
@@ -125,19 +107,19 @@ pub enum ServerError {
     #[error("serving metrics on {0}: {1}")]
     Metrics(SocketAddr, std::io::Error),
     #[error(transparent)]
-    VeleroServerActive(#[from] velero_server::VeleroServerActive),
+    VeleroServerActive(#[from] shared::velero_server::VeleroServerActive),
 }
 
 /// Runs the controllers until the process is told to stop.
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
     std::fs::create_dir_all(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
-    velero_server::ensure_absent(&client, &options.namespace, options.velero_answer_timeout)
+    shared::velero_server::ensure_absent(&client, &options.namespace, options.velero_answer_timeout)
         .await?;
     let restore_writer =
-        kube::runtime::reflector::store::Writer::new(objects::resource::<ark_api::Restore>());
+        kube::runtime::reflector::store::Writer::new(shared::objects::resource::<ark_api::Restore>());
     let restore_cache = restore_writer.as_reader();
-    let restore_api = objects::api::<ark_api::Restore>(&client, &options.namespace);
+    let restore_api = shared::objects::api::<ark_api::Restore>(&client, &options.namespace);
     let restore_reflector = {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
@@ -150,7 +132,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
     };
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
-        events: events::Events::new(client.clone(), &options.identity),
+        events: shared::events::Events::new(client.clone(), &options.identity),
         client,
         namespace: options.namespace,
         scratch: options.scratch_dir,
@@ -177,29 +159,29 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
     );
     let metrics = async {
         match options.metrics_address {
-            Some(address) => metrics::serve(address, ctx.metrics.clone())
+            Some(address) => shared::metrics::serve(address, ctx.metrics.clone())
                 .await
                 .map_err(|e| ServerError::Metrics(address, e)),
             None => std::future::pending().await,
         }
     };
-    let lost = || ServerError::LostLeadership(ctx.namespace.clone(), leader::LEASE_NAME);
-    let election = leader::Election::new(options.identity);
+    let lost = || ServerError::LostLeadership(ctx.namespace.clone(), shared::leader::LEASE_NAME);
+    let election = shared::leader::Election::new(options.identity);
     let mut leadership = tokio::select! {
-        leadership = leader::acquire(&ctx.client, &ctx.namespace, election) => leadership,
+        leadership = shared::leader::acquire(&ctx.client, &ctx.namespace, election) => leadership,
         () = shutdown_signal() => return Ok(()),
     };
     // Start-up work runs while the lease is renewed, like the rest.
     let controllers = async {
-        backup::remove_legacy_finalizer(&ctx).await;
+        controllers::backup::remove_legacy_finalizer(&ctx).await;
         tokio::join!(
-            backup::run(ctx.clone()),
-            restore::run(ctx.clone()),
-            deletion::run(ctx.clone()),
-            download_requests::run(ctx.clone()),
-            ctx.until_stopping(gc::run(ctx.clone())),
-            ctx.until_stopping(location_validation::run(ctx.clone())),
-            ctx.until_stopping(sync::run(ctx.clone())),
+            controllers::backup::run(ctx.clone()),
+            controllers::restore::run(ctx.clone()),
+            controllers::deletion::run(ctx.clone()),
+            controllers::download_requests::run(ctx.clone()),
+            ctx.until_stopping(controllers::gc::run(ctx.clone())),
+            ctx.until_stopping(controllers::location_validation::run(ctx.clone())),
+            ctx.until_stopping(controllers::sync::run(ctx.clone())),
             ctx.until_stopping(restore_reflector),
         )
     };

@@ -11,7 +11,9 @@ use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationP
 use kube::api::{DynamicObject, ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::{Context, gc, locations, objects, periodic};
+use crate::Context;
+use crate::controllers::gc;
+use crate::shared::{locations, objects, periodic};
 
 pub async fn run(ctx: Arc<Context>) {
     periodic::run::<BackupStorageLocation, _, _>(ctx, sync).await;

@@ -21,7 +21,7 @@ pub enum LocationError {
     #[error("cannot get backup storage location {0:?}: {1}")]
     Api(String, kube::Error),
     #[error("backup storage location {0:?} cannot be read: {1}")]
-    Unfit(String, crate::objects::Unfit),
+    Unfit(String, crate::shared::objects::Unfit),
     #[error(transparent)]
     Storage(#[from] ark_storage::StorageError),
 }
@@ -43,7 +43,7 @@ pub async fn get(
     namespace: &str,
     name: &str,
 ) -> Result<BackupStorageLocation, LocationError> {
-    crate::objects::get::<BackupStorageLocation>(client, namespace, name)
+    crate::shared::objects::get::<BackupStorageLocation>(client, namespace, name)
         .await
         .map_err(|e| LocationError::Api(name.to_string(), e))?
         .ok_or_else(|| LocationError::NotFound(name.to_string()))?
@@ -53,7 +53,7 @@ pub async fn get(
 /// The location marked default, else the one named `default` (Velero's convention).
 pub async fn default_name(client: &Client, namespace: &str) -> Result<String, LocationError> {
     let locations =
-        crate::objects::list::<BackupStorageLocation>(client, namespace, &Default::default())
+        crate::shared::objects::list::<BackupStorageLocation>(client, namespace, &Default::default())
             .await
             .map_err(|e| LocationError::Api("<default>".into(), e))?;
     Ok(locations

@@ -15,7 +15,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::{Context, objects, patch};
+use crate::Context;
+use crate::shared::{objects, patch};
 
 pub trait Operation:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use tempfile::NamedTempFile;
 
-use crate::backup::archive::{Gz, gz_file};
+use crate::shared::archive::{Gz, gz_file};
 
 /// A resource list (`<backup>-resource-list.json.gz`, `restore-<r>-resource-list.json.gz`):
 /// `{"apps/v1/Deployment": ["ns/name", ...], ...}`, written as a stream because every resource's

@@ -15,7 +15,8 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 
-use crate::{Context, objects};
+use crate::Context;
+use crate::shared::objects;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
 /// each run returns when to run again.

@@ -11,8 +11,9 @@ use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::locations::{self, LocationError};
-use crate::{Context, objects, periodic};
+use crate::shared::locations::{self, LocationError};
+use crate::Context;
+use crate::shared::{objects, periodic};
 
 pub async fn run(ctx: Arc<Context>) {
     periodic::run::<Backup, _, _>(ctx, collect).await;

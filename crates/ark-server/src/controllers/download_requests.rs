@@ -15,7 +15,8 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
-use crate::{Context, locations, objects, patch};
+use crate::Context;
+use crate::shared::{locations, objects, patch};
 
 /// How long a download URL is valid, and an unanswered request kept (Velero's `DownloadURLTTL`).
 const URL_TTL: Duration = Duration::from_secs(600);

@@ -11,11 +11,11 @@ use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client};
 use tempfile::NamedTempFile;
 
-use super::archive::TarballWriter;
-use crate::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
-use crate::operation_log::{Level, OperationLog};
-use crate::resource_list::ResourceListWriter;
-use crate::results::Results;
+use crate::shared::archive::TarballWriter;
+use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::shared::operation_log::{Level, OperationLog};
+use crate::shared::resource_list::ResourceListWriter;
+use crate::shared::results::Results;
 
 const PAGE_SIZE: u32 = 500;
 
@@ -231,7 +231,7 @@ async fn plan(
         .filter(|ns| namespace_filter.should_include(ns))
         .collect();
 
-    let served = crate::discovery::discover(client)
+    let served = crate::shared::discovery::discover(client)
         .await
         .map_err(EngineError::Discovery)?;
     for skipped in served.skipped {

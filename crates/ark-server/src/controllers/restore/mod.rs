@@ -16,13 +16,14 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::filter::IncludesExcludes;
-use crate::locations::{self, OpenLocation};
-use crate::operation::{self, ReconcileError};
-use crate::operation_log::{Level, OperationLog};
-use crate::resource_list::ResourceListWriter;
-use crate::results::gzip_json;
-use crate::{Context, objects, patch};
+use crate::shared::filter::IncludesExcludes;
+use crate::shared::locations::{self, OpenLocation};
+use crate::shared::operation::{self, ReconcileError};
+use crate::shared::operation_log::{Level, OperationLog};
+use crate::shared::resource_list::ResourceListWriter;
+use crate::shared::results::gzip_json;
+use crate::Context;
+use crate::shared::{objects, patch};
 
 /// Pods whose containers are waited for at once (a watch each).
 const HOOK_PODS_WAITING: usize = 256;
@@ -277,7 +278,7 @@ async fn restore_from(
 async fn run_hooks(
     ctx: &Context,
     pods: Vec<engine::PodWithHooks>,
-    results: &mut crate::results::Results,
+    results: &mut crate::shared::results::Results,
     log: &mut OperationLog,
 ) -> Vec<ark_api::hooks::PodHookResults> {
     let deadline = tokio::time::Instant::now() + ctx.hooks_timeout;

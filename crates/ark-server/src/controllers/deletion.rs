@@ -17,9 +17,10 @@ use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::locations::{self, LocationError};
-use crate::snapshots::{self, Deleted, Recorded};
-use crate::{Context, objects, patch};
+use crate::shared::locations::{self, LocationError};
+use crate::shared::snapshots::{self, Deleted, Recorded};
+use crate::Context;
+use crate::shared::{objects, patch};
 
 /// How long a deletion waits for the first listing of Restores.
 const RESTORE_CACHE_WAIT: Duration = Duration::from_secs(30);

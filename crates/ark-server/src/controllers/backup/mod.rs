@@ -1,7 +1,6 @@
 //! The backup controller: a New Backup is validated, collected into Velero's file set and uploaded
 //! to its storage location; its status says how it went.
 
-pub(crate) mod archive;
 mod engine;
 
 use std::sync::Arc;
@@ -14,12 +13,12 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
-use crate::filter::IncludesExcludes;
-use crate::locations::{self, OpenLocation};
-use crate::operation::{self, ReconcileError};
-use crate::operation_log::{Level, OperationLog};
-use crate::results::gzip_json;
-use crate::{objects, patch};
+use crate::shared::filter::IncludesExcludes;
+use crate::shared::locations::{self, OpenLocation};
+use crate::shared::operation::{self, ReconcileError};
+use crate::shared::operation_log::{Level, OperationLog};
+use crate::shared::results::gzip_json;
+use crate::shared::{objects, patch};
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {

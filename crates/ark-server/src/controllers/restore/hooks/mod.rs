@@ -11,7 +11,7 @@ use ark_api::{HookErrorMode, RestoreHooks};
 use k8s_openapi::api::core::v1::Container;
 use serde_json::Value;
 
-use crate::filter::IncludesExcludes;
+use crate::shared::filter::IncludesExcludes;
 
 /// Velero's volume-restore helpers (current and legacy names): init containers that wait for a pod
 /// volume restore. ark restores no pod volume data, so one left in a backed-up pod would wait

@@ -9,7 +9,8 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 use serde_json::json;
 
-use crate::{Context, locations, objects, patch, periodic};
+use crate::Context;
+use crate::shared::{locations, objects, patch, periodic};
 
 pub async fn run(ctx: Arc<Context>) {
     periodic::run::<BackupStorageLocation, _, _>(ctx, validate).await;

@@ -14,10 +14,10 @@ use serde_json::Value;
 use super::hooks::{self, PodHooks};
 use super::order::{is_restorable, restore_order};
 use super::transform::{Transform, differs, is_restored_volume};
-use crate::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
-use crate::operation_log::{Level, OperationLog};
-use crate::resource_list::ResourceListWriter;
-use crate::results::Results;
+use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::shared::operation_log::{Level, OperationLog};
+use crate::shared::resource_list::ResourceListWriter;
+use crate::shared::results::Results;
 
 pub struct Restored {
     pub results: Results,
@@ -108,7 +108,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     let mapping = spec.namespace_mapping.clone().unwrap_or_default();
     let update_existing = spec.existing_resource_policy.as_deref() == Some("update");
 
-    let discovered = crate::discovery::discover(client).await?;
+    let discovered = crate::shared::discovery::discover(client).await?;
     for skipped in discovered.skipped {
         log.log(Level::Warning, &skipped);
         results.warnings.add(None, skipped);

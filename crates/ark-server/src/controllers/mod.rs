@@ -1,0 +1,11 @@
+//! The controllers: each reads its objects, decides with pure functions, and writes the outcome.
+//! What they share (reading objects, conditional writes, the operation and periodic loops,
+//! storage locations, leader election) is in `shared`.
+
+pub mod backup;
+pub mod deletion;
+pub mod download_requests;
+pub mod gc;
+pub mod location_validation;
+pub mod restore;
+pub mod sync;

@@ -1,0 +1,18 @@
+//! The mechanisms the controllers share.
+
+pub mod archive;
+pub mod discovery;
+pub mod events;
+pub mod filter;
+pub mod leader;
+pub mod locations;
+pub mod metrics;
+pub mod objects;
+pub mod operation;
+pub mod operation_log;
+pub mod patch;
+pub mod periodic;
+pub mod resource_list;
+pub mod results;
+pub mod snapshots;
+pub mod velero_server;
