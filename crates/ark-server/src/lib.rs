@@ -114,10 +114,15 @@ pub enum ServerError {
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
     std::fs::create_dir_all(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
-    shared::velero_server::ensure_absent(&client, &options.namespace, options.velero_answer_timeout)
-        .await?;
-    let restore_writer =
-        kube::runtime::reflector::store::Writer::new(shared::objects::resource::<ark_api::Restore>());
+    shared::velero_server::ensure_absent(
+        &client,
+        &options.namespace,
+        options.velero_answer_timeout,
+    )
+    .await?;
+    let restore_writer = kube::runtime::reflector::store::Writer::new(shared::objects::resource::<
+        ark_api::Restore,
+    >());
     let restore_cache = restore_writer.as_reader();
     let restore_api = shared::objects::api::<ark_api::Restore>(&client, &options.namespace);
     let restore_reflector = {

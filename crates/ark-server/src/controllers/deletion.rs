@@ -17,9 +17,9 @@ use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
+use crate::Context;
 use crate::shared::locations::{self, LocationError};
 use crate::shared::snapshots::{self, Deleted, Recorded};
-use crate::Context;
 use crate::shared::{objects, patch};
 
 /// How long a deletion waits for the first listing of Restores.

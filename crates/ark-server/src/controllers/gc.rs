@@ -11,8 +11,8 @@ use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::shared::locations::{self, LocationError};
 use crate::Context;
+use crate::shared::locations::{self, LocationError};
 use crate::shared::{objects, periodic};
 
 pub async fn run(ctx: Arc<Context>) {

@@ -52,10 +52,13 @@ pub async fn get(
 
 /// The location marked default, else the one named `default` (Velero's convention).
 pub async fn default_name(client: &Client, namespace: &str) -> Result<String, LocationError> {
-    let locations =
-        crate::shared::objects::list::<BackupStorageLocation>(client, namespace, &Default::default())
-            .await
-            .map_err(|e| LocationError::Api("<default>".into(), e))?;
+    let locations = crate::shared::objects::list::<BackupStorageLocation>(
+        client,
+        namespace,
+        &Default::default(),
+    )
+    .await
+    .map_err(|e| LocationError::Api("<default>".into(), e))?;
     Ok(locations
         .iter()
         .find(|l| l.spec.default)

@@ -16,13 +16,13 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use crate::Context;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
 use crate::shared::operation::{self, ReconcileError};
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::gzip_json;
-use crate::Context;
 use crate::shared::{objects, patch};
 
 /// Pods whose containers are waited for at once (a watch each).
