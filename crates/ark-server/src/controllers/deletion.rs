@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{
-    Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, Restore, labels,
+    Backup, BackupPhase, BackupStatus, DeleteBackupRequest, DeleteBackupRequestPhase,
+    DeleteBackupRequestStatus, Restore, labels,
 };
 use futures::StreamExt;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
@@ -201,14 +202,11 @@ async fn processed(
     name: &str,
     errors: Vec<String>,
 ) -> kube::Result<()> {
-    let errors = (!errors.is_empty()).then_some(errors);
-    patch::object_status(
-        requests,
-        name,
-        json!({ "phase": "Processed", "errors": errors }),
-    )
-    .await
-    .map(|_| ())
+    let status = DeleteBackupRequestStatus {
+        phase: Some(DeleteBackupRequestPhase::Processed),
+        errors: (!errors.is_empty()).then_some(errors),
+    };
+    patch::object_status(requests, name, &status).await
 }
 
 /// Processed requests are removed once older than the server's request TTL.
@@ -333,12 +331,11 @@ async fn delete(
             &Patch::Merge(json!({ "metadata": { "labels": request_labels } })),
         )
         .await?;
-    patch::object_status(
-        requests,
-        &request.name_any(),
-        json!({ "phase": "InProgress" }),
-    )
-    .await?;
+    let in_progress = DeleteBackupRequestStatus {
+        phase: Some(DeleteBackupRequestPhase::InProgress),
+        errors: None,
+    };
+    patch::object_status(requests, &request.name_any(), &in_progress).await?;
     let previous_phase = backup.phase();
     if previous_phase != BackupPhase::Deleting {
         // Claimed at the version decided on: a backup the backup controller has claimed since
@@ -347,7 +344,10 @@ async fn delete(
             &backups,
             &backup_name,
             backup.metadata.resource_version.as_deref(),
-            json!({ "status": { "phase": "Deleting" } }),
+            json!({ "status": BackupStatus {
+                phase: Some(BackupPhase::Deleting),
+                ..Default::default()
+            } }),
         )
         .await?;
         if claim == patch::Claim::Lost {
@@ -359,8 +359,12 @@ async fn delete(
         // A backup nothing of which was deleted is still whole and keeps its phase; once anything
         // is gone it stays Deleting (restores refuse it) until a request finishes the deletion.
         if !outcome.touched && previous_phase != BackupPhase::Deleting {
-            let status = json!({ "phase": previous_phase });
-            let _ = patch::status_in_phase(&backups, &backup_name, "Deleting", status).await?;
+            let status = BackupStatus {
+                phase: Some(previous_phase),
+                ..Default::default()
+            };
+            let _ = patch::status_in_phase(&backups, &backup_name, BackupPhase::Deleting, &status)
+                .await?;
         }
         return Ok(Some(outcome.errors));
     }

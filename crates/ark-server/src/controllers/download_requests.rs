@@ -119,8 +119,7 @@ async fn reconcile(
                         Timestamp::now() + URL_TTL,
                     )),
                 };
-                let status = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
-                patch::object_status(&api, &name, status).await?;
+                patch::object_status(&api, &name, &status).await?;
                 Ok(Action::requeue(URL_TTL))
             }
             Ok(None) => Ok(Action::requeue(URL_TTL)),

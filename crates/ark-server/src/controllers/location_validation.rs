@@ -4,10 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::BackupStorageLocation;
+use ark_api::{BackupStorageLocation, BackupStorageLocationPhase, BackupStorageLocationStatus};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
-use serde_json::json;
 
 use crate::Context;
 use crate::shared::{locations, objects, patch, periodic};
@@ -24,13 +23,18 @@ async fn validate(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
             "backup storage location {name:?} cannot be read: {unfit}"
         )),
     };
-    let mut status = match checked {
-        Ok(()) => json!({ "phase": "Available", "message": null }),
-        Err(reason) => json!({ "phase": "Unavailable", "message": reason }),
+    let (phase, message) = match checked {
+        Ok(()) => (BackupStorageLocationPhase::Available, String::new()),
+        Err(reason) => (BackupStorageLocationPhase::Unavailable, reason),
     };
-    status["lastValidationTime"] = json!(patch::now());
+    let status = BackupStorageLocationStatus {
+        phase: Some(phase),
+        message: Some(message),
+        last_validation_time: Some(patch::now()),
+        ..Default::default()
+    };
     let api = objects::api::<BackupStorageLocation>(&ctx.client, &ctx.namespace);
-    if let Err(error) = patch::object_status(&api, &name, status).await {
+    if let Err(error) = patch::object_status(&api, &name, &status).await {
         tracing::warn!("updating backup storage location {name}: {error}");
     }
     ctx.validation_period

@@ -144,6 +144,15 @@ async fn sync_location(
                 continue;
             }
         };
+        // Velero uploads the metadata before the backup ends (Finalizing, WaitingForPlugin...)
+        // and again at the end: an object made from an unfinished one would never finish here.
+        if !backup.phase().is_terminal() {
+            tracing::debug!(
+                "backup sync: {name} in location {location_name} is {:?} still; later",
+                backup.phase()
+            );
+            continue;
+        }
         let synced = synced_backup(backup, &ctx.namespace, &location_name);
         match backups.create(&PostParams::default(), &synced).await {
             Ok(_) => {

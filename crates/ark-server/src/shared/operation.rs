@@ -6,12 +6,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{Backup, Restore};
+use ark_api::{
+    Backup, BackupPhase, BackupProgress, BackupStatus, Restore, RestorePhase, RestoreProgress,
+    RestoreStatus,
+};
 use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
@@ -29,18 +33,76 @@ pub trait Operation:
 {
     /// `backup` or `restore`, for messages.
     const KIND: &'static str;
-    /// The progress field counting items done.
-    const DONE_FIELD: &'static str;
+    /// The kind's typed status; a write sets the fields it has.
+    type Status: Serialize + Send + Sync;
+    /// Its phase while it runs.
+    type Phase: Serialize + Send + Copy;
+    const IN_PROGRESS: Self::Phase;
+    fn failed(reason: String) -> Self::Status;
+    fn failed_validation(errors: Vec<String>) -> Self::Status;
+    fn progress(done: i64, total: i64) -> Self::Status;
 }
 
 impl Operation for Backup {
     const KIND: &'static str = "backup";
-    const DONE_FIELD: &'static str = "itemsBackedUp";
+    type Status = BackupStatus;
+    type Phase = BackupPhase;
+    const IN_PROGRESS: BackupPhase = BackupPhase::InProgress;
+    fn failed(reason: String) -> BackupStatus {
+        BackupStatus {
+            phase: Some(BackupPhase::Failed),
+            failure_reason: Some(reason),
+            completion_timestamp: Some(patch::now()),
+            ..Default::default()
+        }
+    }
+    fn failed_validation(errors: Vec<String>) -> BackupStatus {
+        BackupStatus {
+            phase: Some(BackupPhase::FailedValidation),
+            validation_errors: Some(errors),
+            ..Default::default()
+        }
+    }
+    fn progress(done: i64, total: i64) -> BackupStatus {
+        BackupStatus {
+            progress: Some(BackupProgress {
+                items_backed_up: Some(done),
+                total_items: Some(total),
+            }),
+            ..Default::default()
+        }
+    }
 }
 
 impl Operation for Restore {
     const KIND: &'static str = "restore";
-    const DONE_FIELD: &'static str = "itemsRestored";
+    type Status = RestoreStatus;
+    type Phase = RestorePhase;
+    const IN_PROGRESS: RestorePhase = RestorePhase::InProgress;
+    fn failed(reason: String) -> RestoreStatus {
+        RestoreStatus {
+            phase: Some(RestorePhase::Failed),
+            failure_reason: Some(reason),
+            completion_timestamp: Some(patch::now()),
+            ..Default::default()
+        }
+    }
+    fn failed_validation(errors: Vec<String>) -> RestoreStatus {
+        RestoreStatus {
+            phase: Some(RestorePhase::FailedValidation),
+            validation_errors: Some(errors),
+            ..Default::default()
+        }
+    }
+    fn progress(done: i64, total: i64) -> RestoreStatus {
+        RestoreStatus {
+            progress: Some(RestoreProgress {
+                items_restored: Some(done),
+                total_items: Some(total),
+            }),
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,10 +135,9 @@ pub async fn fail_interrupted<K: Operation>(ctx: &Context, object: &DynamicObjec
         "found a {} with status InProgress during the server starting, mark it as Failed",
         K::KIND
     );
-    let status =
-        json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() });
+    let status = K::failed(reason);
     if let Err(error) =
-        patch::status_in_phase(&api::<K>(ctx), &object.name_any(), "InProgress", status).await
+        patch::status_in_phase(&api::<K>(ctx), &object.name_any(), K::IN_PROGRESS, &status).await
     {
         tracing::warn!("marking {} {} Failed: {error}", K::KIND, object.name_any());
     }
@@ -122,8 +183,7 @@ pub async fn claimable<K: Operation>(
     match objects::typed::<K>(&object) {
         Ok(typed) => Ok(Some(typed)),
         Err(unfit) => {
-            let status =
-                json!({ "phase": "FailedValidation", "validationErrors": [unfit.to_string()] });
+            let status = K::failed_validation(vec![unfit.to_string()]);
             let _ = patch::claim(
                 &api,
                 &object.name_any(),
@@ -145,16 +205,14 @@ const FINAL_STATUS_RETRY_CAP: Duration = Duration::from_secs(30);
 pub async fn finish<K: Operation>(
     api: &Api<DynamicObject>,
     name: &str,
-    outcome: Result<serde_json::Value, String>,
+    outcome: Result<K::Status, String>,
 ) -> kube::Result<patch::Claim> {
-    let status = outcome.unwrap_or_else(|reason| {
-        json!({ "phase": "Failed", "failureReason": reason, "completionTimestamp": patch::now() })
-    });
+    let status = outcome.unwrap_or_else(K::failed);
     // The outcome of the whole operation hangs on this write: it is retried until it lands (the
     // API server may be briefly gone), or the object has gone or left InProgress.
     let mut pause = Duration::from_secs(1);
     let claim = loop {
-        match patch::status_in_phase(api, name, "InProgress", status.clone()).await {
+        match patch::status_in_phase(api, name, K::IN_PROGRESS, &status).await {
             Ok(claim) => break claim,
             Err(kube::Error::Api(gone)) if gone.code == 404 => break patch::Claim::Lost,
             Err(error) => {
@@ -184,13 +242,8 @@ pub async fn report_progress<K: Operation>(
 ) {
     while progress.changed().await.is_ok() {
         let (done, total) = *progress.borrow_and_update();
-        let _ = patch::status_in_phase(
-            &api,
-            &name,
-            "InProgress",
-            json!({ "progress": { K::DONE_FIELD: done, "totalItems": total } }),
-        )
-        .await;
+        let _ =
+            patch::status_in_phase(&api, &name, K::IN_PROGRESS, &K::progress(done, total)).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -10,13 +10,15 @@
 
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-/// Merge-patches `status` of an object, through the object (see above).
-pub async fn object_status(
+/// Merge-patches `status` (a typed status: the fields it sets) of an object, through the object
+/// (see above).
+pub async fn object_status<S: Serialize>(
     api: &Api<DynamicObject>,
     name: &str,
-    status: Value,
+    status: &S,
 ) -> kube::Result<()> {
     api.patch(
         name,
@@ -62,15 +64,17 @@ pub async fn claim(
     )
 }
 
-/// Writes the fields of `status` only while `status.phase` is `phase`: one JSON patch whose first
-/// operation tests the phase, so the check and the write are one step on the API server.
-pub async fn status_in_phase(
+/// Writes the fields `status` sets only while `status.phase` is `phase`: one JSON patch whose
+/// first operation tests the phase, so the check and the write are one step on the API server.
+pub async fn status_in_phase<P: Serialize, S: Serialize>(
     api: &Api<DynamicObject>,
     name: &str,
-    phase: &str,
-    status: Value,
+    phase: P,
+    status: &S,
 ) -> kube::Result<Claim> {
-    let operations = phase_tested_operations(phase, &status);
+    let phase = serde_json::to_value(phase).map_err(kube::Error::SerdeError)?;
+    let status = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    let operations = phase_tested_operations(&phase, &status);
     let patch: json_patch::Patch =
         serde_json::from_value(operations).map_err(kube::Error::SerdeError)?;
     claim_outcome(
@@ -79,7 +83,7 @@ pub async fn status_in_phase(
     )
 }
 
-fn phase_tested_operations(phase: &str, status: &Value) -> Value {
+fn phase_tested_operations(phase: &Value, status: &Value) -> Value {
     let mut operations = vec![json!({ "op": "test", "path": "/status/phase", "value": phase })];
     for (key, value) in status.as_object().into_iter().flatten() {
         let path = format!("/status/{}", key.replace('~', "~0").replace('/', "~1"));
@@ -114,7 +118,7 @@ mod tests {
     #[test]
     fn an_ending_write_tests_the_phase_first() {
         let ops = phase_tested_operations(
-            "InProgress",
+            &json!("InProgress"),
             &json!({ "phase": "Completed", "errors": 0, "a/b": null }),
         );
         assert_eq!(

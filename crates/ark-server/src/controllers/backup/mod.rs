@@ -5,7 +5,7 @@ mod engine;
 
 use std::sync::Arc;
 
-use ark_api::{Backup, labels};
+use ark_api::{Backup, BackupPhase, BackupProgress, BackupStatus, labels};
 use bytes::Bytes;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -49,14 +49,12 @@ async fn recover_interrupted(ctx: &Context, backup: &DynamicObject) {
     let store = &open.store;
     match store.get(&store.layout.backup_metadata(&name)).await {
         Ok(bytes) => {
-            let uploaded: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
-            let same = uploaded.as_ref().ok().filter(|u| {
-                u.pointer("/metadata/uid").and_then(|v| v.as_str()) == backup.uid().as_deref()
-            });
-            if let Some(status) = same.and_then(|u| u.get("status")).cloned() {
+            let uploaded: Option<Backup> = serde_json::from_slice(&bytes).ok();
+            let same = uploaded.filter(|u| u.metadata.uid == backup.uid());
+            if let Some(status) = same.and_then(|u| u.status) {
                 tracing::info!("backup {name} was uploaded in full before the server stopped");
-                if let Err(error) = patch::status_in_phase(&api, &name, "InProgress", status).await
-                {
+                let claim = patch::status_in_phase(&api, &name, BackupPhase::InProgress, &status);
+                if let Err(error) = claim.await {
                     tracing::warn!("backup {name}: writing its uploaded status: {error}");
                 }
                 return;
@@ -210,12 +208,13 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
                 "storageLocation": location_name,
                 "ttl": ark_api::duration::format(ttl),
             },
-            "status": {
-                "phase": "InProgress",
-                "version": 1,
-                "formatVersion": ark_storage::tarball::FORMAT_VERSION,
-                "startTimestamp": start,
-                "expiration": expiration,
+            "status": BackupStatus {
+                phase: Some(BackupPhase::InProgress),
+                version: Some(1),
+                format_version: Some(ark_storage::tarball::FORMAT_VERSION.to_string()),
+                start_timestamp: Some(start),
+                expiration: Some(expiration),
+                ..Default::default()
             },
         }),
     )
@@ -278,10 +277,9 @@ async fn failed_validation(
         api,
         &backup.name_any(),
         backup.metadata.resource_version.as_deref(),
-        json!({ "status": {
-            "phase": "FailedValidation",
-            "validationErrors": errors,
-            "expiration": expiration_after(ttl),
+        json!({ "status": BackupStatus {
+            expiration: Some(expiration_after(ttl)),
+            ..<Backup as operation::Operation>::failed_validation(errors)
         } }),
     )
     .await
@@ -301,7 +299,7 @@ async fn back_up(
     name: &str,
     open: &OpenLocation,
     ctx: &Context,
-) -> Result<serde_json::Value, String> {
+) -> Result<BackupStatus, String> {
     let store = &open.store;
     let layout = &store.layout;
     let location = open.name();
@@ -348,26 +346,37 @@ async fn back_up(
     let errors = collected.results.errors.count();
     let warnings = collected.results.warnings.count();
     let phase = if errors > 0 {
-        "PartiallyFailed"
+        BackupPhase::PartiallyFailed
     } else {
-        "Completed"
+        BackupPhase::Completed
     };
-    let final_status = json!({
-        "phase": phase,
-        "completionTimestamp": patch::now(),
-        "progress": { "itemsBackedUp": collected.items, "totalItems": collected.items },
-        "errors": errors,
-        "warnings": warnings,
-    });
+    let items = collected.items;
+    let final_status = BackupStatus {
+        phase: Some(phase),
+        completion_timestamp: Some(patch::now()),
+        progress: Some(BackupProgress {
+            items_backed_up: Some(items),
+            total_items: Some(items),
+        }),
+        errors: Some(errors as i64),
+        warnings: Some(warnings as i64),
+        ..Default::default()
+    };
     log.info(&format!(
-        "backup {phase} with {} items, {errors} errors, {warnings} warnings",
+        "backup {phase:?} with {} items, {errors} errors, {warnings} warnings",
         collected.items
     ));
 
     // The backup object as uploaded: the final status in it, as Velero writes velero-backup.json.
-    let mut metadata = serde_json::to_value(&current).map_err(|e| e.to_string())?;
-    json_merge(&mut metadata["status"], &final_status);
-    metadata["metadata"]["managedFields"] = serde_json::Value::Null;
+    let mut uploaded = current.clone();
+    let status = uploaded.status.get_or_insert_with(Default::default);
+    status.phase = final_status.phase;
+    status.completion_timestamp = final_status.completion_timestamp.clone();
+    status.progress = final_status.progress.clone();
+    status.errors = final_status.errors;
+    status.warnings = final_status.warnings;
+    uploaded.metadata.managed_fields = None;
+    let metadata = serde_json::to_value(&uploaded).map_err(|e| e.to_string())?;
 
     let upload_error = |what: &str, e: ark_storage::StoreError| {
         format!("backup storage location {location:?}: uploading {what}: {e}")
@@ -413,9 +422,10 @@ async fn back_up(
             .map_err(|e| upload_error("volume info", e))?;
         // The metadata is what makes the backup exist: not if another server has ended it
         // meanwhile (this one paused past its lease, say). The end is checked again afterwards.
-        let still_ours = patch::status_in_phase(api, name, "InProgress", json!({}))
-            .await
-            .map_err(|e| format!("checking that the backup is still InProgress: {e}"))?;
+        let still_ours =
+            patch::status_in_phase(api, name, BackupPhase::InProgress, &BackupStatus::default())
+                .await
+                .map_err(|e| format!("checking that the backup is still InProgress: {e}"))?;
         if still_ours == patch::Claim::Lost {
             return Err("the backup was ended elsewhere while it was uploaded".to_string());
         }
@@ -431,13 +441,4 @@ async fn back_up(
         return Err(error);
     }
     Ok(final_status)
-}
-
-fn json_merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
-    if !target.is_object() {
-        *target = json!({});
-    }
-    for (key, value) in patch.as_object().into_iter().flatten() {
-        target[key] = value.clone();
-    }
 }

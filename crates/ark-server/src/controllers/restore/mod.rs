@@ -9,7 +9,9 @@ mod transform;
 
 use std::sync::Arc;
 
-use ark_api::{Backup, BackupPhase, Restore, labels};
+use ark_api::{
+    Backup, BackupPhase, HookStatus, Restore, RestorePhase, RestoreProgress, RestoreStatus, labels,
+};
 use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -108,7 +110,7 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         }
     }
     let Some(backup) = backup.filter(|_| errors.is_empty()) else {
-        let status = json!({ "phase": "FailedValidation", "validationErrors": errors });
+        let status = <Restore as operation::Operation>::failed_validation(errors);
         let _ = patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
         return Ok(());
     };
@@ -118,7 +120,11 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         resource_version,
         json!({
             "metadata": { "labels": { labels::BACKUP_NAME: labels::valid_label_value(&restore.spec.backup_name) } },
-            "status": { "phase": "InProgress", "startTimestamp": patch::now() },
+            "status": RestoreStatus {
+                phase: Some(RestorePhase::InProgress),
+                start_timestamp: Some(patch::now()),
+                ..Default::default()
+            },
         }),
     )
     .await?;
@@ -141,7 +147,7 @@ async fn restore_from(
     name: &str,
     open: &OpenLocation,
     ctx: &Context,
-) -> Result<serde_json::Value, String> {
+) -> Result<RestoreStatus, String> {
     let store = &open.store;
     let layout = &store.layout;
     let backup_name = &restore.spec.backup_name;
@@ -214,24 +220,32 @@ async fn restore_from(
     let errors = restored.results.errors.count();
     let warnings = restored.results.warnings.count();
     let phase = if errors > 0 {
-        "PartiallyFailed"
+        RestorePhase::PartiallyFailed
     } else {
-        "Completed"
+        RestorePhase::Completed
     };
     log.info(&format!(
-        "restore {phase}: {} items, {errors} errors, {warnings} warnings",
+        "restore {phase:?}: {} items, {errors} errors, {warnings} warnings",
         restored.items
     ));
 
-    let final_status = json!({
-        "phase": phase,
-        "completionTimestamp": patch::now(),
-        "progress": { "itemsRestored": restored.items, "totalItems": restored.items },
-        "errors": errors,
-        "warnings": warnings,
+    let items = restored.items;
+    let final_status = RestoreStatus {
+        phase: Some(phase),
+        completion_timestamp: Some(patch::now()),
+        progress: Some(RestoreProgress {
+            items_restored: Some(items),
+            total_items: Some(items),
+        }),
+        errors: Some(errors as i64),
+        warnings: Some(warnings as i64),
         // Velero omits zero counts (`omitempty`): a restore without failed hooks has no hooksFailed.
-        "hookStatus": (attempted > 0).then(|| json!({ "hooksAttempted": attempted, "hooksFailed": (failed > 0).then_some(failed) })),
-    });
+        hook_status: (attempted > 0).then(|| HookStatus {
+            hooks_attempted: Some(attempted as i64),
+            hooks_failed: (failed > 0).then_some(failed as i64),
+        }),
+        ..Default::default()
+    };
     if open.location.is_read_only() {
         // A ReadOnly location is never written, not even with this restore's logs.
         tracing::info!(
