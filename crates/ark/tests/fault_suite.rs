@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use ark_api::{Backup, BackupPhase, Restore, RestorePhase};
+use ark_api::{Backup, BackupPhase, DeleteBackupRequestPhase, Restore, RestorePhase};
 use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, Cluster, wait_for};
 use common::ARK;
@@ -196,49 +196,68 @@ fn s3_target(cluster: &Cluster) -> std::net::SocketAddr {
         .unwrap()
 }
 
-/// S3 refuses every connection for two seconds in the middle of a backup and of a deletion:
+/// S3 refuses every connection for two seconds at a random point of a backup and of a deletion:
 /// each ends, and the bucket agrees with the cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backup_and_a_deletion_end_when_s3_is_gone_for_a_moment() {
+async fn backups_and_deletions_end_when_s3_is_gone_for_a_moment() {
     let cluster = Cluster::get();
     let s3 = PausableProxy::start(s3_target(&cluster)).await;
     let setup = Setup::new(cluster, Some(&s3.url())).await;
     let _server = server(&setup);
-    let mut kills = Kills::from_env("s3 outage");
+    let mut kills = Kills::from_env("s3 outages");
+    let outage = || async {
+        s3.take_down();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        s3.resume();
+    };
+    for round in 0..rounds() {
+        let backup = format!("b{round}");
+        setup.ark(&[
+            "backup",
+            "create",
+            &backup,
+            "--include-namespaces",
+            &setup.app.name,
+        ]);
+        tokio::time::sleep(kills.within(Duration::from_millis(500))).await;
+        outage().await;
+        let ended = backup_ends(&setup, &backup).await;
+        assert_consistent(&setup, &ended).await;
 
-    setup.ark(&[
-        "backup",
-        "create",
-        "b1",
-        "--include-namespaces",
-        &setup.app.name,
-    ]);
-    tokio::time::sleep(kills.within(Duration::from_millis(500))).await;
-    s3.take_down();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    s3.resume();
-    let ended = backup_ends(&setup, "b1").await;
-    assert_consistent(&setup, &ended).await;
-
-    setup.backup("b2", None);
-    setup.ark(&["backup", "delete", "b2", "--confirm"]);
-    tokio::time::sleep(kills.within(Duration::from_millis(300))).await;
-    s3.take_down();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    s3.resume();
-    // Deleted, or refused with the reason and whole; a refused one is deleted by the next request.
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        match setup.backups().get_opt("b2").await.unwrap() {
-            None => break,
-            Some(b) if b.phase() == BackupPhase::Completed => {
-                assert_consistent(&setup, &b).await;
-                setup.ark(&["backup", "delete", "b2", "--confirm"]);
+        let deleted = format!("d{round}");
+        setup.backup(&deleted, None);
+        setup.ark(&["backup", "delete", &deleted, "--confirm"]);
+        tokio::time::sleep(kills.within(Duration::from_millis(300))).await;
+        outage().await;
+        // Deleted; or refused, the backup whole (Completed) or half-deleted (Deleting): as its
+        // user would, ask again once the request is Processed, and the next request finishes it.
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let Some(backup) = setup.backups().get_opt(&deleted).await.unwrap() else {
+                break;
+            };
+            if backup.phase() == BackupPhase::Completed {
+                assert_consistent(&setup, &backup).await;
             }
-            Some(_) => {}
+            let pending = setup
+                .requests()
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .iter()
+                .any(|r| r.phase() != Some(DeleteBackupRequestPhase::Processed));
+            if !pending {
+                setup.ark(&["backup", "delete", &deleted, "--confirm"]);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{deleted} was never deleted"
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        assert!(std::time::Instant::now() < deadline, "b2 was never deleted");
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            setup.keys(&setup.store.layout.backup_dir(&deleted)).await,
+            0
+        );
     }
-    assert_eq!(setup.keys(&setup.store.layout.backup_dir("b2")).await, 0);
 }

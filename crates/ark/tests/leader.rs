@@ -144,8 +144,19 @@ fn s3_target(cluster: &Cluster) -> std::net::SocketAddr {
 /// The leader is paused (SIGSTOP) in the middle of a backup for longer than its lease: the other
 /// replica takes over and fails the backup; the old leader, resumed, stops leading, and what it
 /// goes on to write cannot make the backup Completed or put it in the bucket.
+/// Once in the README's test command; `ARK_FAULT_PAUSES=20` repeats it (`docs/reliability.md`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_paused_past_its_lease_cannot_complete_what_its_successor_failed() {
+    let pauses = std::env::var("ARK_FAULT_PAUSES")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1);
+    for _ in 0..pauses {
+        pause_the_leader_during_a_backup().await;
+    }
+}
+
+async fn pause_the_leader_during_a_backup() {
     let cluster = Cluster::get();
     let s3 = PausableProxy::start(s3_target(&cluster)).await;
     let setup = Setup::new(cluster, Some(&s3.url())).await;
