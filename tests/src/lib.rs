@@ -90,6 +90,38 @@ impl Cluster {
     }
 
     /// An S3 location on the SeaweedFS server, under a prefix of its own so tests do not meet.
+    /// The S3 server's address, to put a proxy in front of it.
+    pub fn s3_address(&self) -> std::net::SocketAddr {
+        self.s3_endpoint
+            .trim_start_matches("http://")
+            .parse()
+            .expect("ARK_S3_ENDPOINT is http://<ip>:<port>")
+    }
+
+    /// The API server's address, from the kubeconfig.
+    pub fn api_server_address(&self) -> std::net::SocketAddr {
+        let kubeconfig = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
+        kubeconfig
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: https://"))
+            .and_then(|a| a.parse().ok())
+            .expect("the kubeconfig names an https://<ip>:<port> server")
+    }
+
+    /// The same cluster reached through a proxy at `address` (TLS passes through unchanged), with
+    /// its kubeconfig written into `dir`.
+    pub fn through(&self, address: std::net::SocketAddr, dir: &std::path::Path) -> Cluster {
+        let kubeconfig = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
+        let kubeconfig =
+            kubeconfig.replace(&self.api_server_address().to_string(), &address.to_string());
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, kubeconfig).expect("write kubeconfig");
+        Cluster {
+            kubeconfig: path,
+            ..self.clone()
+        }
+    }
+
     pub fn s3_location(&self, prefix: &str) -> ark_storage::Location {
         ark_storage::Location {
             name: "test-s3".into(),
@@ -322,6 +354,19 @@ impl ArkServer {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the server's log contains `text`; panics with the log after `timeout`.
+    pub async fn wait_for_log(&self, text: &str, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        while !self.log().contains(text) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never logged {text:?}:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Sends `signal` (`TERM`, `STOP`, `CONT`, `KILL`) to the server.

@@ -500,12 +500,7 @@ async fn processed_requests_expire() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_progress_backups_are_refused_and_an_interrupted_deletion_is_finished_after_a_restart() {
     let cluster = Cluster::get();
-    let target: std::net::SocketAddr = cluster
-        .s3_endpoint
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let proxy = PausableProxy::start(target).await;
+    let proxy = PausableProxy::start(cluster.s3_address()).await;
     let setup = Setup::new(cluster.clone(), Some(&proxy.url())).await;
     let server = ArkServer::start(ARK, &setup.cluster, setup.ns());
     setup.backup("b1", Some("r1"));

@@ -189,19 +189,12 @@ async fn deletions_finish_whenever_the_server_is_killed() {
     }
 }
 
-fn s3_target(cluster: &Cluster) -> std::net::SocketAddr {
-    cluster.s3_location("unused").config["s3Url"]
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap()
-}
-
 /// S3 refuses every connection for two seconds at a random point of a backup and of a deletion:
 /// each ends, and the bucket agrees with the cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backups_and_deletions_end_when_s3_is_gone_for_a_moment() {
     let cluster = Cluster::get();
-    let s3 = PausableProxy::start(s3_target(&cluster)).await;
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
     let setup = Setup::new(cluster, Some(&s3.url())).await;
     let _server = server(&setup);
     let mut kills = Kills::from_env("s3 outages");

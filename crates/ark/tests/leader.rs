@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use ark_api::{Backup, BackupPhase};
+use ark_api::BackupPhase;
 use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, Cluster, wait_for};
 use common::setup::{Setup, WAIT};
@@ -79,40 +79,49 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_dies() {
     assert!(second.log().contains("replica-b leads"), "{}", second.log());
 }
 
-async fn phase(setup: &Setup, name: &str, phase: BackupPhase) -> Backup {
-    wait_for(
-        setup.backups(),
-        name,
-        move |b: Option<&Backup>| b.is_some_and(|b| b.phase() == phase),
-        WAIT,
-    )
-    .await
-    .unwrap()
+struct Replicas {
+    s3: PausableProxy,
+    setup: Setup,
+    leases: Api<Lease>,
+    /// The leader, replica-a.
+    first: ArkServer,
+    second: ArkServer,
+}
+
+/// Two replicas, replica-a leading, and backup b1 InProgress on it, held by a paused S3.
+async fn two_replicas_with_a_backup_held_by_s3() -> Replicas {
+    let cluster = Cluster::get();
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let setup = Setup::new(cluster, Some(&s3.url())).await;
+    let leases: Api<Lease> = Api::namespaced(setup.client.clone(), setup.ns());
+    let first = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-a"]);
+    wait_for(leases.clone(), "ark-server", held_by("replica-a"), WAIT)
+        .await
+        .unwrap();
+    let second = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-b"]);
+    s3.pause();
+    setup.start_backup("b1");
+    setup.backup_in("b1", BackupPhase::InProgress).await;
+    Replicas {
+        s3,
+        setup,
+        leases,
+        first,
+        second,
+    }
 }
 
 /// SIGTERM: the leader takes no new work, finishes the backup it runs, releases the lease and
 /// exits; the other replica leads at once instead of after the lease's 15 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_the_running_backup_and_hands_the_lease_over_at_once() {
-    let cluster = Cluster::get();
-    let s3 = PausableProxy::start(s3_target(&cluster)).await;
-    let setup = Setup::new(cluster, Some(&s3.url())).await;
-    let leases: Api<Lease> = Api::namespaced(setup.client.clone(), setup.ns());
-    let mut first = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-a"]);
-    wait_for(leases.clone(), "ark-server", held_by("replica-a"), WAIT)
-        .await
-        .unwrap();
-    let second = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-b"]);
-
-    s3.pause();
-    setup.ark(&[
-        "backup",
-        "create",
-        "b1",
-        "--include-namespaces",
-        &setup.app.name,
-    ]);
-    phase(&setup, "b1", BackupPhase::InProgress).await;
+    let Replicas {
+        s3,
+        setup,
+        leases,
+        mut first,
+        second,
+    } = two_replicas_with_a_backup_held_by_s3().await;
     first.signal("TERM");
     tokio::time::sleep(Duration::from_millis(500)).await;
     s3.resume();
@@ -121,7 +130,7 @@ async fn sigterm_finishes_the_running_backup_and_hands_the_lease_over_at_once() 
         .expect("replica-a exits");
     assert!(status.success(), "{status:?}\n{}", first.log());
     assert!(first.log().contains("all work finished"), "{}", first.log());
-    phase(&setup, "b1", BackupPhase::Completed).await;
+    setup.backup_in("b1", BackupPhase::Completed).await;
     let handed_over = std::time::Instant::now();
     wait_for(leases, "ark-server", held_by("replica-b"), WAIT)
         .await
@@ -132,13 +141,6 @@ async fn sigterm_finishes_the_running_backup_and_hands_the_lease_over_at_once() 
         handed_over.elapsed()
     );
     drop(second);
-}
-
-fn s3_target(cluster: &Cluster) -> std::net::SocketAddr {
-    cluster.s3_location("unused").config["s3Url"]
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap()
 }
 
 /// The leader is paused (SIGSTOP) in the middle of a backup for longer than its lease: the other
@@ -157,30 +159,18 @@ async fn a_leader_paused_past_its_lease_cannot_complete_what_its_successor_faile
 }
 
 async fn pause_the_leader_during_a_backup() {
-    let cluster = Cluster::get();
-    let s3 = PausableProxy::start(s3_target(&cluster)).await;
-    let setup = Setup::new(cluster, Some(&s3.url())).await;
-    let leases: Api<Lease> = Api::namespaced(setup.client.clone(), setup.ns());
-    let mut first = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-a"]);
-    wait_for(leases.clone(), "ark-server", held_by("replica-a"), WAIT)
-        .await
-        .unwrap();
-    let second = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &["--id", "replica-b"]);
-
-    s3.pause();
-    setup.ark(&[
-        "backup",
-        "create",
-        "b1",
-        "--include-namespaces",
-        &setup.app.name,
-    ]);
-    phase(&setup, "b1", BackupPhase::InProgress).await;
+    let Replicas {
+        s3,
+        setup,
+        leases,
+        mut first,
+        second,
+    } = two_replicas_with_a_backup_held_by_s3().await;
     first.signal("STOP");
     wait_for(leases, "ark-server", held_by("replica-b"), WAIT)
         .await
         .unwrap();
-    let failed = phase(&setup, "b1", BackupPhase::Failed).await;
+    let failed = setup.backup_in("b1", BackupPhase::Failed).await;
     assert_eq!(
         failed.status.unwrap().failure_reason.as_deref(),
         Some("found a backup with status InProgress during the server starting, mark it as Failed")

@@ -109,20 +109,7 @@ async fn a_backup_whose_name_is_taken_in_the_bucket_is_refused_and_the_old_one_k
         &["--backup-sync-period", "1h"],
     );
     setup.backup("b1", None);
-    let layout = &setup.store.layout;
-    let before: Vec<_> = futures::future::join_all(
-        [
-            layout.backup_metadata("b1"),
-            layout.backup_log("b1"),
-            layout.backup_contents("b1"),
-        ]
-        .iter()
-        .map(|key| setup.store.get(key)),
-    )
-    .await
-    .into_iter()
-    .map(Result::unwrap)
-    .collect();
+    let before = files_of_b1(&setup).await;
     let old = setup.backups().get("b1").await.unwrap();
     // As `kubectl delete backup` does: the object goes, the data stays (Velero's rule).
     setup
@@ -157,20 +144,22 @@ async fn a_backup_whose_name_is_taken_in_the_bucket_is_refused_and_the_old_one_k
         refused.status.unwrap().failure_reason.as_deref(),
         Some("backup already exists in object storage")
     );
-    let after: Vec<_> = futures::future::join_all(
-        [
-            layout.backup_metadata("b1"),
-            layout.backup_log("b1"),
-            layout.backup_contents("b1"),
-        ]
-        .iter()
-        .map(|key| setup.store.get(key)),
-    )
-    .await
-    .into_iter()
-    .map(Result::unwrap)
-    .collect();
+    let after = files_of_b1(&setup).await;
     assert_eq!(before, after, "the backup in the bucket is untouched");
+}
+
+/// b1's metadata, log and tarball, as they are in the bucket.
+async fn files_of_b1(setup: &Setup) -> Vec<Vec<u8>> {
+    let layout = &setup.store.layout;
+    let mut files = Vec::new();
+    for key in [
+        layout.backup_metadata("b1"),
+        layout.backup_log("b1"),
+        layout.backup_contents("b1"),
+    ] {
+        files.push(setup.store.get(&key).await.unwrap().to_vec());
+    }
+    files
 }
 
 /// A Backup a stopped server left InProgress, as it would be found at start-up.
@@ -264,29 +253,12 @@ async fn a_backup_left_in_progress_is_cleaned_up_or_completed_from_the_bucket_at
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_ended_elsewhere_while_it_uploads_stays_failed_and_is_not_in_the_bucket() {
     let cluster = Cluster::get();
-    let target = cluster.s3_location("unused").config["s3Url"]
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let proxy = PausableProxy::start(target).await;
+    let proxy = PausableProxy::start(cluster.s3_address()).await;
     let setup = Setup::new(cluster, Some(&proxy.url())).await;
     proxy.pause();
     let server = ArkServer::start(ARK, &setup.cluster, setup.ns());
-    setup.ark(&[
-        "backup",
-        "create",
-        "b1",
-        "--include-namespaces",
-        &setup.app.name,
-    ]);
-    wait_for(
-        setup.backups(),
-        "b1",
-        |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::InProgress),
-        WAIT,
-    )
-    .await
-    .unwrap();
+    setup.start_backup("b1");
+    setup.backup_in("b1", BackupPhase::InProgress).await;
     let failed = serde_json::json!({ "status": { "phase": "Failed", "failureReason": "ended by another server" } });
     setup
         .backups()
@@ -294,12 +266,9 @@ async fn a_backup_ended_elsewhere_while_it_uploads_stays_failed_and_is_not_in_th
         .await
         .unwrap();
     proxy.resume();
-    let ended = |log: &str| log.contains("backup b1 was no longer InProgress when it ended");
-    let deadline = std::time::Instant::now() + WAIT;
-    while !ended(&server.log()) {
-        assert!(std::time::Instant::now() < deadline, "{}", server.log());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    server
+        .wait_for_log("backup b1 was no longer InProgress when it ended", WAIT)
+        .await;
     let backup = setup.backups().get("b1").await.unwrap();
     assert_eq!(backup.phase(), BackupPhase::Failed);
     let layout = &setup.store.layout;
@@ -479,70 +448,25 @@ async fn a_request_for_an_impossible_name_ends_and_a_failed_validation_backup_ex
     assert!(failed.status.unwrap().expiration.is_some());
 }
 
-/// The same cluster, reached through `proxy` (its API server's TLS passes through unchanged).
-fn through(cluster: &Cluster, proxy: &PausableProxy, dir: &std::path::Path) -> Cluster {
-    let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
-    let server = api_server(cluster).to_string();
-    let kubeconfig = kubeconfig.replace(&server, &proxy.address.to_string());
-    let path = dir.join("kubeconfig");
-    std::fs::write(&path, kubeconfig).unwrap();
-    Cluster {
-        kubeconfig: path,
-        ..cluster.clone()
-    }
-}
-
-fn api_server(cluster: &Cluster) -> std::net::SocketAddr {
-    let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
-    kubeconfig
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("server: https://"))
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 /// The API server goes away just as a backup ends: its final status cannot be written at first,
 /// and is written once the API server is back, never left InProgress.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_final_status_is_written_once_the_api_server_is_back() {
     let cluster = Cluster::get();
-    let s3 = PausableProxy::start(
-        cluster.s3_location("unused").config["s3Url"]
-            .trim_start_matches("http://")
-            .parse()
-            .unwrap(),
-    )
-    .await;
-    let api = PausableProxy::start(api_server(&cluster)).await;
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let api = PausableProxy::start(cluster.api_server_address()).await;
     let setup = Setup::new(cluster.clone(), Some(&s3.url())).await;
     let dir = tempfile::tempdir().unwrap();
-    let server_view = through(&cluster, &api, dir.path());
+    let server_view = cluster.through(api.address, dir.path());
     s3.pause();
     let server = ArkServer::start(ARK, &server_view, setup.ns());
-    setup.ark(&[
-        "backup",
-        "create",
-        "b1",
-        "--include-namespaces",
-        &setup.app.name,
-    ]);
-    wait_for(
-        setup.backups(),
-        "b1",
-        |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::InProgress),
-        WAIT,
-    )
-    .await
-    .unwrap();
+    setup.start_backup("b1");
+    setup.backup_in("b1", BackupPhase::InProgress).await;
     api.take_down();
     s3.resume();
-    let retrying = |log: &str| log.contains("b1: writing its final status");
-    let deadline = std::time::Instant::now() + WAIT;
-    while !retrying(&server.log()) {
-        assert!(std::time::Instant::now() < deadline, "{}", server.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server
+        .wait_for_log("b1: writing its final status", WAIT)
+        .await;
     api.resume();
     let ended = wait_for(
         setup.backups(),

@@ -139,4 +139,23 @@ impl Setup {
             .await
             .unwrap();
     }
+
+    /// Starts a backup of the application namespace, without waiting.
+    pub fn start_backup(&self, name: &str) {
+        self.ark(&[
+            "backup",
+            "create",
+            name,
+            "--include-namespaces",
+            &self.app.name,
+        ]);
+    }
+
+    /// Waits until backup `name` is in `phase`.
+    pub async fn backup_in(&self, name: &str, phase: ark_api::BackupPhase) -> Backup {
+        let reached = move |b: Option<&Backup>| b.is_some_and(|b| b.phase() == phase);
+        wait_for(self.backups(), name, reached, WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("backup {name}: {e:#}"))
+    }
 }
