@@ -11,14 +11,13 @@ use ark_api::{
     Backup, BackupPhase, BackupStatus, DeleteBackupRequest, DeleteBackupRequestPhase,
     DeleteBackupRequestStatus, Restore, labels,
 };
-use futures::StreamExt;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
+use crate::shared::controller::{self, ReconcileError};
 use crate::shared::locations::{self, LocationError};
 use crate::shared::snapshots::{self, Deleted, Recorded};
 use crate::shared::{objects, patch};
@@ -27,26 +26,8 @@ use crate::shared::{objects, patch};
 const RESTORE_CACHE_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(ctx: Arc<Context>) {
-    let api = objects::api::<DeleteBackupRequest>(&ctx.client, &ctx.namespace);
-    Controller::new_with(
-        api,
-        watcher::Config::default(),
-        objects::resource::<DeleteBackupRequest>(),
-    )
-    .with_config(kube::runtime::controller::Config::default().concurrency(ctx.deletion_workers))
-    .graceful_shutdown_on(ctx.stopped())
-    .run(reconcile, error_policy, ctx)
-    .for_each(|_| async {})
-    .await;
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReconcileError(#[from] kube::Error);
-
-fn error_policy(_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>) -> Action {
-    tracing::warn!("deletion reconcile failed: {error}");
-    Action::requeue(Duration::from_secs(5))
+    let workers = ctx.deletion_workers;
+    controller::run::<DeleteBackupRequest, _, _>(ctx, "deletion", workers, reconcile).await;
 }
 
 /// What to do with a request, decided from what was read.

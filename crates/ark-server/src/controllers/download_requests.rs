@@ -8,14 +8,13 @@ use std::time::Duration;
 
 use ark_api::{Backup, DownloadRequest, DownloadRequestPhase, DownloadRequestStatus, Restore};
 use ark_storage::layout::Layout;
-use futures::StreamExt;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, DynamicObject};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use crate::Context;
+use crate::shared::controller::{self, ReconcileError};
 use crate::shared::{locations, objects, patch};
 
 /// How long a download URL is valid, and an unanswered request kept (Velero's `DownloadURLTTL`).
@@ -25,25 +24,7 @@ const URL_TTL: Duration = Duration::from_secs(600);
 const RETRY: Duration = Duration::from_secs(5);
 
 pub async fn run(ctx: Arc<Context>) {
-    let api = objects::api::<DownloadRequest>(&ctx.client, &ctx.namespace);
-    Controller::new_with(
-        api,
-        watcher::Config::default(),
-        objects::resource::<DownloadRequest>(),
-    )
-    .graceful_shutdown_on(ctx.stopped())
-    .run(reconcile, error_policy, ctx)
-    .for_each(|_| async {})
-    .await;
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReconcileError(#[from] kube::Error);
-
-fn error_policy(_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>) -> Action {
-    tracing::warn!("download request reconcile failed: {error}");
-    Action::requeue(RETRY)
+    controller::run::<DownloadRequest, _, _>(ctx, "download request", 0, reconcile).await;
 }
 
 /// What to do with a request, decided from the request and the time.

@@ -10,16 +10,15 @@ use ark_api::{
     Backup, BackupPhase, BackupProgress, BackupStatus, Restore, RestorePhase, RestoreProgress,
     RestoreStatus,
 };
-use futures::StreamExt;
 use kube::api::DynamicObject;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::Context;
+use crate::shared::controller::{self, ReconcileError};
 use crate::shared::{objects, patch};
 
 pub trait Operation:
@@ -105,10 +104,6 @@ impl Operation for Restore {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReconcileError(#[from] kube::Error);
-
 /// The untyped API of the operation's kind in the server's namespace (see `objects`).
 pub fn api<K: Operation>(ctx: &Context) -> Api<DynamicObject> {
     objects::api::<K>(&ctx.client, &ctx.namespace)
@@ -152,17 +147,8 @@ where
     F: FnMut(Arc<DynamicObject>, Arc<Context>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let api = api::<K>(&ctx);
-    let error_policy = |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>| {
-        tracing::warn!("{} reconcile failed: {error}", K::KIND);
-        Action::requeue(Duration::from_secs(5))
-    };
-    Controller::new_with(api, watcher::Config::default(), objects::resource::<K>())
-        .with_config(kube::runtime::controller::Config::default().concurrency(ctx.workers))
-        .graceful_shutdown_on(ctx.stopped())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
-        .await;
+    let workers = ctx.workers;
+    controller::run::<K, _, _>(ctx, K::KIND, workers, reconcile).await;
 }
 
 /// A New object as the API has it now, typed, with the resourceVersion to claim it at; None when

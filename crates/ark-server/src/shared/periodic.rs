@@ -9,14 +9,12 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use kube::Resource;
 use kube::api::DynamicObject;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 
 use crate::Context;
-use crate::shared::objects;
+use crate::shared::controller;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
 /// each run returns when to run again.
@@ -26,33 +24,25 @@ where
     F: Fn(Arc<DynamicObject>, Arc<Context>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Duration> + Send + 'static,
 {
-    let api = objects::api::<K>(&ctx.client, &ctx.namespace);
     // Status is part of these objects (Velero's CRDs have no status subresource), so a run's own
     // status write comes back as a change: only a new object or a changed spec runs out of turn.
     let due: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();
     let reconcile = Arc::new(reconcile);
-    Controller::new_with(api, watcher::Config::default(), objects::resource::<K>())
-        .graceful_shutdown_on(ctx.stopped())
-        .run(
-            move |object, ctx| {
-                let (due, reconcile) = (due.clone(), reconcile.clone());
-                async move {
-                    let key = identity_and_spec(&object);
-                    let now = Instant::now();
-                    let next_run = due.lock().unwrap().get(&key).copied();
-                    if let Some(next_run) = next_run.filter(|at| *at > now) {
-                        return Ok(Action::requeue(next_run - now));
-                    }
-                    let interval = reconcile(object, ctx).await;
-                    due.lock().unwrap().insert(key, now + interval);
-                    Ok::<_, std::convert::Infallible>(Action::requeue(interval))
-                }
-            },
-            |_, error, _| match *error {},
-            ctx.clone(),
-        )
-        .for_each(|_| async {})
-        .await;
+    let run_when_due = move |object: Arc<DynamicObject>, ctx: Arc<Context>| {
+        let (due, reconcile) = (due.clone(), reconcile.clone());
+        async move {
+            let key = identity_and_spec(&object);
+            let now = Instant::now();
+            let next_run = due.lock().unwrap().get(&key).copied();
+            if let Some(next_run) = next_run.filter(|at| *at > now) {
+                return Ok(Action::requeue(next_run - now));
+            }
+            let interval = reconcile(object, ctx).await;
+            due.lock().unwrap().insert(key, now + interval);
+            Ok(Action::requeue(interval))
+        }
+    };
+    controller::run::<K, _, _>(ctx, "periodic", 0, run_when_due).await;
 }
 
 /// What makes a run due out of turn: the object's identity and spec.

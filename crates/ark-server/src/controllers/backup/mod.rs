@@ -13,9 +13,10 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
+use crate::shared::controller::ReconcileError;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
-use crate::shared::operation::{self, ReconcileError};
+use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
 use crate::shared::{objects, patch};
