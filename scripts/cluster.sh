@@ -107,6 +107,11 @@ start_s3() {
     say "SeaweedFS S3 already running on 127.0.0.1:$s3_port"
     return
   fi
+  # Another process on the port (say, the SeaweedFS of another checkout's cluster) would answer in
+  # place of ours, with other data: refuse rather than run the tests against it.
+  if (exec 3<>"/dev/tcp/127.0.0.1/$s3_port") 2>/dev/null; then
+    fail "127.0.0.1:$s3_port is taken by another process (another checkout's cluster? stop it with its scripts/cluster.sh down)"
+  fi
   say "starting SeaweedFS S3 on 127.0.0.1:$s3_port"
   mkdir -p "$state/weed"
   local log="$state/weed.log"
