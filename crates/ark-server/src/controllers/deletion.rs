@@ -285,8 +285,7 @@ async fn delete(
                 "cannot delete backup because backup storage location {location_name} is currently in read-only mode"
             )]));
         }
-        Ok(location) if location.unavailable().is_some() => {
-            let reason = location.unavailable().unwrap_or_default();
+        Ok(location) if let Some(reason) = location.unavailable() => {
             return Ok(Some(vec![format!(
                 "cannot delete backup because backup storage location {location_name} is unavailable: {reason}"
             )]));

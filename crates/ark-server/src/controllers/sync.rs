@@ -31,19 +31,18 @@ async fn sync(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
 async fn sync_one(ctx: &Context, object: &DynamicObject) -> Result<(), String> {
     let location: BackupStorageLocation = objects::typed(object).map_err(|e| e.to_string())?;
     let name = object.name_any();
-    let all = ListParams::default();
-    // Every Backup object, also those ark's types cannot read: none is created twice.
-    let known: BTreeSet<String> = objects::api::<Backup>(&ctx.client, &ctx.namespace)
-        .list_metadata(&all)
+    // One listing: the names of every Backup object, also those ark's types cannot read (none is
+    // created twice), and the ones that fit, for the orphan check.
+    let listed = objects::api::<Backup>(&ctx.client, &ctx.namespace)
+        .list(&ListParams::default())
         .await
         .map_err(|e| e.to_string())?
-        .items
-        .into_iter()
-        .filter_map(|b| b.metadata.name)
+        .items;
+    let known: BTreeSet<String> = listed.iter().map(|b| b.name_any()).collect();
+    let existing: Vec<Backup> = listed
+        .iter()
+        .filter_map(|b| objects::typed(b).ok())
         .collect();
-    let existing = objects::list::<Backup>(&ctx.client, &ctx.namespace, &all)
-        .await
-        .map_err(|e| e.to_string())?;
     let was_missing = ctx
         .sync_missing
         .lock()
