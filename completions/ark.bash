@@ -1354,7 +1354,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__server)
-            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --metrics-address --velero-answer-timeout --shutdown-grace --namespace --kubeconfig --context --help --version"
+            opts="-n -h -V --scratch-dir --backup-sync-period --store-validation-frequency --default-backup-ttl --workers --id --deletion-workers --deletion-request-ttl --garbage-collection-frequency --restore-hooks-timeout --restore-hook-execs-at-once --metrics-address --velero-answer-timeout --shutdown-grace --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1397,6 +1397,10 @@ _ark() {
                     return 0
                     ;;
                 --restore-hooks-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --restore-hook-execs-at-once)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -305,6 +305,7 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --deletion-request-ttl 'How long a processed DeleteBackupRequest is kept'
             cand --garbage-collection-frequency 'How often expired backups are looked for'
             cand --restore-hooks-timeout 'How long a restore waits, at most, for the exec hooks of its pods'
+            cand --restore-hook-execs-at-once 'Exec hook commands one restore runs at once (waiting for a free one never counts against a hook''s execTimeout)'
             cand --metrics-address 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)'
             cand --velero-answer-timeout 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)'
             cand --shutdown-grace 'On SIGTERM, how long running backups, restores and deletions may take to finish before the server stops anyway (the next leader fails what is left); keep it below the pod''s termination grace period'

@@ -205,6 +205,7 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-workers -d '
 complete -c ark -n "__fish_ark_using_subcommand server" -l deletion-request-ttl -d 'How long a processed DeleteBackupRequest is kept' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l garbage-collection-frequency -d 'How often expired backups are looked for' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l restore-hooks-timeout -d 'How long a restore waits, at most, for the exec hooks of its pods' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -l restore-hook-execs-at-once -d 'Exec hook commands one restore runs at once (waiting for a free one never counts against a hook\'s execTimeout)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l metrics-address -d 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l velero-answer-timeout -d 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l shutdown-grace -d 'On SIGTERM, how long running backups, restores and deletions may take to finish before the server stops anyway (the next leader fails what is left); keep it below the pod\'s termination grace period' -r

@@ -64,6 +64,29 @@ start_kubernetes() {
     --enable-crds Exec,ClusterExec \
     --kubeconfig "$dir/kubeconfig" \
     --wait 3m >"$log" 2>&1 || fail "kwokctl create cluster" "$log"
+  add_test_stages "$dir"
+}
+
+# kwok's pod stages make every container of a pod Running at once. Hook tests also need a pod that
+# starts late and a container that never runs: scripts/kwok/stages.yaml adds a stage for those,
+# chosen by annotations on the pod. kwokctl writes its default stages only into a configuration
+# without any, so ours are appended to the one it wrote, and the cluster restarted to read them,
+# before any node exists (kwok would wait out the old process's node leases). The leader leases the
+# stopped scheduler and controller-manager held are removed, or their successors wait 15 s for them.
+add_test_stages() {
+  local config="$1/kwok/clusters/ark/kwok.yaml" log="$1/kwokctl-stages.log"
+  grep -q "name: ark-test-pod-ready" "$config" || cat "$here/kwok/stages.yaml" >>"$config"
+  { kwokctl "$1" stop cluster && kwokctl "$1" start cluster; } >"$log" 2>&1 ||
+    fail "restarting kwok with ark's test stages" "$log"
+  for _ in $(seq 1 120); do
+    if apiserver_up "$1"; then
+      kubectl --kubeconfig "$1/kubeconfig" -n kube-system delete lease --ignore-not-found \
+        kube-scheduler kube-controller-manager >>"$log" 2>&1 || fail "removing stale leader leases" "$log"
+      return
+    fi
+    sleep 0.5
+  done
+  fail "the API server did not come back after restarting with ark's test stages" "$log"
 }
 
 # kwok's nodes take 110 pods each, as a kubelet does: four leave room for every test at once.

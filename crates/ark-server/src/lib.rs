@@ -39,6 +39,8 @@ pub struct ServerOptions {
     pub gc_frequency: Duration,
     /// How long a restore waits, at most, for the exec hooks of its pods.
     pub restore_hooks_timeout: Duration,
+    /// Exec hook commands one restore runs at once.
+    pub restore_hook_execs_at_once: u16,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_address: Option<SocketAddr>,
     /// Deletes provider volume snapshots; without one, backups that have any cannot be deleted.
@@ -64,6 +66,7 @@ pub(crate) struct Context {
     pub deletion_request_ttl: Duration,
     pub gc_frequency: Duration,
     pub hooks_timeout: Duration,
+    pub hook_execs_at_once: usize,
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
     pub metrics: Arc<shared::metrics::Metrics>,
     pub events: shared::events::Events,
@@ -149,6 +152,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         deletion_request_ttl: options.deletion_request_ttl,
         gc_frequency: options.gc_frequency,
         hooks_timeout: options.restore_hooks_timeout,
+        hook_execs_at_once: options.restore_hook_execs_at_once.max(1).into(),
         volume_snapshotter: options.volume_snapshotter,
         metrics: Arc::default(),
         restores: restore_cache,

@@ -343,6 +343,10 @@ pub struct ServerArgs {
     /// How long a restore waits, at most, for the exec hooks of its pods
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub restore_hooks_timeout: std::time::Duration,
+    /// Exec hook commands one restore runs at once (waiting for a free one never counts against a
+    /// hook's execTimeout)
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub restore_hook_execs_at_once: u16,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_address: Option<std::net::SocketAddr>,

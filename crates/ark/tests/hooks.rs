@@ -7,7 +7,10 @@ mod common;
 use std::time::Duration;
 
 use ark_api::{Restore, RestorePhase};
-use ark_tests::{ArkServer, Cluster, allow_local_exec, fixtures, unique_name};
+use ark_tests::proxy::PausableProxy;
+use ark_tests::{
+    ArkServer, Cluster, TestNamespace, allow_local_exec, fixtures, unique_name, wait_for,
+};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
@@ -312,6 +315,279 @@ async fn the_cache_warmup_example_runs_in_every_web_pod() {
     let _ = Api::<Namespace>::all(client)
         .delete(&target, &DeleteParams::default())
         .await;
+}
+
+/// One pod of an application namespace, backed up as `b1` and restored (`r1`, with a hooks file)
+/// into a namespace of its own; the hooks' marker files go when it drops.
+struct HookedPod {
+    cluster: Cluster,
+    client: kube::Client,
+    ns: TestNamespace,
+    app: TestNamespace,
+    target: TestNamespace,
+    marker: String,
+    _bucket: tempfile::TempDir,
+    hooks: tempfile::TempDir,
+}
+
+impl HookedPod {
+    /// The namespaces and a `file` location; the server is the caller's to start.
+    async fn new(cluster: Cluster) -> HookedPod {
+        let client = cluster.client().await;
+        allow_local_exec(&client).await;
+        let ns = cluster.namespace("ark").await;
+        HookedPod {
+            client,
+            _bucket: common::file_location(&cluster, &ns.name),
+            ns,
+            app: cluster.namespace("hooked").await,
+            target: cluster.namespace("hooked-restored").await,
+            marker: unique_name("ark-hook"),
+            hooks: tempfile::tempdir().unwrap(),
+            cluster,
+        }
+    }
+
+    /// A command that leaves the marker file `name` behind when it runs.
+    fn leave(&self, name: &str) -> String {
+        format!("echo ran > /tmp/{}-{name}", self.marker)
+    }
+
+    fn ran(&self, name: &str) -> bool {
+        std::path::Path::new(&format!("/tmp/{}-{name}", self.marker)).exists()
+    }
+
+    async fn back_up(&self, pod: Pod) {
+        Api::<Pod>::namespaced(self.client.clone(), &self.app.name)
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        let ns = &self.app.name;
+        let args = [
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            ns,
+            "--wait",
+        ];
+        ark_ok(&self.cluster, &self.ns.name, &args);
+    }
+
+    /// Creates the restore and, with `wait`, returns once it has ended.
+    fn restore(&self, hooks_yaml: &str, wait: bool) {
+        let hooks = self.hooks.path().join("hooks.yaml");
+        std::fs::write(&hooks, hooks_yaml).unwrap();
+        let mapping = format!("{}:{}", self.app.name, self.target.name);
+        let mut args = vec!["restore", "create", "r1", "--from-backup", "b1"];
+        args.extend(["--namespace-mappings", &mapping]);
+        args.extend(["--hooks-file", hooks.to_str().unwrap()]);
+        if wait {
+            args.push("--wait");
+        }
+        let output = ark(
+            Some(&self.cluster),
+            &[&args[..], &["-n", &self.ns.name]].concat(),
+        );
+        assert!(
+            wait || output.status.success(),
+            "{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    }
+
+    async fn restore_object(&self) -> Restore {
+        Api::<Restore>::namespaced(self.client.clone(), &self.ns.name)
+            .get("r1")
+            .await
+            .unwrap()
+    }
+
+    async fn ended(&self) -> Restore {
+        let restores = Api::<Restore>::namespaced(self.client.clone(), &self.ns.name);
+        let ended = |r: Option<&Restore>| {
+            r.and_then(|r| r.status.as_ref()?.phase)
+                .is_some_and(RestorePhase::is_terminal)
+        };
+        wait_for(restores, "r1", ended, Duration::from_secs(90))
+            .await
+            .unwrap()
+    }
+
+    fn describe(&self) -> String {
+        let args = ["restore", "describe", "r1", "--details"];
+        ark_ok(&self.cluster, &self.ns.name, &args)
+    }
+
+    fn hook_counts(restore: &Restore) -> (Option<i64>, Option<i64>) {
+        let hooks = restore
+            .status
+            .as_ref()
+            .unwrap()
+            .hook_status
+            .as_ref()
+            .unwrap();
+        (hooks.hooks_attempted, hooks.hooks_failed)
+    }
+}
+
+impl Drop for HookedPod {
+    fn drop(&mut self) {
+        for name in ["app", "sidecar"] {
+            let _ = std::fs::remove_file(format!("/tmp/{}-{name}", self.marker));
+        }
+    }
+}
+
+/// A pod whose `sidecar` never runs (kwok keeps it Waiting: scripts/kwok/stages.yaml): the hook
+/// for `app` runs as soon as `app` runs, while the sidecar's hook still waits out its waitTimeout.
+#[tokio::test]
+async fn a_container_that_never_runs_does_not_hold_back_another_containers_hooks() {
+    let hooked = HookedPod::new(Cluster::second()).await;
+    let _server = ArkServer::start(ARK, &hooked.cluster, &hooked.ns.name);
+    let waiting = serde_json::json!({
+        "ark.test/running-after": "0s",
+        "ark.test/waiting-container": "sidecar",
+    });
+    hooked
+        .back_up(pod("split", "split", true, &[], waiting))
+        .await;
+    let hooks = format!(
+        r#"resources:
+- name: split
+  labelSelector: {{matchLabels: {{role: split}}}}
+  postHooks:
+  - exec: {{container: sidecar, command: [sh, -c, "{sidecar}"], waitTimeout: 20s, onError: Continue}}
+  - exec: {{container: app, command: [sh, -c, "{app}"]}}
+"#,
+        sidecar = hooked.leave("sidecar"),
+        app = hooked.leave("app"),
+    );
+    hooked.restore(&hooks, false);
+
+    // The sidecar's hook comes first, and its wait lasts 20 s from the pod's creation: the app's
+    // hook has run well before, while the restore still waits.
+    let appeared = async {
+        while !hooked.ran("app") {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), appeared)
+        .await
+        .expect(
+            "the app container's hook did not run within 15 s: held back by the sidecar's wait",
+        );
+    let phase = hooked.restore_object().await.status.unwrap().phase;
+    assert_eq!(phase, Some(RestorePhase::InProgress));
+
+    let ended = hooked.ended().await;
+    assert_eq!(
+        ended.status.as_ref().unwrap().phase,
+        Some(RestorePhase::PartiallyFailed)
+    );
+    assert_eq!(HookedPod::hook_counts(&ended), (Some(2), Some(1)));
+    assert!(!hooked.ran("sidecar"));
+    let describe = hooked.describe();
+    let target = &hooked.target.name;
+    for expected in [
+        format!(
+            "container \"sidecar\" was not running within the wait timeout 20s of pod {target}/split\n"
+        ),
+        format!(
+            "    exec in app: \"sh -c {}\": Succeeded (exit code 0, ",
+            hooked.leave("app")
+        ),
+    ] {
+        assert!(
+            describe.contains(&expected),
+            "{expected:?} not in:\n{describe}"
+        );
+    }
+}
+
+/// The API server connection breaks while a hook waits for its pod to run (the pod runs 6 s after
+/// it is scheduled: scripts/kwok/stages.yaml): the watch is started again and the hook runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_error_while_waiting_for_a_pod_is_retried_and_the_hook_runs() {
+    let cluster = Cluster::second();
+    let hooked = HookedPod::new(cluster.clone()).await;
+    let api = PausableProxy::start(cluster.api_server_address()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = ArkServer::start(
+        ARK,
+        &cluster.through(api.address, dir.path()),
+        &hooked.ns.name,
+    );
+    let late = serde_json::json!({ "ark.test/running-after": "6s" });
+    hooked.back_up(pod("late", "late", true, &[], late)).await;
+    let hooks = format!(
+        r#"resources:
+- name: late
+  labelSelector: {{matchLabels: {{role: late}}}}
+  postHooks:
+  - exec: {{container: app, command: [sh, -c, "{app}"]}}
+"#,
+        app = hooked.leave("app"),
+    );
+    hooked.restore(&hooks, false);
+    server
+        .wait_for_log(
+            "pod late: waiting for container app to run its hooks",
+            Duration::from_secs(60),
+        )
+        .await;
+    api.take_down();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    api.resume();
+
+    let ended = hooked.ended().await;
+    assert_eq!(
+        ended.status.as_ref().unwrap().phase,
+        Some(RestorePhase::Completed),
+        "{}",
+        hooked.describe()
+    );
+    assert_eq!(HookedPod::hook_counts(&ended), (Some(1), None));
+    assert!(hooked.ran("app"));
+    assert!(
+        server.log().contains("watching pod late for its hooks: "),
+        "the watch never failed: {}",
+        server.log()
+    );
+}
+
+/// One exec at a time: the second container's hook waits 3 s for the first's to finish, then runs
+/// its own 3 s within its 5 s execTimeout, because the wait for a slot is not counted.
+#[tokio::test]
+async fn waiting_for_an_exec_slot_does_not_count_against_a_hooks_exec_timeout() {
+    let hooked = HookedPod::new(Cluster::get()).await;
+    let flags = ["--restore-hook-execs-at-once", "1"];
+    let _server = ArkServer::start_with(ARK, &hooked.cluster, &hooked.ns.name, &flags);
+    hooked
+        .back_up(pod("queued", "queued", true, &[], serde_json::json!({})))
+        .await;
+    let hooks = format!(
+        r#"resources:
+- name: queued
+  labelSelector: {{matchLabels: {{role: queued}}}}
+  postHooks:
+  - exec: {{container: app, command: [sh, -c, "sleep 3; {app}"], execTimeout: 5s}}
+  - exec: {{container: sidecar, command: [sh, -c, "sleep 3; {sidecar}"], execTimeout: 5s}}
+"#,
+        app = hooked.leave("app"),
+        sidecar = hooked.leave("sidecar"),
+    );
+    hooked.restore(&hooks, true);
+    let ended = hooked.restore_object().await;
+    assert_eq!(
+        ended.status.as_ref().unwrap().phase,
+        Some(RestorePhase::Completed),
+        "{}",
+        hooked.describe()
+    );
+    assert_eq!(HookedPod::hook_counts(&ended), (Some(2), None));
+    assert!(hooked.ran("app") && hooked.ran("sidecar"));
 }
 
 /// Every invalid hooks file is refused with its line and column, before ark contacts the cluster

@@ -72,6 +72,7 @@ fn options(
         gc_frequency: Duration::from_secs(3600),
         metrics_address: None,
         restore_hooks_timeout: Duration::from_secs(60),
+        restore_hook_execs_at_once: 16,
         volume_snapshotter: Some(snapshotter),
         velero_answer_timeout: Duration::from_secs(2),
         shutdown_grace: Duration::from_secs(5),

@@ -26,6 +26,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         gc_frequency: args.garbage_collection_frequency,
         metrics_address: args.metrics_address,
         restore_hooks_timeout: args.restore_hooks_timeout,
+        restore_hook_execs_at_once: args.restore_hook_execs_at_once,
         volume_snapshotter: None,
         velero_answer_timeout: args.velero_answer_timeout,
         shutdown_grace: args.shutdown_grace,

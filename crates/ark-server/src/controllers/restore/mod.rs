@@ -30,8 +30,6 @@ use crate::shared::{objects, patch};
 
 /// Pods whose containers are waited for at once (a watch each).
 const HOOK_PODS_WAITING: usize = 256;
-/// Hook commands running at once.
-const HOOK_EXECS_AT_ONCE: usize = 16;
 
 pub async fn run(ctx: Arc<Context>) {
     for restore in operation::interrupted::<Restore>(&ctx).await {
@@ -298,7 +296,7 @@ async fn run_hooks(
 ) -> Vec<ark_api::hooks::PodHookResults> {
     let deadline = tokio::time::Instant::now() + ctx.hooks_timeout;
     let client = &ctx.client;
-    let execs = &tokio::sync::Semaphore::new(HOOK_EXECS_AT_ONCE);
+    let execs = &tokio::sync::Semaphore::new(ctx.hook_execs_at_once);
     let mut done: Vec<ark_api::hooks::PodHookResults> = futures::stream::iter(pods)
         .map(|pod| async move {
             let hooks = hooks::exec::run_pod(

@@ -91,6 +91,7 @@ async fn wait_for_container(
     want_ready: bool,
     until: Instant,
 ) -> Readiness {
+    tracing::info!("pod {pod}: waiting for container {container} to run its hooks");
     let mut last_error = None;
     loop {
         let name = container.to_string();
