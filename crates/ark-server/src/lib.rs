@@ -7,6 +7,8 @@ mod shared;
 pub use shared::{locations, snapshots};
 
 use std::collections::HashSet;
+
+use futures::FutureExt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -101,6 +103,40 @@ impl Context {
     }
 }
 
+#[cfg(test)]
+impl Context {
+    /// A context over `client` with the server's defaults, and the sender that tells it to stop.
+    pub fn for_tests(client: kube::Client) -> (Context, tokio::sync::watch::Sender<bool>) {
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let restores = kube::runtime::reflector::store::Writer::new(shared::objects::resource::<
+            ark_api::Restore,
+        >());
+        let context = Context {
+            events: shared::events::Events::new(client.clone(), "test"),
+            client,
+            namespace: "velero".into(),
+            scratch: std::env::temp_dir(),
+            default_ttl: Duration::from_secs(3600),
+            workers: 1,
+            sync_period: Duration::from_secs(60),
+            validation_period: Duration::from_secs(60),
+            deletion_workers: 1,
+            deletion_request_ttl: Duration::from_secs(3600),
+            gc_frequency: Duration::from_secs(3600),
+            hooks_timeout: Duration::from_secs(60),
+            hook_execs_at_once: 1,
+            volume_snapshotter: None,
+            metrics: Arc::default(),
+            restores: restores.as_reader(),
+            running_backups: Mutex::default(),
+            deleting: Mutex::default(),
+            sync_missing: Mutex::default(),
+            stopping,
+        };
+        (context, stop)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("scratch directory {0}: {1}")]
@@ -180,14 +216,27 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         leadership = shared::leader::acquire(&ctx.client, &ctx.namespace, election) => leadership,
         () = shutdown_signal() => return Ok(()),
     };
+    // The controllers that have not ended yet, named if the shutdown grace runs out.
+    let running = Mutex::new(std::collections::BTreeSet::new());
+    let tracked = |name: &'static str, work| {
+        running.lock().unwrap().insert(name);
+        let running = &running;
+        async move {
+            work.await;
+            running.lock().unwrap().remove(name);
+        }
+    };
     // Start-up work runs while the lease is renewed, like the rest.
     let controllers = async {
         controllers::backup::remove_legacy_finalizer(&ctx).await;
         tokio::join!(
-            controllers::backup::run(ctx.clone()),
-            controllers::restore::run(ctx.clone()),
-            controllers::deletion::run(ctx.clone()),
-            controllers::download_requests::run(ctx.clone()),
+            tracked("backup", controllers::backup::run(ctx.clone()).boxed()),
+            tracked("restore", controllers::restore::run(ctx.clone()).boxed()),
+            tracked("deletion", controllers::deletion::run(ctx.clone()).boxed()),
+            tracked(
+                "download request",
+                controllers::download_requests::run(ctx.clone()).boxed()
+            ),
             ctx.until_stopping(controllers::gc::run(ctx.clone())),
             ctx.until_stopping(controllers::location_validation::run(ctx.clone())),
             ctx.until_stopping(controllers::sync::run(ctx.clone())),
@@ -223,7 +272,10 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
                 None => return Err(lost()),
                 Some(true) => tracing::info!("all work finished"),
                 Some(false) => tracing::warn!(
-                    "work still running after {grace:?} is left to the next leader, which fails it"
+                    "work still running after {grace:?} (controllers: {}; backups: {}) is left to \
+                     the next leader, which fails it",
+                    Vec::from_iter(running.lock().unwrap().iter().copied()).join(", "),
+                    Vec::from_iter(ctx.running_backups.lock().unwrap().iter().cloned()).join(", "),
                 ),
             }
             Ok(())
