@@ -195,7 +195,53 @@ impl Drop for TestNamespace {
     }
 }
 
+/// A cluster-scoped object, by name, deleted when dropped: what a test creates (or fears the code
+/// under test creates) outside its namespaces.
+pub struct DeletedOnDrop<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + 'static,
+    K::DynamicType: Default,
+{
+    cluster: Cluster,
+    pub name: String,
+    kind: std::marker::PhantomData<K>,
+}
+
+impl<K> Drop for DeletedOnDrop<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + 'static,
+    K::DynamicType: Default,
+{
+    fn drop(&mut self) {
+        self.cluster.delete_while_dropping::<K>(&self.name);
+    }
+}
+
 impl Cluster {
+    pub fn delete_on_drop<K>(&self, name: &str) -> DeletedOnDrop<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + 'static,
+        K::DynamicType: Default,
+    {
+        DeletedOnDrop {
+            cluster: self.clone(),
+            name: name.to_string(),
+            kind: std::marker::PhantomData,
+        }
+    }
+
     /// Deletes a cluster-scoped object from a `Drop`: with a client of its own on a runtime of its
     /// own, because the test's client is driven by the test's runtime, which a drop blocks.
     pub fn delete_while_dropping<K>(&self, name: &str)

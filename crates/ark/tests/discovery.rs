@@ -13,18 +13,6 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 
-/// An APIService whose backend does not exist, removed again when dropped.
-struct BrokenApiService {
-    cluster: Cluster,
-    name: String,
-}
-
-impl Drop for BrokenApiService {
-    fn drop(&mut self) {
-        self.cluster.delete_while_dropping::<APIService>(&self.name);
-    }
-}
-
 /// An aggregated API whose backend is down fails discovery of its group: backups and restores
 /// skip that group with a warning naming it, and complete.
 #[tokio::test]
@@ -34,10 +22,8 @@ async fn a_group_whose_discovery_fails_is_skipped_with_a_warning() {
     let ns = cluster.namespace("ark").await;
     let app = cluster.namespace("app").await;
     let group = format!("{}.ark-tests.io", unique_name("broken"));
-    let broken = BrokenApiService {
-        cluster: cluster.clone(),
-        name: format!("v1.{group}"),
-    };
+    // An APIService whose backend does not exist, removed again when dropped.
+    let broken = cluster.delete_on_drop::<APIService>(&format!("v1.{group}"));
     Api::<APIService>::all(client.clone())
         .create(
             &PostParams::default(),

@@ -224,17 +224,25 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             done += 1;
             let source_ns = item.namespace.as_deref();
             let target_ns = source_ns.map(|ns| transform.target_namespace(ns).to_string());
+            let shown_path = item.path.strip_prefix(unpacked).unwrap_or(&item.path);
             let value: Value = match std::fs::read(&item.path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
             {
                 Ok(value) => value,
                 Err(error) => {
-                    let message = format!("{gr} item {}: unreadable: {error}", item.path.display());
+                    let message =
+                        format!("{gr} item {}: unreadable: {error}", shown_path.display());
                     results.errors.add(source_ns, message);
                     continue;
                 }
             };
+            if let Some(reason) = misplaced(&caps.scope, source_ns, &value) {
+                let message = format!("{}: {reason}; not restored", shown_path.display());
+                log.log(Level::Error, &message);
+                results.errors.add(source_ns, message);
+                continue;
+            }
             if let Some(selector) = &selector {
                 let item_labels: BTreeMap<String, String> = serde_json::from_value(
                     value
@@ -360,6 +368,32 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     })
 }
 
+/// Why an item may not be restored from where it lies in the tarball, or None: an item of a
+/// resource that is cluster-scoped (as this cluster serves it) under `namespaces/` would be created
+/// cluster-wide by a restore of one namespace, a namespaced one under `cluster/` has no namespace
+/// the filters saw, and an item whose own namespace is not its folder's would be restored where no
+/// filter looked.
+fn misplaced(scope: &Scope, folder: Option<&str>, item: &Value) -> Option<String> {
+    let own = item
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|ns| !ns.is_empty());
+    match (scope, folder) {
+        (Scope::Cluster, Some(_)) => {
+            Some("the resource is cluster-scoped, but the item lies under namespaces/".into())
+        }
+        (Scope::Namespaced, None) => {
+            Some("the resource is namespaced, but the item lies under cluster/".into())
+        }
+        (Scope::Cluster, None) => {
+            own.map(|own| format!("a cluster-scoped item names namespace {own:?}"))
+        }
+        (Scope::Namespaced, Some(folder)) => own.filter(|own| *own != folder).map(|own| {
+            format!("the item names namespace {own:?}, but lies under namespaces/{folder}/")
+        }),
+    }
+}
+
 /// The resource at the API version the item was backed up in, so that the body is sent to the
 /// endpoint of its own version (never a body of one version to another's), as Velero does; a
 /// version the cluster does not serve then fails that item, naming it. An item of another group
@@ -406,6 +440,33 @@ async fn ensure_namespace(client: &Client, name: &str, results: &mut Results) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn items_must_lie_where_their_scope_and_namespace_say() {
+        let item =
+            |ns: Option<&str>| serde_json::json!({ "metadata": { "name": "x", "namespace": ns } });
+        let (cluster, namespaced) = (Scope::Cluster, Scope::Namespaced);
+        assert_eq!(misplaced(&namespaced, Some("a"), &item(Some("a"))), None);
+        assert_eq!(misplaced(&namespaced, Some("a"), &item(None)), None);
+        assert_eq!(misplaced(&cluster, None, &item(None)), None);
+        assert_eq!(misplaced(&cluster, None, &item(Some(""))), None);
+        assert_eq!(
+            misplaced(&cluster, Some("a"), &item(Some("a"))).as_deref(),
+            Some("the resource is cluster-scoped, but the item lies under namespaces/")
+        );
+        assert_eq!(
+            misplaced(&namespaced, None, &item(Some("a"))).as_deref(),
+            Some("the resource is namespaced, but the item lies under cluster/")
+        );
+        assert_eq!(
+            misplaced(&namespaced, Some("a"), &item(Some("kube-system"))).as_deref(),
+            Some("the item names namespace \"kube-system\", but lies under namespaces/a/")
+        );
+        assert_eq!(
+            misplaced(&cluster, None, &item(Some("a"))).as_deref(),
+            Some("a cluster-scoped item names namespace \"a\"")
+        );
+    }
 
     #[test]
     fn items_are_created_at_the_version_they_were_backed_up_in() {

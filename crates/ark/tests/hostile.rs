@@ -1,0 +1,145 @@
+//! Hostile input: whoever can write a backup bucket gains nothing they did not already have.
+
+mod common;
+
+use ark_api::Backup;
+use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_for};
+use common::setup::WAIT;
+use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::Api;
+
+/// A tarball tampered to hold a ClusterRole under `namespaces/<ns>/`, a ConfigMap that names
+/// another namespace than its folder's and a ConfigMap under `cluster/`. A restore of that one
+/// namespace without cluster resources creates none of them (before: the ClusterRole was created
+/// cluster-wide), names each in its errors and restores the sound item; a restore of everything
+/// refuses them too.
+#[tokio::test]
+async fn a_tampered_tarball_creates_nothing_cluster_wide_or_elsewhere() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("tampered").await;
+    let other = cluster.namespace("elsewhere").await;
+    let bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+
+    let role = unique_name("ark-escalated");
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let _remove_role = cluster.delete_on_drop::<ClusterRole>(&role);
+    let config_map = |name: &str, namespace: Option<&str>| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "data": { "k": "v" },
+            "metadata": { "name": name, "namespace": namespace },
+        })
+    };
+    let cluster_role = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": { "name": role, "namespace": app.name },
+        "rules": [{ "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] }],
+    });
+    let items = [
+        (
+            format!(
+                "resources/clusterroles.rbac.authorization.k8s.io/namespaces/{}/{role}.json",
+                app.name
+            ),
+            cluster_role,
+        ),
+        (
+            format!("resources/configmaps/namespaces/{}/sound.json", app.name),
+            config_map("sound", Some(&app.name)),
+        ),
+        (
+            format!(
+                "resources/configmaps/namespaces/{}/elsewhere.json",
+                app.name
+            ),
+            config_map("elsewhere", Some(&other.name)),
+        ),
+        (
+            "resources/configmaps/cluster/loose.json".to_string(),
+            config_map("loose", None),
+        ),
+    ];
+    let mut entries = vec![("metadata/version".to_string(), b"1".to_vec())];
+    entries.extend(items.map(|(path, item)| (path, serde_json::to_vec(&item).unwrap())));
+    fixtures::put_file_backup(
+        bucket.path(),
+        "tampered",
+        serde_json::json!({ "includedNamespaces": [app.name] }),
+        &fixtures::tarball(&entries),
+    );
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    wait_for(backups, "tampered", |b: Option<&Backup>| b.is_some(), WAIT)
+        .await
+        .unwrap();
+
+    let restore = |name: &str, filters: &[&str]| {
+        let mut args = vec!["restore", "create", name, "--from-backup", "tampered"];
+        args.extend(filters);
+        args.extend(["--wait", "-n", &ns.name]);
+        let output = ark(Some(&cluster), &args);
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+        assert!(
+            text(&output.stdout).contains("Restore completed with status: PartiallyFailed."),
+            "{}",
+            text(&output.stdout)
+        );
+        ark_ok(
+            &cluster,
+            &ns.name,
+            &["restore", "describe", name, "--details"],
+        )
+    };
+    let misplaced_role = format!(
+        "resources/clusterroles.rbac.authorization.k8s.io/namespaces/{}/{role}.json: the resource \
+         is cluster-scoped, but the item lies under namespaces/; not restored",
+        app.name
+    );
+    let elsewhere = format!(
+        "resources/configmaps/namespaces/{0}/elsewhere.json: the item names namespace \"{1}\", but \
+         lies under namespaces/{0}/; not restored",
+        app.name, other.name
+    );
+    let loose = "resources/configmaps/cluster/loose.json: the resource is namespaced, but the item \
+                 lies under cluster/; not restored";
+
+    let one_namespace = restore(
+        "r1",
+        &[
+            "--include-namespaces",
+            &app.name,
+            "--include-cluster-resources=false",
+        ],
+    );
+    for expected in [&misplaced_role, &elsewhere] {
+        assert!(
+            one_namespace.contains(expected.as_str()),
+            "{expected:?} not in:\n{one_namespace}"
+        );
+    }
+    assert!(!one_namespace.contains("loose.json"), "{one_namespace}");
+    assert!(
+        roles.get_opt(&role).await.unwrap().is_none(),
+        "the ClusterRole was created"
+    );
+    let in_app: Api<ConfigMap> = Api::namespaced(client.clone(), &app.name);
+    let in_other: Api<ConfigMap> = Api::namespaced(client.clone(), &other.name);
+    assert_eq!(in_app.get("sound").await.unwrap().data.unwrap()["k"], "v");
+    assert!(in_app.get_opt("elsewhere").await.unwrap().is_none());
+    assert!(in_other.get_opt("elsewhere").await.unwrap().is_none());
+
+    let everything = restore("r2", &["--include-cluster-resources=true"]);
+    for expected in [&misplaced_role, &elsewhere, &loose.to_string()] {
+        assert!(
+            everything.contains(expected.as_str()),
+            "{expected:?} not in:\n{everything}"
+        );
+    }
+    assert!(
+        roles.get_opt(&role).await.unwrap().is_none(),
+        "the ClusterRole was created"
+    );
+}
