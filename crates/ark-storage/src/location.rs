@@ -5,20 +5,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::MicrosoftAzureBuilder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::signer::Signer;
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 
 use crate::BackupStore;
-use crate::credentials::{CredentialsError, aws_profile};
+use crate::credentials::{AwsSource, AzureSource, CredentialsError, aws_source, azure_source};
 use crate::layout::Layout;
 
 /// What ark needs to reach a location, read from its BackupStorageLocation (and its credential
-/// Secret, when it names one).
-#[derive(Clone, Debug, Default)]
+/// Secret, when it names one). Its Debug form never shows the credentials.
+#[derive(Clone, Default)]
 pub struct Location {
     /// The BackupStorageLocation's name, for error messages.
     pub name: String,
@@ -29,6 +29,22 @@ pub struct Location {
     /// The contents of the credentials file the location's Secret holds; `None` means the server's
     /// environment (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*...).
     pub credentials: Option<String>,
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Location")
+            .field("name", &self.name)
+            .field("provider", &self.provider)
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("config", &self.config)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +84,7 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
         .provider
         .strip_prefix("velero.io/")
         .unwrap_or(&location.provider);
+    let env = |name: &str| std::env::var(name).ok();
     // The cloud stores also sign URLs (for Velero's DownloadRequests); a local directory cannot.
     let (store, signer): (Arc<dyn ObjectStore>, Option<Arc<dyn Signer>>) = match provider {
         "file" => {
@@ -78,18 +95,7 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
             let store = LocalFileSystem::new_with_prefix(&location.bucket).map_err(store_error)?;
             (Arc::new(store), None)
         }
-        "aws" => {
-            require_credentials(
-                location,
-                &[
-                    "AWS_ACCESS_KEY_ID",
-                    "AWS_WEB_IDENTITY_TOKEN_FILE",
-                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                ],
-            )?;
-            signing(s3_builder(location)?.build().map_err(store_error)?)
-        }
+        "aws" => signing(s3_builder(location, &env)?.build().map_err(store_error)?),
         "gcp" => {
             require_credentials(
                 location,
@@ -108,19 +114,11 @@ pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
             }
             signing(builder.build().map_err(store_error)?)
         }
-        "azure" => {
-            require_credentials(
-                location,
-                &[
-                    "AZURE_STORAGE_ACCOUNT_KEY",
-                    "AZURE_STORAGE_ACCESS_KEY",
-                    "AZURE_STORAGE_SAS_KEY",
-                    "AZURE_CLIENT_SECRET",
-                    "AZURE_FEDERATED_TOKEN_FILE",
-                ],
-            )?;
-            signing(azure_builder(location)?.build().map_err(store_error)?)
-        }
+        "azure" => signing(
+            azure_builder(location, &env)?
+                .build()
+                .map_err(store_error)?,
+        ),
         _ => {
             return Err(StorageError::UnknownProvider {
                 location: location.name.clone(),
@@ -136,9 +134,9 @@ fn signing<S: ObjectStore + Signer>(store: S) -> (Arc<dyn ObjectStore>, Option<A
     (store.clone(), Some(store))
 }
 
-/// Without credentials, the cloud SDKs fall back to an instance-metadata endpoint on a link-local
-/// address; ark never does that implicitly: a location without credentials is an error that says
-/// how to give them.
+/// Without credentials, GCS falls back to an instance-metadata endpoint on a link-local address;
+/// ark never does that implicitly: a location without credentials is an error that says how to
+/// give them. (S3 and Azure credentials are chosen by ark itself: [`aws_source`], [`azure_source`].)
 fn require_credentials(location: &Location, env: &[&'static str]) -> Result<(), StorageError> {
     if location.credentials.is_some() || env.iter().any(|var| std::env::var_os(var).is_some()) {
         return Ok(());
@@ -180,65 +178,195 @@ fn client_options(location: &Location) -> Result<ClientOptions, StorageError> {
         .with_allow_invalid_certificates(flag(location, "insecureSkipTLSVerify")?))
 }
 
-/// Velero's AWS plugin config keys: `region`, `s3Url`, `s3ForcePathStyle`, `profile`,
-/// `insecureSkipTLSVerify`.
-fn s3_builder(location: &Location) -> Result<AmazonS3Builder, StorageError> {
-    let mut builder = AmazonS3Builder::from_env()
-        .with_bucket_name(&location.bucket)
-        .with_region(
-            location
-                .config
-                .get("region")
-                .map_or("us-east-1", String::as_str),
-        )
-        .with_virtual_hosted_style_request(!flag(location, "s3ForcePathStyle")?)
-        .with_client_options(client_options(location)?)
-        .with_retry(retry());
-    if let Some(url) = location.config.get("s3Url") {
-        builder = builder
-            .with_endpoint(url)
-            .with_allow_http(url.starts_with("http://"));
-    }
-    if let Some(text) = &location.credentials {
-        let profile = location
-            .config
-            .get("profile")
-            .map_or("default", String::as_str);
-        let keys = aws_profile(text, profile).map_err(|source| StorageError::Credentials {
-            location: location.name.clone(),
-            source,
-        })?;
-        let key = |name: &str| keys.get(name).cloned().unwrap_or_default();
-        builder = builder
-            .with_access_key_id(key("aws_access_key_id"))
-            .with_secret_access_key(key("aws_secret_access_key"));
-        if let Some(token) = keys.get("aws_session_token") {
-            builder = builder.with_token(token);
-        }
-    }
-    Ok(builder)
+/// How an S3 bucket is addressed.
+#[derive(Debug, PartialEq, Eq)]
+struct S3Address {
+    /// None: AWS's regional endpoint.
+    endpoint: Option<String>,
+    /// The bucket is in the endpoint's host name (`bucket.host`); otherwise object_store appends
+    /// it to the endpoint's path.
+    virtual_hosted: bool,
 }
 
-/// Velero's Azure plugin reads `storageAccount` from config and `KEY=VALUE` lines
-/// (`AZURE_STORAGE_ACCOUNT_ACCESS_KEY`, ...) from the credentials file.
-fn azure_builder(location: &Location) -> Result<MicrosoftAzureBuilder, StorageError> {
-    let mut builder = MicrosoftAzureBuilder::from_env()
+/// The bucket addressed as the AWS SDK behind Velero's AWS plugin addresses it: in the host name
+/// (`http://bucket.minio:9000`) unless `s3ForcePathStyle` is set, the endpoint's host is an IP
+/// address, or the name cannot be a host label; then in the path. Either way the bucket is named:
+/// an endpoint used as it is would send every key to a bucket named after the prefix.
+fn s3_address(bucket: &str, s3_url: Option<&str>, path_style: bool) -> Result<S3Address, String> {
+    if bucket.is_empty() || bucket.contains('/') {
+        return Err(format!("bucket {bucket:?} is not a bucket name"));
+    }
+    let label = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    let hostable = (3..=63).contains(&bucket.len())
+        && bucket.bytes().all(label)
+        && !bucket.starts_with('-')
+        && !bucket.ends_with('-');
+    let Some(raw) = s3_url else {
+        let virtual_hosted = hostable && !path_style;
+        return Ok(S3Address {
+            endpoint: None,
+            virtual_hosted,
+        });
+    };
+    let invalid = |why: &str| format!("s3Url {raw:?} {why}");
+    let url = url::Url::parse(raw).map_err(|e| invalid(&format!("is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("must be http:// or https://"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(invalid("must not carry a query, a fragment or a user"));
+    }
+    let Some(host) = url.host() else {
+        return Err(invalid("has no host"));
+    };
+    let on_ip = !matches!(host, url::Host::Domain(_));
+    let path = url.path().trim_end_matches('/');
+    if path_style || on_ip || !hostable {
+        let endpoint = raw.trim_end_matches('/').to_string();
+        return Ok(S3Address {
+            endpoint: Some(endpoint),
+            virtual_hosted: false,
+        });
+    }
+    let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+    let endpoint = format!("{}://{bucket}.{host}{port}{path}", url.scheme());
+    Ok(S3Address {
+        endpoint: Some(endpoint),
+        virtual_hosted: true,
+    })
+}
+
+fn config_error(location: &Location) -> impl Fn(String) -> StorageError + '_ {
+    |reason| StorageError::Config {
+        location: location.name.clone(),
+        reason,
+    }
+}
+
+fn credentials_error(location: &Location) -> impl Fn(CredentialsError) -> StorageError + '_ {
+    |source| StorageError::Credentials {
+        location: location.name.clone(),
+        source,
+    }
+}
+
+/// Velero's AWS plugin config keys: `region`, `s3Url`, `s3ForcePathStyle`, `profile`,
+/// `insecureSkipTLSVerify`. Nothing else comes from the environment but the credentials.
+fn s3_builder(
+    location: &Location,
+    env: crate::credentials::Env,
+) -> Result<AmazonS3Builder, StorageError> {
+    let s3_url = location.config.get("s3Url").map(String::as_str);
+    let address = s3_address(
+        &location.bucket,
+        s3_url,
+        flag(location, "s3ForcePathStyle")?,
+    )
+    .map_err(config_error(location))?;
+    let region = location
+        .config
+        .get("region")
+        .map_or("us-east-1", String::as_str);
+    let mut builder = AmazonS3Builder::new()
+        .with_bucket_name(&location.bucket)
+        .with_region(region)
+        .with_virtual_hosted_style_request(address.virtual_hosted)
+        .with_client_options(client_options(location)?)
+        .with_retry(retry());
+    if let Some(endpoint) = &address.endpoint {
+        builder = builder
+            .with_endpoint(endpoint)
+            .with_allow_http(endpoint.starts_with("http://"));
+    }
+    let profile = location
+        .config
+        .get("profile")
+        .map_or("default", String::as_str);
+    let source = aws_source(location.credentials.as_deref(), profile, env)
+        .map_err(credentials_error(location))?
+        .ok_or_else(|| StorageError::NoCredentials {
+            location: location.name.clone(),
+            env: "AWS_ACCESS_KEY_ID",
+        })?;
+    Ok(match source {
+        AwsSource::Keys { id, secret, token } => {
+            builder = builder
+                .with_access_key_id(id)
+                .with_secret_access_key(secret);
+            match token {
+                Some(token) => builder.with_token(token),
+                None => builder,
+            }
+        }
+        AwsSource::WebIdentity {
+            token_file,
+            role_arn,
+        } => builder
+            .with_config(AmazonS3ConfigKey::WebIdentityTokenFile, token_file)
+            .with_config(AmazonS3ConfigKey::RoleArn, role_arn),
+        AwsSource::ContainerRelative { uri } => {
+            builder.with_config(AmazonS3ConfigKey::ContainerCredentialsRelativeUri, uri)
+        }
+        AwsSource::ContainerFull { uri, token_file } => builder
+            .with_config(AmazonS3ConfigKey::ContainerCredentialsFullUri, uri)
+            .with_config(
+                AmazonS3ConfigKey::ContainerAuthorizationTokenFile,
+                token_file,
+            ),
+    })
+}
+
+/// Velero's Azure plugin config keys: `storageAccount` (required), `storageAccountKeyEnvVar`.
+/// The credential type is always explicit, so object_store never tries the machine's identity.
+fn azure_builder(
+    location: &Location,
+    env: crate::credentials::Env,
+) -> Result<MicrosoftAzureBuilder, StorageError> {
+    let account = location.config.get("storageAccount").ok_or_else(|| {
+        config_error(location)("config storageAccount is required for provider azure".into())
+    })?;
+    let key_variable = location
+        .config
+        .get("storageAccountKeyEnvVar")
+        .map(String::as_str);
+    let source = azure_source(location.credentials.as_deref(), key_variable, env)
+        .map_err(credentials_error(location))?
+        .ok_or_else(|| StorageError::NoCredentials {
+            location: location.name.clone(),
+            env: "AZURE_STORAGE_ACCOUNT_KEY",
+        })?;
+    let builder = MicrosoftAzureBuilder::new()
+        .with_account(account)
         .with_container_name(&location.bucket)
         .with_client_options(client_options(location)?)
         .with_retry(retry());
-    if let Some(account) = location.config.get("storageAccount") {
-        builder = builder.with_account(account);
-    }
-    if let Some(text) = &location.credentials {
-        for line in text.lines() {
-            if let Some((key, value)) = line.split_once('=')
-                && key.trim() == "AZURE_STORAGE_ACCOUNT_ACCESS_KEY"
-            {
-                builder = builder.with_access_key(value.trim());
-            }
-        }
-    }
-    Ok(builder)
+    let (builder, credential_type) = match source {
+        AzureSource::AccessKey(key) => (builder.with_access_key(key), "access_key"),
+        AzureSource::ServicePrincipal {
+            client_id,
+            secret,
+            tenant_id,
+        } => (
+            builder.with_client_secret_authorization(client_id, secret, tenant_id),
+            "client_secret",
+        ),
+        AzureSource::WorkloadIdentity {
+            client_id,
+            tenant_id,
+            token_file,
+        } => (
+            builder
+                .with_client_id(client_id)
+                .with_tenant_id(tenant_id)
+                .with_federated_token_file(token_file),
+            "workload_identity",
+        ),
+        AzureSource::Sas(sas) => (
+            builder.with_config(AzureConfigKey::SasKey, sas),
+            "sas_token",
+        ),
+    };
+    Ok(builder.with_config(AzureConfigKey::CredentialType, credential_type))
 }
 
 #[cfg(test)]
@@ -271,6 +399,124 @@ mod tests {
                 "[default]\naws_access_key_id=a\naws_secret_access_key=b\n"
             )))
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_bucket_is_addressed_as_velero_s_aws_plugin_addresses_it() {
+        let address = |bucket, url, path_style| s3_address(bucket, url, path_style);
+        let at = |endpoint: &str, virtual_hosted| {
+            Ok(S3Address {
+                endpoint: Some(endpoint.to_string()),
+                virtual_hosted,
+            })
+        };
+        // The bug: an endpoint used as it is, in virtual-hosted mode, named no bucket at all.
+        assert_eq!(
+            address("velero", Some("http://minio:9000"), false),
+            at("http://velero.minio:9000", true)
+        );
+        assert_eq!(
+            address("velero", Some("https://s3.example.com/base/"), false),
+            at("https://velero.s3.example.com/base", true)
+        );
+        assert_eq!(
+            address("velero", Some("http://minio:9000/"), true),
+            at("http://minio:9000", false)
+        );
+        assert_eq!(
+            address("velero", Some("http://127.0.0.1:8333"), false),
+            at("http://127.0.0.1:8333", false)
+        );
+        assert_eq!(
+            address("velero", Some("http://[::1]:8333"), false),
+            at("http://[::1]:8333", false)
+        );
+        assert_eq!(
+            address("my.bucket", Some("http://minio:9000"), false),
+            at("http://minio:9000", false)
+        );
+        assert_eq!(
+            address("Up", Some("http://minio:9000"), false),
+            at("http://minio:9000", false)
+        );
+        assert_eq!(
+            address("velero", None, false),
+            Ok(S3Address {
+                endpoint: None,
+                virtual_hosted: true
+            })
+        );
+        assert_eq!(
+            address("my.bucket", None, false),
+            Ok(S3Address {
+                endpoint: None,
+                virtual_hosted: false
+            })
+        );
+        for (bucket, url, error) in [
+            ("", None, "bucket \"\" is not a bucket name"),
+            ("a/b", None, "bucket \"a/b\" is not a bucket name"),
+            (
+                "b",
+                Some("minio:9000"),
+                "s3Url \"minio:9000\" must be http:// or https://",
+            ),
+            (
+                "b",
+                Some("ftp://minio"),
+                "s3Url \"ftp://minio\" must be http:// or https://",
+            ),
+            (
+                "b",
+                Some("http://minio?x=1"),
+                "s3Url \"http://minio?x=1\" must not carry a query, a fragment or a user",
+            ),
+            (
+                "b",
+                Some("http://u:p@minio"),
+                "s3Url \"http://u:p@minio\" must not carry a query, a fragment or a user",
+            ),
+        ] {
+            assert_eq!(address(bucket, url, false).unwrap_err(), error);
+        }
+    }
+
+    #[test]
+    fn a_location_never_prints_its_credentials() {
+        let location = s3(Some(
+            "[default]\naws_access_key_id=a\naws_secret_access_key=hunter2\n",
+        ));
+        let shown = format!("{location:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            shown.contains("credentials: Some(\"<redacted>\")"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn azure_never_falls_back_to_the_machine_identity() {
+        let mut location = s3(Some("AZURE_SUBSCRIPTION_ID=x\nAZURE_RESOURCE_GROUP=y\n"));
+        location.provider = "azure".into();
+        location.config = BTreeMap::from([("storageAccount".into(), "acct".into())]);
+        assert!(
+            open(&location)
+                .err()
+                .expect("refused")
+                .to_string()
+                .ends_with("ark never falls back to the machine's managed identity")
+        );
+        location.credentials =
+            Some("AZURE_CLIENT_ID=c\nAZURE_CLIENT_SECRET=s\nAZURE_TENANT_ID=t\n".into());
+        assert!(
+            open(&location).is_ok(),
+            "a service principal is read as one"
+        );
+        location.config.clear();
+        assert_eq!(
+            open(&location).err().unwrap().to_string(),
+            "backup storage location \"default\": config storageAccount is required for provider azure"
         );
     }
 

@@ -134,7 +134,7 @@ async fn an_unreachable_bucket_on_velero_crds_fails_the_backup_and_marks_the_loc
     );
     assert!(reason.contains("127.0.0.1:9"), "{reason}");
 
-    let locations: Api<BackupStorageLocation> = Api::namespaced(client, &ns.name);
+    let locations: Api<BackupStorageLocation> = Api::namespaced(client.clone(), &ns.name);
     let unavailable = |l: Option<&BackupStorageLocation>| {
         l.and_then(|l| l.status.as_ref()).and_then(|s| s.phase)
             == Some(ark_api::BackupStorageLocationPhase::Unavailable)
@@ -146,6 +146,26 @@ async fn an_unreachable_bucket_on_velero_crds_fails_the_backup_and_marks_the_loc
     assert!(
         message.starts_with("backup storage location \"default\":"),
         "{message}"
+    );
+
+    // A backup to the location now fails validation with the location's message, before it
+    // tries the bucket again.
+    let output = ark(
+        Some(&cluster),
+        &["backup", "create", "b2", "--wait", "-n", &ns.name],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+    let backup = Api::<Backup>::namespaced(client.clone(), &ns.name)
+        .get("b2")
+        .await
+        .unwrap();
+    let status = backup.status.unwrap();
+    assert_eq!(status.phase, Some(ark_api::BackupPhase::FailedValidation));
+    assert_eq!(
+        status.validation_errors.unwrap(),
+        [format!(
+            "backup storage location \"default\" is Unavailable: {message}"
+        )]
     );
 }
 

@@ -143,3 +143,40 @@ async fn a_tampered_tarball_creates_nothing_cluster_wide_or_elsewhere() {
         "the ClusterRole was created"
     );
 }
+
+/// `s3Url` without `s3ForcePathStyle`: Velero's AWS plugin then puts the bucket in the host name,
+/// or in the path when the host is an IP address, as here. The backup lands in the named bucket
+/// under its prefix (before: every key went to `<s3Url>/<prefix>/...`, which S3 reads as a bucket
+/// named after the prefix, and the backup failed).
+#[tokio::test]
+async fn an_s3_url_without_path_style_still_names_the_bucket() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let (mut flags, location) =
+        fixtures::s3_location(&cluster, &client, &ns.name, None, None).await;
+    let config = flags.iter().position(|f| f == "--config").unwrap() + 1;
+    flags[config] = format!("s3Url={},region=us-east-1", cluster.s3_endpoint);
+    let mut args = vec!["backup-location", "create", "default", "--default"];
+    args.extend(flags.iter().map(String::as_str));
+    ark_ok(&cluster, &ns.name, &args);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let create = [
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        &ns.name,
+        "--wait",
+    ];
+    let output = ark_ok(&cluster, &ns.name, &create);
+    assert!(
+        output.contains("Backup completed with status: Completed."),
+        "{output}"
+    );
+    let store = ark_storage::open(&location).unwrap();
+    store
+        .get(&store.layout.backup_metadata("b1"))
+        .await
+        .unwrap();
+}

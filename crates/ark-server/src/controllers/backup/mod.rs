@@ -178,6 +178,12 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
                 ));
                 None
             }
+            Ok(location) if let Some(message) = location.unavailable() => {
+                errors.push(format!(
+                    "backup storage location {location_name:?} is Unavailable: {message}"
+                ));
+                None
+            }
             Ok(location) => Some(location),
             Err(error) => {
                 errors.push(error.to_string());
