@@ -18,7 +18,7 @@ pub async fn run(ctx: Arc<Context>) {
 async fn validate(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
     let name = object.name_any();
     let checked = match objects::typed(object.as_ref()) {
-        Ok(location) => check(&ctx, location).await,
+        Ok(location) => locations::check(&ctx.client, location).await,
         Err(unfit) => Err(format!(
             "backup storage location {name:?} cannot be read: {unfit}"
         )),
@@ -38,14 +38,4 @@ async fn validate(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
         tracing::warn!("updating backup storage location {name}: {error}");
     }
     ctx.validation_period
-}
-
-async fn check(ctx: &Context, location: BackupStorageLocation) -> Result<(), String> {
-    let open = locations::open(&ctx.client, location)
-        .await
-        .map_err(|e| e.to_string())?;
-    open.store
-        .validate()
-        .await
-        .map_err(|e| format!("backup storage location {:?}: {e}", open.name()))
 }

@@ -90,6 +90,16 @@ pub async fn open(
     Ok(OpenLocation { location, store })
 }
 
+/// Whether the location can be used now: it opens, and its bucket answers (the check behind a
+/// location's Available/Unavailable phase).
+pub async fn check(client: &Client, location: BackupStorageLocation) -> Result<(), String> {
+    let open = open(client, location).await.map_err(|e| e.to_string())?;
+    open.store
+        .validate()
+        .await
+        .map_err(|e| format!("backup storage location {:?}: {e}", open.name()))
+}
+
 /// Gets and opens a location by name.
 pub async fn open_named(
     client: &Client,

@@ -178,11 +178,18 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
                 ));
                 None
             }
-            Ok(location) if let Some(message) = location.unavailable() => {
-                errors.push(format!(
-                    "backup storage location {location_name:?} is Unavailable: {message}"
-                ));
-                None
+            // Its last check failed: checked again now, so that a location back since (S3 gone
+            // for a moment) takes backups at once, and one still down fails with today's reason.
+            Ok(location) if location.unavailable().is_some() => {
+                match locations::check(&ctx.client, location.clone()).await {
+                    Ok(()) => Some(location),
+                    Err(reason) => {
+                        errors.push(format!(
+                            "backup storage location {location_name:?} is Unavailable: {reason}"
+                        ));
+                        None
+                    }
+                }
             }
             Ok(location) => Some(location),
             Err(error) => {
