@@ -50,18 +50,87 @@ fn claim_outcome(result: kube::Result<DynamicObject>) -> kube::Result<Claim> {
 }
 
 /// Merge-patches `body` (metadata, spec, status) only if the object is still at
-/// `resource_version`.
+/// `resource_version`. A claim whose answer is lost (the connection broke after the API server
+/// applied it) is found out from the object, never left half-known: a claim taken and then
+/// dropped would leave the operation InProgress with nobody working on it.
 pub async fn claim(
     api: &Api<DynamicObject>,
     name: &str,
     resource_version: Option<&str>,
     mut body: Value,
 ) -> kube::Result<Claim> {
-    body["metadata"]["resourceVersion"] = json!(resource_version);
-    claim_outcome(
-        api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
-            .await,
-    )
+    let mut pause = std::time::Duration::from_millis(500);
+    loop {
+        body["metadata"]["resourceVersion"] = json!(resource_version);
+        let error = match claim_outcome(
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+                .await,
+        ) {
+            Err(error @ kube::Error::Api(_)) => return Err(error),
+            Err(error) => error,
+            answered => return answered,
+        };
+        // No answer: read the object until the API server answers, then decide.
+        let object = loop {
+            tracing::warn!(
+                "claiming {name}: {error}; reading it to find out whether the claim landed"
+            );
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_secs(30));
+            match api.get_opt(name).await {
+                Ok(object) => break object,
+                Err(kube::Error::Api(status)) => return Err(kube::Error::Api(status)),
+                Err(_) => continue,
+            }
+        };
+        let object = object.map(|o| serde_json::to_value(o).unwrap_or_default());
+        body["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("resourceVersion"));
+        match after_unanswered_claim(object.as_ref(), resource_version, &body) {
+            Some(claim) => return Ok(claim),
+            None => continue,
+        }
+    }
+}
+
+/// What a claim that got no answer came to, from the object as it is now: `Won` when it holds
+/// what the claim wrote (and moved past the version the claim named), `Lost` when it moved on
+/// otherwise or is gone, None when it is still at that version (the claim never landed: try
+/// again).
+fn after_unanswered_claim(
+    object: Option<&Value>,
+    resource_version: Option<&str>,
+    body: &Value,
+) -> Option<Claim> {
+    let Some(object) = object else {
+        return Some(Claim::Lost);
+    };
+    let now = object
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str);
+    if resource_version.is_some() && now == resource_version {
+        return None;
+    }
+    Some(if holds(object, body) {
+        Claim::Won
+    } else {
+        Claim::Lost
+    })
+}
+
+/// Whether `object` is what merge-patching `patch` into it leaves unchanged.
+fn holds(object: &Value, patch: &Value) -> bool {
+    match patch {
+        Value::Object(fields) => fields
+            .iter()
+            .all(|(key, value)| match (object.get(key), value) {
+                (None | Some(Value::Null), Value::Null) => true,
+                (Some(found), value) if !value.is_null() => holds(found, value),
+                _ => false,
+            }),
+        other => object == other,
+    }
 }
 
 /// Writes the fields `status` sets only while `status.phase` is `phase`: one JSON patch whose
@@ -114,6 +183,39 @@ pub fn ignore_not_found<T>(result: kube::Result<T>) -> kube::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_without_an_answer_is_decided_from_the_object() {
+        let body = json!({ "metadata": { "labels": { "l": "v" } }, "status": { "phase": "InProgress", "startTimestamp": "2026-11-30T11:27:42Z", "errors": null } });
+        let object = |rv: &str, phase: &str, start: &str| {
+            json!({ "metadata": { "name": "b1", "resourceVersion": rv, "labels": { "l": "v", "other": "x" } },
+                    "spec": {}, "status": { "phase": phase, "startTimestamp": start } })
+        };
+        let ours = object("8", "InProgress", "2026-11-30T11:27:42Z");
+        assert_eq!(
+            after_unanswered_claim(Some(&ours), Some("7"), &body),
+            Some(Claim::Won)
+        );
+        let untouched = object("7", "New", "");
+        assert_eq!(
+            after_unanswered_claim(Some(&untouched), Some("7"), &body),
+            None
+        );
+        let theirs = object("8", "InProgress", "2026-11-30T11:27:40Z");
+        assert_eq!(
+            after_unanswered_claim(Some(&theirs), Some("7"), &body),
+            Some(Claim::Lost)
+        );
+        let failed = object("9", "Failed", "2026-11-30T11:27:42Z");
+        assert_eq!(
+            after_unanswered_claim(Some(&failed), Some("7"), &body),
+            Some(Claim::Lost)
+        );
+        assert_eq!(
+            after_unanswered_claim(None, Some("7"), &body),
+            Some(Claim::Lost)
+        );
+    }
 
     #[test]
     fn an_ending_write_tests_the_phase_first() {
