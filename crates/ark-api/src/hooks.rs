@@ -175,6 +175,12 @@ fn validate_hook(
     }
 }
 
+/// A hooks file is a few kilobytes; one of more is refused before it is parsed.
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+/// A hooks file nests about eight levels; a deeper one is refused where it gets too deep, so that
+/// a hostile file costs neither stack nor (with each level's path) quadratic memory.
+const MAX_DEPTH: usize = 32;
+
 /// Where each field path is in a YAML (or JSON) text: the line and column of its key, or of the
 /// list item.
 fn positions(text: &str) -> Result<BTreeMap<String, (usize, usize)>, HookError> {
@@ -232,6 +238,15 @@ fn positions(text: &str) -> Result<BTreeMap<String, (usize, usize)>, HookError> 
         } else {
             None
         };
+        if matches!(event, Event::MappingStart(..) | Event::SequenceStart(..))
+            && stack.len() >= MAX_DEPTH
+        {
+            return Err(HookError {
+                path: String::new(),
+                message: format!("nested deeper than {MAX_DEPTH} levels"),
+                position: Some(at),
+            });
+        }
         match event {
             Event::MappingStart(..) => stack.push(Frame::Map {
                 path: node_path.unwrap_or_default(),
@@ -274,6 +289,13 @@ fn path_at(
 /// Parses and checks a hooks file (YAML or JSON): the `spec.hooks` of a Restore. Every error names
 /// its field path, line and column.
 pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(vec![HookError {
+            path: String::new(),
+            message: format!("larger than the {MAX_FILE_BYTES} bytes a hooks file may have"),
+            position: None,
+        }]);
+    }
     let index = positions(text).map_err(|e| vec![e])?;
     let hooks: RestoreHooks = serde_saphyr::from_str(text).map_err(|e| {
         let position = e

@@ -23,7 +23,12 @@ pub fn valid_label_value(value: &str) -> String {
         return value.to_string();
     }
     let digest = hex_sha256(value.as_bytes());
-    let keep = MAX_LABEL_VALUE - HASH_DIGITS;
+    // 57 bytes, as Velero cuts them; fewer when that would split a character (Go would keep the
+    // broken bytes; a label value of Kubernetes names is ASCII either way).
+    let keep = (0..=MAX_LABEL_VALUE - HASH_DIGITS)
+        .rev()
+        .find(|at| value.is_char_boundary(*at))
+        .unwrap_or(0);
     format!("{}{}", &value[..keep], &digest[..HASH_DIGITS])
 }
 

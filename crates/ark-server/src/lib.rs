@@ -2,6 +2,8 @@
 //! sync backups from the bucket. Each reads, decides with pure functions, then writes status.
 
 mod controllers;
+#[cfg(test)]
+mod fuzz;
 mod shared;
 
 pub use shared::{locations, snapshots};
@@ -151,7 +153,7 @@ pub enum ServerError {
 
 /// Runs the controllers until the process is told to stop.
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
-    std::fs::create_dir_all(&options.scratch_dir)
+    let scratch = shared::scratch::Scratch::create(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
     shared::velero_server::ensure_absent(
         &client,
@@ -179,7 +181,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         events: shared::events::Events::new(client.clone(), &options.identity),
         client,
         namespace: options.namespace,
-        scratch: options.scratch_dir,
+        scratch: scratch.path(),
         default_ttl: options.default_ttl,
         workers: options.workers.max(1),
         sync_period: options.sync_period,

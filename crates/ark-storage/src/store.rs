@@ -8,7 +8,7 @@ use object_store::buffered::BufWriter;
 use object_store::path::Path;
 use object_store::signer::{Method, Signer};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncSeekExt, AsyncWriteExt};
 
 use crate::layout::{Layout, TOP_LEVEL_FOLDERS};
 
@@ -113,12 +113,13 @@ impl BackupStore {
     }
 
     /// Uploads a local file without reading it into memory (multipart past the first chunk).
-    pub async fn upload_file(&self, key: &Path, file: &std::path::Path) -> Result<(), StoreError> {
+    pub async fn upload_file(&self, key: &Path, file: std::fs::File) -> Result<(), StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
             source,
         };
-        let mut reader = tokio::fs::File::open(file).await.map_err(io_error)?;
+        let mut reader = tokio::fs::File::from_std(file);
+        reader.rewind().await.map_err(io_error)?;
         let mut writer = BufWriter::new(self.store.clone(), key.clone());
         if let Err(source) = tokio::io::copy(&mut reader, &mut writer).await {
             let _ = writer.abort().await;
@@ -127,18 +128,14 @@ impl BackupStore {
         writer.shutdown().await.map_err(io_error)
     }
 
-    /// Downloads an object into a local file, chunk by chunk.
-    pub async fn download_file(
-        &self,
-        key: &Path,
-        file: &std::path::Path,
-    ) -> Result<u64, StoreError> {
+    /// Downloads an object into a local file, chunk by chunk, and rewinds it for reading.
+    pub async fn download_file(&self, key: &Path, file: &std::fs::File) -> Result<u64, StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
             source,
         };
         let result = self.store.get(key).await.map_err(object_error(key))?;
-        let mut out = tokio::fs::File::create(file).await.map_err(io_error)?;
+        let mut out = tokio::fs::File::from_std(file.try_clone().map_err(io_error)?);
         let mut stream = result.into_stream();
         let mut written = 0;
         while let Some(chunk) = stream.next().await {
@@ -147,6 +144,7 @@ impl BackupStore {
             out.write_all(&chunk).await.map_err(io_error)?;
         }
         out.flush().await.map_err(io_error)?;
+        out.rewind().await.map_err(io_error)?;
         Ok(written)
     }
 

@@ -633,7 +633,7 @@ fn invalid_hooks_files_are_refused_with_line_and_column() {
             "1:54: resources[0].postHooks[0].exec.command: the command must not be empty",
         ),
     ];
-    for (index, (content, expected)) in cases.iter().enumerate() {
+    let refused = |index: usize, content: &str, expected: &str| {
         let path = dir.path().join(format!("hooks-{index}.yaml"));
         std::fs::write(&path, content).unwrap();
         let output = ark(
@@ -656,7 +656,22 @@ fn invalid_hooks_files_are_refused_with_line_and_column() {
             )),
             "{stderr}"
         );
+    };
+    for (index, (content, expected)) in cases.iter().enumerate() {
+        refused(index, content, expected);
     }
+    // Hostile files fail fast and in bounded memory: deep nesting where it gets too deep (its
+    // paths would cost memory quadratic in the depth), a huge file by its size.
+    let deep = |levels| format!("resources: {}{}\n", "[".repeat(levels), "]".repeat(levels));
+    refused(100, &deep(100), "1:43: nested deeper than 32 levels");
+    // Deeper still, the YAML parser's own bound answers first.
+    refused(102, &deep(100_000), "1:267: recursion limit exceeded");
+    let huge = format!("resources: []\n# {}\n", "x".repeat(4 << 20));
+    refused(
+        101,
+        &huge,
+        "larger than the 1048576 bytes a hooks file may have",
+    );
     // The examples are valid: with them, ark goes on to look for the cluster (and finds none).
     for example in ["database-restore.yaml", "cache-warmup.yaml"] {
         let path = format!("{EXAMPLES}/{example}");

@@ -406,10 +406,9 @@ async fn recorded_snapshots(
     if !snapshots::tarball_may_hold_csi_contents(volume_info.as_deref())? {
         return Ok(recorded);
     }
-    let tarball =
-        tempfile::NamedTempFile::new_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
+    let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     match store
-        .download_file(&layout.backup_contents(name), tarball.path())
+        .download_file(&layout.backup_contents(name), &tarball)
         .await
     {
         Ok(_) => {}
@@ -417,12 +416,10 @@ async fn recorded_snapshots(
         Err(error) => return Err(format!("downloading the backup tarball: {error}")),
     }
     let found = tokio::task::spawn_blocking(move || {
-        std::fs::File::open(tarball.path())
-            .map(|file| snapshots::csi_contents_in_tarball(std::io::BufReader::new(file)))
+        snapshots::csi_contents_in_tarball(std::io::BufReader::new(tarball))
     })
     .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("reading the downloaded tarball: {e}"))?;
+    .map_err(|e| e.to_string())?;
     if let Some(first) = found.unreadable.first() {
         let note = format!(
             "backup {name}: {} tarball entries could not be read (the first: {first}); their snapshots, if any, are not deleted",

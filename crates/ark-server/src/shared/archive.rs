@@ -7,19 +7,20 @@ use std::path::Path;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use tempfile::NamedTempFile;
 
 pub(crate) type Gz = GzEncoder<BufWriter<File>>;
 
-pub(crate) fn gz_file(scratch: &Path) -> std::io::Result<(NamedTempFile, Gz)> {
-    let file = NamedTempFile::new_in(scratch)?;
-    let writer = GzEncoder::new(BufWriter::new(file.reopen()?), Compression::default());
+/// An unnamed scratch file (nothing can open it by path; it goes with the last handle) and a gzip
+/// writer into it.
+pub(crate) fn gz_file(scratch: &Path) -> std::io::Result<(File, Gz)> {
+    let file = tempfile::tempfile_in(scratch)?;
+    let writer = GzEncoder::new(BufWriter::new(file.try_clone()?), Compression::default());
     Ok((file, writer))
 }
 
 /// The gzip tarball: `metadata/version`, then items as they come.
 pub struct TarballWriter {
-    file: NamedTempFile,
+    file: File,
     builder: tar::Builder<Gz>,
     mtime: u64,
 }
@@ -49,24 +50,27 @@ impl TarballWriter {
         self.builder.append_data(&mut header, path, data)
     }
 
-    pub fn finish(self) -> std::io::Result<NamedTempFile> {
+    pub fn finish(self) -> std::io::Result<File> {
         self.builder.into_inner()?.finish()?.flush()?;
         Ok(self.file)
     }
 }
 
+/// What a finished scratch file holds, ungzipped.
+#[cfg(test)]
+pub(crate) fn gunzip(mut file: File) -> Vec<u8> {
+    use std::io::{Read, Seek};
+    file.rewind().unwrap();
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
-
-    fn gunzip(path: &Path) -> Vec<u8> {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(File::open(path).unwrap())
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    }
 
     #[test]
     fn tarball_starts_with_the_format_version() {
@@ -76,7 +80,7 @@ mod tests {
             .add("resources/configmaps/namespaces/shop/a.json", b"{}")
             .unwrap();
         let file = tarball.finish().unwrap();
-        let bytes = gunzip(file.path());
+        let bytes = gunzip(file);
         let mut archive = tar::Archive::new(bytes.as_slice());
         let names: Vec<String> = archive
             .entries()

@@ -15,5 +15,6 @@ pub mod patch;
 pub mod periodic;
 pub mod resource_list;
 pub mod results;
+pub mod scratch;
 pub mod snapshots;
 pub mod velero_server;

@@ -2,17 +2,13 @@
 //! it costs no memory) and uploaded beside the backup, in logrus' text format as Velero's logs are.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-
-use flate2::Compression;
-use flate2::write::GzEncoder;
-use tempfile::NamedTempFile;
+use std::io::Write;
 
 pub struct OperationLog {
     /// `backup=velero/nightly`, appended to every line.
     subject: String,
-    writer: Option<GzEncoder<BufWriter<File>>>,
-    file: NamedTempFile,
+    writer: Option<crate::shared::archive::Gz>,
+    file: File,
 }
 
 #[derive(Clone, Copy)]
@@ -24,8 +20,7 @@ pub enum Level {
 
 impl OperationLog {
     pub fn create(scratch: &std::path::Path, subject: String) -> std::io::Result<Self> {
-        let file = NamedTempFile::new_in(scratch)?;
-        let writer = GzEncoder::new(BufWriter::new(file.reopen()?), Compression::default());
+        let (file, writer) = crate::shared::archive::gz_file(scratch)?;
         Ok(Self {
             subject,
             writer: Some(writer),
@@ -59,8 +54,8 @@ impl OperationLog {
         self.log(Level::Info, message);
     }
 
-    /// Finishes the gzip stream; the file is removed when the returned handle drops.
-    pub fn finish(mut self) -> std::io::Result<NamedTempFile> {
+    /// Finishes the gzip stream; the file is gone when the returned handle drops.
+    pub fn finish(mut self) -> std::io::Result<File> {
         if let Some(writer) = self.writer.take() {
             writer.finish()?.flush()?;
         }

@@ -3,15 +3,13 @@
 use std::io::Write;
 use std::path::Path;
 
-use tempfile::NamedTempFile;
-
 use crate::shared::archive::{Gz, gz_file};
 
 /// A resource list (`<backup>-resource-list.json.gz`, `restore-<r>-resource-list.json.gz`):
 /// `{"apps/v1/Deployment": ["ns/name", ...], ...}`, written as a stream because every resource's
 /// items arrive together.
 pub struct ResourceListWriter {
-    file: NamedTempFile,
+    file: std::fs::File,
     out: Gz,
     current: Option<String>,
     first_key: bool,
@@ -54,7 +52,7 @@ impl ResourceListWriter {
         Ok(())
     }
 
-    pub fn finish(mut self) -> std::io::Result<NamedTempFile> {
+    pub fn finish(mut self) -> std::io::Result<std::fs::File> {
         if self.current.is_some() {
             self.out.write_all(b"]")?;
         }
@@ -67,16 +65,7 @@ impl ResourceListWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs::File;
-    use std::io::Read;
-
-    fn gunzip(path: &Path) -> Vec<u8> {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(File::open(path).unwrap())
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    }
+    use crate::shared::archive::gunzip;
 
     #[test]
     fn resource_list_is_valid_json_grouped_by_kind() {
@@ -86,7 +75,7 @@ mod tests {
         list.add("v1/ConfigMap", "shop/b").unwrap();
         list.add("v1/Namespace", "shop").unwrap();
         let file = list.finish().unwrap();
-        let value: serde_json::Value = serde_json::from_slice(&gunzip(file.path())).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&gunzip(file)).unwrap();
         assert_eq!(
             value,
             serde_json::json!({ "v1/ConfigMap": ["shop/a", "shop/b"], "v1/Namespace": ["shop"] })
@@ -95,6 +84,6 @@ mod tests {
             .unwrap()
             .finish()
             .unwrap();
-        assert_eq!(gunzip(empty.path()), b"{}");
+        assert_eq!(gunzip(empty), b"{}");
     }
 }

@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Messages listed per Result (the errors, or the warnings, of one operation): a hostile tarball
+/// may hold a million bad entries, and its results must stay readable. The rest are counted.
+pub const MAX_LISTED: usize = 1000;
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Result {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -13,10 +17,42 @@ pub struct Result {
     pub cluster: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub namespaces: BTreeMap<String, Vec<String>>,
+    /// Messages past `MAX_LISTED`, counted but not listed (a field Velero's readers ignore).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Result {
+    fn listed(&self) -> usize {
+        self.velero.len()
+            + self.cluster.len()
+            + self.namespaces.values().map(Vec::len).sum::<usize>()
+    }
+
+    /// Whether another message may be listed; if not, it is counted.
+    fn room(&mut self) -> bool {
+        let room = self.listed() < MAX_LISTED;
+        if !room {
+            self.omitted += 1;
+        }
+        room
+    }
+
+    /// A message about the operation as a whole (Velero's `velero` list).
+    pub fn add_general(&mut self, message: String) {
+        if self.room() {
+            self.velero.push(message);
+        }
+    }
+
     pub fn add(&mut self, namespace: Option<&str>, message: String) {
+        if !self.room() {
+            return;
+        }
         match namespace {
             Some(ns) => self
                 .namespaces
@@ -28,9 +64,7 @@ impl Result {
     }
 
     pub fn count(&self) -> i64 {
-        (self.velero.len()
-            + self.cluster.len()
-            + self.namespaces.values().map(Vec::len).sum::<usize>()) as i64
+        self.listed() as i64 + self.omitted as i64
     }
 }
 
@@ -54,6 +88,20 @@ pub fn gzip_json<T: Serialize>(value: &T) -> std::io::Result<bytes::Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn past_the_limit_messages_are_counted_not_listed() {
+        let mut result = Result::default();
+        for i in 0..MAX_LISTED + 5 {
+            result.add(Some("a"), format!("error {i}"));
+        }
+        result.add_general("one more".into());
+        assert_eq!(result.count(), MAX_LISTED as i64 + 6);
+        assert_eq!(result.omitted, 6);
+        assert_eq!(result.namespaces["a"].len(), MAX_LISTED);
+        let json = serde_json::to_value(&result).unwrap();
+        assert_eq!(json["omitted"], 6);
+    }
 
     #[test]
     fn results_serialize_like_velero() {

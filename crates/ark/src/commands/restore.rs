@@ -28,12 +28,17 @@ fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
 
 /// Reads and checks a hooks file; every error with its path, line and column.
 fn read_hooks_file(path: &std::path::Path) -> anyhow::Result<ark_api::RestoreHooks> {
+    use std::io::Read;
     let shown = path.display().to_string();
+    // No more than one byte past the limit is read: parse_file refuses a longer file by its size.
+    let limit = ark_api::hooks::MAX_FILE_BYTES as u64 + 1;
     let text = if shown == "-" {
-        std::io::read_to_string(std::io::stdin())
+        std::io::read_to_string(std::io::stdin().take(limit))
             .context("cannot read hooks from standard input")?
     } else {
-        std::fs::read_to_string(path).with_context(|| format!("cannot read hooks file {shown}"))?
+        std::fs::File::open(path)
+            .and_then(|file| std::io::read_to_string(file.take(limit)))
+            .with_context(|| format!("cannot read hooks file {shown}"))?
     };
     let name = if shown == "-" {
         "<stdin>"

@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
 use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client};
-use tempfile::NamedTempFile;
 
 use crate::shared::archive::TarballWriter;
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
@@ -32,8 +31,8 @@ pub enum EngineError {
 }
 
 pub struct Collected {
-    pub tarball: NamedTempFile,
-    pub resource_list: NamedTempFile,
+    pub tarball: std::fs::File,
+    pub resource_list: std::fs::File,
     pub results: Results,
     pub items: i64,
 }

@@ -402,19 +402,16 @@ async fn back_up(
     // backup exist (for sync here, on other clusters, and for Velero), so a server stopped at any
     // point before it leaves no backup that looks whole.
     store
-        .upload_file(&layout.backup_log(name), log_file.path())
+        .upload_file(&layout.backup_log(name), log_file)
         .await
         .map_err(|e| upload_error("log", e))?;
     let files = async {
         store
-            .upload_file(&layout.backup_contents(name), collected.tarball.path())
+            .upload_file(&layout.backup_contents(name), collected.tarball)
             .await
             .map_err(|e| upload_error("tarball", e))?;
         store
-            .upload_file(
-                &layout.backup_resource_list(name),
-                collected.resource_list.path(),
-            )
+            .upload_file(&layout.backup_resource_list(name), collected.resource_list)
             .await
             .map_err(|e| upload_error("resource list", e))?;
         let gzip_error = |e: std::io::Error| e.to_string();

@@ -216,7 +216,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                 items.len()
             );
             log.log(Level::Error, &message);
-            results.errors.velero.push(message);
+            results.errors.add_general(message);
             done += items.len() as i64;
             continue;
         };

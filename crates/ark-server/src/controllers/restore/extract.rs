@@ -11,7 +11,11 @@ use tempfile::TempDir;
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_entry_bytes: u64,
+    /// Bytes the entries' headers announce, written or not: skipping an entry still decompresses
+    /// it, so a refused entry counts too.
     pub max_total_bytes: u64,
+    /// Entries of every kind, refused ones included.
+    pub max_entries: u64,
 }
 
 impl Default for Limits {
@@ -19,14 +23,15 @@ impl Default for Limits {
         Self {
             max_entry_bytes: 64 << 20,
             max_total_bytes: 16 << 30,
+            max_entries: 1_000_000,
         }
     }
 }
 
 pub struct Extracted {
     pub dir: TempDir,
-    /// One line per refused entry, naming it and why.
-    pub rejected: Vec<String>,
+    /// One line per refused entry, naming it and why (the first `MAX_LISTED`, the rest counted).
+    pub rejected: crate::shared::results::Result,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +40,8 @@ pub enum ExtractError {
     Corrupt(std::io::Error),
     #[error("the backup tarball unpacks to more than {0} bytes")]
     TooLarge(u64),
+    #[error("the backup tarball holds more than {0} entries")]
+    TooManyEntries(u64),
     #[error("writing scratch files: {0}")]
     Io(std::io::Error),
 }
@@ -60,17 +67,25 @@ pub fn safe_relative_path(raw: &[u8]) -> Result<PathBuf, &'static str> {
     Ok(out)
 }
 
-pub fn extract(tarball: &Path, scratch: &Path, limits: Limits) -> Result<Extracted, ExtractError> {
+pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracted, ExtractError> {
     let dir = tempfile::Builder::new()
         .prefix("restore-")
         .tempdir_in(scratch)
         .map_err(ExtractError::Io)?;
-    let file = File::open(tarball).map_err(ExtractError::Io)?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(BufReader::new(file)));
-    let mut rejected = Vec::new();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(BufReader::new(tarball)));
+    let mut rejected = crate::shared::results::Result::default();
     let mut total = 0u64;
+    let mut entries = 0u64;
     for entry in archive.entries().map_err(ExtractError::Corrupt)? {
         let mut entry = entry.map_err(ExtractError::Corrupt)?;
+        entries += 1;
+        if entries > limits.max_entries {
+            return Err(ExtractError::TooManyEntries(limits.max_entries));
+        }
+        total = total.saturating_add(entry.size());
+        if total > limits.max_total_bytes {
+            return Err(ExtractError::TooLarge(limits.max_total_bytes));
+        }
         let raw = entry.path_bytes().into_owned();
         let shown = String::from_utf8_lossy(&raw).into_owned();
         let kind = entry.header().entry_type();
@@ -78,7 +93,7 @@ pub fn extract(tarball: &Path, scratch: &Path, limits: Limits) -> Result<Extract
             continue;
         }
         if !kind.is_file() {
-            rejected.push(format!(
+            rejected.add_general(format!(
                 "tarball entry {shown:?}: {kind:?} entries (links, devices) are not restored"
             ));
             continue;
@@ -86,12 +101,12 @@ pub fn extract(tarball: &Path, scratch: &Path, limits: Limits) -> Result<Extract
         let relative = match safe_relative_path(&raw) {
             Ok(path) => path,
             Err(reason) => {
-                rejected.push(format!("tarball entry {shown:?}: {reason}"));
+                rejected.add_general(format!("tarball entry {shown:?}: {reason}"));
                 continue;
             }
         };
         if entry.size() > limits.max_entry_bytes {
-            rejected.push(format!(
+            rejected.add_general(format!(
                 "tarball entry {shown:?}: {} bytes, more than the {} allowed for one item",
                 entry.size(),
                 limits.max_entry_bytes
@@ -99,20 +114,33 @@ pub fn extract(tarball: &Path, scratch: &Path, limits: Limits) -> Result<Extract
             continue;
         }
         let target = dir.path().join(&relative);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(ExtractError::Io)?;
-        }
-        let mut out = File::create(&target).map_err(ExtractError::Io)?;
-        // The header's size is the tarball's word: read no more than the bound, whatever it says.
-        let mut limited = (&mut entry).take(limits.max_entry_bytes + 1);
-        let written = std::io::copy(&mut limited, &mut out).map_err(ExtractError::Corrupt)?;
+        let created = target
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| File::create(&target));
+        let mut out = match created {
+            Ok(out) => out,
+            // A file where a folder must be, or the other way round: that entry only.
+            Err(error) if is_name_clash(&error) => {
+                rejected.add_general(format!(
+                    "tarball entry {shown:?}: clashes with another entry's file or folder"
+                ));
+                continue;
+            }
+            Err(error) => return Err(ExtractError::Io(error)),
+        };
+        // The header's size is the tarball's word: read no more than it says, whatever follows.
+        let size = entry.size();
+        let mut limited = (&mut entry).take(limits.max_entry_bytes.min(size));
+        std::io::copy(&mut limited, &mut out).map_err(ExtractError::Corrupt)?;
         out.flush().map_err(ExtractError::Io)?;
-        total += written;
-        if total > limits.max_total_bytes {
-            return Err(ExtractError::TooLarge(limits.max_total_bytes));
-        }
     }
     Ok(Extracted { dir, rejected })
+}
+
+fn is_name_clash(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{AlreadyExists, IsADirectory, NotADirectory};
+    matches!(error.kind(), NotADirectory | IsADirectory | AlreadyExists)
 }
 
 #[cfg(test)]
@@ -137,7 +165,7 @@ mod tests {
         assert_eq!(safe_relative_path(b"."), Err("empty path"));
     }
 
-    fn tarball(dir: &Path, build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> PathBuf {
+    fn tarball(dir: &Path, build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> File {
         let mut builder = tar::Builder::new(Vec::new());
         build(&mut builder);
         let tar = builder.into_inner().unwrap();
@@ -148,7 +176,7 @@ mod tests {
         );
         gz.write_all(&tar).unwrap();
         gz.finish().unwrap();
-        path
+        File::open(path).unwrap()
     }
 
     fn file_header(size: u64) -> tar::Header {
@@ -189,8 +217,9 @@ mod tests {
         let limits = Limits {
             max_entry_bytes: 50,
             max_total_bytes: 1000,
+            max_entries: 10,
         };
-        let extracted = extract(&path, scratch.path(), limits).unwrap();
+        let extracted = extract(path, scratch.path(), limits).unwrap();
         assert!(
             extracted
                 .dir
@@ -199,7 +228,7 @@ mod tests {
                 .is_file()
         );
         assert_eq!(
-            extracted.rejected,
+            extracted.rejected.velero,
             [
                 "tarball entry \"resources/evil\": Symlink entries (links, devices) are not restored",
                 "tarball entry \"../x.json\": path contains '..'",
@@ -207,6 +236,42 @@ mod tests {
             ]
         );
         assert!(!scratch.path().join("x.json").exists());
+    }
+
+    #[test]
+    fn a_name_clash_fails_the_entry_and_the_entry_count_is_bounded() {
+        let scratch = tempfile::tempdir().unwrap();
+        let build = |b: &mut tar::Builder<Vec<u8>>| {
+            for (path, size) in [
+                ("resources/a.json", 2),
+                ("resources/a.json/b.json", 2),
+                ("resources/c.json", 2),
+            ] {
+                b.append_data(&mut file_header(size), path, &b"{}"[..])
+                    .unwrap();
+            }
+        };
+        let limits = Limits {
+            max_entry_bytes: 50,
+            max_total_bytes: 1000,
+            max_entries: 3,
+        };
+        let extracted = extract(tarball(scratch.path(), build), scratch.path(), limits).unwrap();
+        assert_eq!(
+            extracted.rejected.velero,
+            [
+                "tarball entry \"resources/a.json/b.json\": clashes with another entry's file or folder"
+            ]
+        );
+        assert!(extracted.dir.path().join("resources/c.json").is_file());
+        let fewer = Limits {
+            max_entries: 2,
+            ..limits
+        };
+        assert!(matches!(
+            extract(tarball(scratch.path(), build), scratch.path(), fewer),
+            Err(ExtractError::TooManyEntries(2))
+        ));
     }
 
     #[test]
@@ -225,15 +290,20 @@ mod tests {
         let limits = Limits {
             max_entry_bytes: 50,
             max_total_bytes: 100,
+            max_entries: 10,
         };
         assert!(matches!(
-            extract(&path, scratch.path(), limits),
+            extract(path, scratch.path(), limits),
             Err(ExtractError::TooLarge(100))
         ));
         let garbage = scratch.path().join("garbage.tar.gz");
         std::fs::write(&garbage, b"not a tarball").unwrap();
         assert!(matches!(
-            extract(&garbage, scratch.path(), Limits::default()),
+            extract(
+                File::open(&garbage).unwrap(),
+                scratch.path(),
+                Limits::default()
+            ),
             Err(ExtractError::Corrupt(_))
         ));
     }

@@ -2,8 +2,8 @@
 //! its items created in Velero's order; logs and results go to `restores/<name>/`.
 
 mod engine;
-mod extract;
-mod hooks;
+pub(crate) mod extract;
+pub(crate) mod hooks;
 mod order;
 mod transform;
 
@@ -157,10 +157,9 @@ async fn restore_from(
         open.name()
     ));
 
-    let tarball =
-        tempfile::NamedTempFile::new_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
+    let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     store
-        .download_file(&layout.backup_contents(backup_name), tarball.path())
+        .download_file(&layout.backup_contents(backup_name), &tarball)
         .await
         .map_err(|e| {
             format!(
@@ -169,14 +168,12 @@ async fn restore_from(
             )
         })?;
     let scratch = ctx.scratch.clone();
-    let tarball_path = tarball.path().to_path_buf();
     let extracted = tokio::task::spawn_blocking(move || {
-        extract::extract(&tarball_path, &scratch, extract::Limits::default())
+        extract::extract(tarball, &scratch, extract::Limits::default())
     })
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("backup {backup_name}: {e}"))?;
-    drop(tarball);
 
     let mut resource_list =
         ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
@@ -199,10 +196,11 @@ async fn restore_from(
     drop(progress);
     let _ = reporter.await;
     let mut restored = restored.map_err(|e| format!("restoring: {e}"))?;
-    for rejected in &extracted.rejected {
+    for rejected in &extracted.rejected.velero {
         log.log(Level::Error, rejected);
-        restored.results.errors.velero.push(rejected.clone());
+        restored.results.errors.add_general(rejected.clone());
     }
+    restored.results.errors.omitted += extracted.rejected.omitted;
     let hook_results = run_hooks(
         ctx,
         std::mem::take(&mut restored.pods_with_hooks),
@@ -263,7 +261,7 @@ async fn restore_from(
         .finish()
         .map_err(|e| format!("finishing the restore log: {e}"))?;
     store
-        .upload_file(&layout.restore_log(name), log_file.path())
+        .upload_file(&layout.restore_log(name), log_file)
         .await
         .map_err(|e| upload_error("log", e))?;
     let results = gzip_json(&restored.results).map_err(|e| e.to_string())?;
@@ -273,7 +271,7 @@ async fn restore_from(
         .map_err(|e| upload_error("results", e))?;
     let list = resource_list.finish().map_err(|e| e.to_string())?;
     store
-        .upload_file(&layout.restore_resource_list(name), list.path())
+        .upload_file(&layout.restore_resource_list(name), list)
         .await
         .map_err(|e| upload_error("resource list", e))?;
     if !hook_results.is_empty() {

@@ -41,12 +41,32 @@ pub fn exit_code(status: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Status
     })
 }
 
-fn tail(text: &str) -> String {
-    let start = text.len().saturating_sub(OUTPUT_TAIL);
-    let start = (start..=text.len())
-        .find(|i| text.is_char_boundary(*i))
-        .unwrap_or(text.len());
-    text[start..].to_string()
+/// Reads a stream to its end keeping only its last `OUTPUT_TAIL` bytes, so that a hook printing
+/// gigabytes costs the server a few kilobytes.
+async fn tail_of(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(2 * OUTPUT_TAIL);
+    let Some(mut stream) = stream else {
+        return kept;
+    };
+    let mut chunk = [0u8; 8192];
+    loop {
+        match tokio::io::AsyncReadExt::read(&mut stream, &mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => {
+                kept.extend_from_slice(&chunk[..read]);
+                if kept.len() > 2 * OUTPUT_TAIL {
+                    kept.drain(..kept.len() - OUTPUT_TAIL);
+                }
+            }
+        }
+    }
+    kept
+}
+
+/// The last `OUTPUT_TAIL` bytes of a hook's output, as text (bytes that are not UTF-8 replaced).
+fn tail(mut output: Vec<u8>) -> String {
+    output.drain(..output.len().saturating_sub(OUTPUT_TAIL));
+    String::from_utf8_lossy(&output).into_owned()
 }
 
 /// Where a container stands for its hooks.
@@ -131,17 +151,9 @@ async fn exec(
         .exec(pod, hook.command.clone(), &params)
         .await
         .map_err(|e| (None, format!("exec failed: {e}"), String::new()))?;
-    let mut stdout = process.stdout();
-    let mut stderr = process.stderr();
-    let read_all = |stream: Option<_>| async move {
-        let mut text = String::new();
-        if let Some(mut stream) = stream {
-            let _ = tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut text).await;
-        }
-        text
-    };
-    let (out, err) = tokio::join!(read_all(stdout.take()), read_all(stderr.take()));
-    let output = tail(&format!("{out}{err}"));
+    let (mut out, err) = tokio::join!(tail_of(process.stdout()), tail_of(process.stderr()));
+    out.extend(err);
+    let output = tail(out);
     let status = match process.take_status() {
         Some(status) => status.await,
         None => None,
@@ -360,6 +372,21 @@ impl PodRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_hook_s_output_is_kept_as_a_bounded_lossy_tail() {
+        // 64 MiB of output, then bytes that are not UTF-8 and a last line.
+        let flood = tokio::io::AsyncReadExt::chain(
+            tokio::io::AsyncReadExt::take(tokio::io::repeat(b'x'), 64 << 20),
+            &b"\xff\xfe done\n"[..],
+        );
+        let kept = tail_of(Some(flood)).await;
+        assert!(kept.len() <= 2 * OUTPUT_TAIL);
+        let text = tail(kept);
+        assert!(text.ends_with("x\u{fffd}\u{fffd} done\n"), "{text:?}");
+        assert!(text.len() <= OUTPUT_TAIL + 4);
+        assert_eq!(tail_of(None::<&[u8]>).await, b"");
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
 
     #[test]
@@ -404,9 +431,9 @@ mod tests {
     #[test]
     fn output_tails_keep_the_end() {
         let long = "x".repeat(5000) + "END";
-        let kept = tail(&long);
+        let kept = tail(long.into_bytes());
         assert_eq!(kept.len(), OUTPUT_TAIL);
         assert!(kept.ends_with("END"));
-        assert_eq!(tail("short"), "short");
+        assert_eq!(tail(b"short".to_vec()), "short");
     }
 }

@@ -2,7 +2,7 @@
 //! spec hooks of their own kind), init containers injected before the pod is created, exec hooks
 //! run once their container runs. Velero v1.18's rules throughout; README's table lists them.
 
-mod annotations;
+pub(crate) mod annotations;
 pub mod exec;
 
 use std::time::Duration;
