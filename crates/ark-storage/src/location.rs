@@ -316,7 +316,8 @@ fn s3_builder(
     })
 }
 
-/// Velero's Azure plugin config keys: `storageAccount` (required), `storageAccountKeyEnvVar`.
+/// Velero's Azure plugin config keys: `storageAccount` (required), `storageAccountKeyEnvVar`,
+/// `storageAccountURI` (the blob endpoint, for clouds other than Azure's public one, or Azurite).
 /// The credential type is always explicit, so object_store never tries the machine's identity.
 fn azure_builder(
     location: &Location,
@@ -335,11 +336,24 @@ fn azure_builder(
             location: location.name.clone(),
             env: "AZURE_STORAGE_ACCOUNT_KEY",
         })?;
-    let builder = MicrosoftAzureBuilder::new()
+    let mut builder = MicrosoftAzureBuilder::new()
         .with_account(account)
         .with_container_name(&location.bucket)
         .with_client_options(client_options(location)?)
         .with_retry(retry());
+    if let Some(uri) = location.config.get("storageAccountURI") {
+        let url = url::Url::parse(uri)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.query().is_none());
+        if url.is_none() {
+            return Err(config_error(location)(format!(
+                "storageAccountURI {uri:?} must be an http(s) URL without a query"
+            )));
+        }
+        builder = builder
+            .with_endpoint(uri.trim_end_matches('/').to_string())
+            .with_allow_http(uri.starts_with("http://"));
+    }
     let (builder, credential_type) = match source {
         AzureSource::AccessKey(key) => (builder.with_access_key(key), "access_key"),
         AzureSource::ServicePrincipal {
