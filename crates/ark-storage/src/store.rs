@@ -24,6 +24,8 @@ pub enum StoreError {
     Io { key: String, source: std::io::Error },
     #[error("{key}: not found")]
     NotFound { key: String },
+    #[error("{key}: larger than the {max} bytes such a file may have")]
+    TooLarge { key: String, max: usize },
     #[error(
         "the bucket{} holds {folder:?}, which is not a folder of a backup store (expected only {TOP_LEVEL_FOLDERS:?})",
         prefix.as_ref().map(|p| format!(" under prefix {p:?}")).unwrap_or_default()
@@ -102,6 +104,23 @@ impl BackupStore {
     pub async fn get(&self, key: &Path) -> Result<Bytes, StoreError> {
         let result = self.store.get(key).await.map_err(object_error(key))?;
         result.bytes().await.map_err(object_error(key))
+    }
+
+    /// A file someone else may have written (a backup's metadata, its snapshot lists), read only
+    /// up to `max` bytes: a larger one is an error, and no more than that is ever held.
+    pub async fn get_at_most(&self, key: &Path, max: usize) -> Result<Bytes, StoreError> {
+        let result = self.store.get(key).await.map_err(object_error(key))?;
+        let mut stream = result.into_stream();
+        let mut read = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(object_error(key))?;
+            if read.len() + chunk.len() > max {
+                let key = key.to_string();
+                return Err(StoreError::TooLarge { key, max });
+            }
+            read.extend_from_slice(&chunk);
+        }
+        Ok(read.into())
     }
 
     pub async fn exists(&self, key: &Path) -> Result<bool, StoreError> {

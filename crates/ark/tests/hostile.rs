@@ -180,3 +180,53 @@ async fn an_s3_url_without_path_style_still_names_the_bucket() {
         .await
         .unwrap();
 }
+
+/// A bucket written by someone else: `a/velero-backup.json` names backup `b` (an object `b` would
+/// lead to `a`'s data, or to none), `big/velero-backup.json` is 5 MiB, and `annotated` carries
+/// 300 KiB of annotations, which the API server refuses. None is synced; a sound backup listed
+/// after them is (before: `b` was created, the 5 MiB file read whole, and the refused one ended
+/// every sync round before `sound`).
+#[tokio::test]
+async fn a_bucket_s_metadata_naming_another_backup_or_too_large_is_not_synced() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start_with(ARK, &cluster, &ns.name, &["--backup-sync-period", "1s"]);
+    let tarball = fixtures::tarball(&[("metadata/version".to_string(), b"1".to_vec())]);
+    for name in ["a", "annotated", "big", "sound"] {
+        fixtures::put_file_backup(bucket.path(), name, serde_json::json!({}), &tarball);
+    }
+    let metadata = |name: &str| {
+        bucket
+            .path()
+            .join(format!("backups/{name}/velero-backup.json"))
+    };
+    let named_b = std::fs::read_to_string(metadata("a"))
+        .unwrap()
+        .replace("\"a\"", "\"b\"");
+    std::fs::write(metadata("a"), named_b).unwrap();
+    let mut big: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(metadata("big")).unwrap()).unwrap();
+    big["metadata"]["annotations"] = serde_json::json!({ "padding": "x".repeat(5 << 20) });
+    std::fs::write(metadata("big"), serde_json::to_vec(&big).unwrap()).unwrap();
+    big["metadata"]["name"] = "annotated".into();
+    big["metadata"]["annotations"] = serde_json::json!({ "padding": "x".repeat(300 << 10) });
+    std::fs::write(metadata("annotated"), serde_json::to_vec(&big).unwrap()).unwrap();
+
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    wait_for(
+        backups.clone(),
+        "sound",
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    for name in ["a", "b", "big", "annotated"] {
+        assert!(
+            backups.get_opt(name).await.unwrap().is_none(),
+            "{name} was synced"
+        );
+    }
+}

@@ -128,10 +128,17 @@ async fn sync_location(
     let store = &open.store;
     let in_bucket = store.backup_names().await.map_err(|e| e.to_string())?;
     for name in in_bucket.iter().filter(|name| !known.contains(*name)) {
-        let bytes = match store.get(&store.layout.backup_metadata(name)).await {
+        let bytes = match store
+            .get_at_most(&store.layout.backup_metadata(name), MAX_METADATA_BYTES)
+            .await
+        {
             Ok(bytes) => bytes,
             // Deleted since it was listed.
             Err(error) if error.is_not_found() => continue,
+            Err(error @ ark_storage::StoreError::TooLarge { .. }) => {
+                tracing::warn!("backup sync: location {location_name}: {error}; not synced");
+                continue;
+            }
             Err(error) => return Err(error.to_string()),
         };
         let backup: Backup = match serde_json::from_slice(&bytes) {
@@ -143,6 +150,15 @@ async fn sync_location(
                 continue;
             }
         };
+        // A backup is its folder: metadata naming another backup would make an object whose
+        // name leads to other data.
+        if backup.metadata.name.as_deref() != Some(name.as_str()) {
+            tracing::warn!(
+                "backup sync: {name}/velero-backup.json in location {location_name} names backup {:?}; not synced",
+                backup.metadata.name.as_deref().unwrap_or_default()
+            );
+            continue;
+        }
         // Velero uploads the metadata before the backup ends (Finalizing, WaitingForPlugin...)
         // and again at the end: an object made from an unfinished one would never finish here.
         if !backup.phase().is_terminal() {
@@ -158,6 +174,14 @@ async fn sync_location(
                 tracing::info!("backup sync: created Backup {name} from location {location_name}")
             }
             Err(kube::Error::Api(status)) if status.code == 409 => {}
+            // The API server refuses this one (too large annotations, an invalid label): it
+            // alone is not synced; the backups listed after it still are.
+            Err(kube::Error::Api(status)) if status.code == 400 || status.code == 422 => {
+                tracing::warn!(
+                    "backup sync: Backup {name} from location {location_name} refused: {}; not synced",
+                    status.message
+                );
+            }
             Err(error) => return Err(format!("creating Backup {name}: {error}")),
         }
     }
@@ -188,6 +212,9 @@ async fn sync_location(
 
 /// The Backup object for a backup found in a bucket: its spec and status as uploaded, with only
 /// the identity a new object may carry, in this server's namespace and location.
+/// A `velero-backup.json` is a few KiB; a larger one is not read.
+const MAX_METADATA_BYTES: usize = 4 << 20;
+
 pub fn synced_backup(uploaded: Backup, namespace: &str, location: &str) -> Backup {
     let mut backup = Backup::new(
         uploaded.metadata.name.as_deref().unwrap_or_default(),

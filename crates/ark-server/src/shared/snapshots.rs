@@ -190,9 +190,21 @@ impl Recorded {
     }
 }
 
+/// A list of snapshots unpacks to a few MiB at most; more is refused, not held.
+const MAX_LIST_BYTES: u64 = 64 << 20;
+
 fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, String> {
-    let decoder = flate2::read::GzDecoder::new(bytes);
-    serde_json::from_reader(decoder).map_err(|e| format!("{what}: {e}"))
+    let mut unpacked = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .take(MAX_LIST_BYTES + 1)
+        .read_to_end(&mut unpacked)
+        .map_err(|e| format!("{what}: {e}"))?;
+    if unpacked.len() as u64 > MAX_LIST_BYTES {
+        return Err(format!(
+            "{what}: unpacks to more than {MAX_LIST_BYTES} bytes"
+        ));
+    }
+    serde_json::from_slice(&unpacked).map_err(|e| format!("{what}: {e}"))
 }
 
 /// Parses the two gzip'd JSON lists (either may be absent, or `null` as Velero writes "none").
@@ -385,6 +397,19 @@ pub async fn delete_csi(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_snapshot_list_that_unpacks_to_too_much_is_refused_not_held() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"[").unwrap();
+        gz.write_all(&vec![b' '; (MAX_LIST_BYTES + 10) as usize]).unwrap();
+        let bomb = gz.finish().unwrap();
+        assert!(bomb.len() < 1 << 20, "a small file in the bucket");
+        assert_eq!(
+            parse_recorded(Some(&bomb), None).err().unwrap(),
+            format!("volume snapshots: unpacks to more than {MAX_LIST_BYTES} bytes")
+        );
+    }
 
     fn gz(text: &str) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
