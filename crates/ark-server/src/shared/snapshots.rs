@@ -402,7 +402,8 @@ mod tests {
     fn a_snapshot_list_that_unpacks_to_too_much_is_refused_not_held() {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(b"[").unwrap();
-        gz.write_all(&vec![b' '; (MAX_LIST_BYTES + 10) as usize]).unwrap();
+        gz.write_all(&vec![b' '; (MAX_LIST_BYTES + 10) as usize])
+            .unwrap();
         let bomb = gz.finish().unwrap();
         assert!(bomb.len() < 1 << 20, "a small file in the bucket");
         assert_eq!(
