@@ -324,3 +324,36 @@ async fn a_hostile_tarball_restores_what_is_sound_and_names_the_rest() {
     );
     assert!(!std::path::Path::new("/tmp/ark-absolute.json").exists());
 }
+
+/// `--wait` with no server in the namespace: after 10 s of New it says so, names the namespace
+/// and how to start one, and goes on waiting until its `--timeout` (before: silent until then).
+#[tokio::test]
+async fn a_wait_with_no_server_running_says_so_and_ends_at_its_timeout() {
+    let cluster = Cluster::get();
+    let ns = cluster.namespace("ark").await;
+    let output = ark(
+        Some(&cluster),
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--wait",
+            "--timeout",
+            "12s",
+            "-n",
+            &ns.name,
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    let notice = format!(
+        "Backup b1 is still New after 10s: no ark (or Velero) server seems to run in namespace {0}; \
+         start one with `ark server -n {0}`. Still waiting.\n",
+        ns.name
+    );
+    assert!(stderr.starts_with(&notice), "{stderr}");
+    assert!(
+        stderr.contains("gave up waiting for b1 after 12s: it is still New"),
+        "{stderr}"
+    );
+}

@@ -60,7 +60,7 @@ async fn create(global: &GlobalArgs, args: BackupCreateArgs) -> anyhow::Result<E
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let backup = wait::until_done(api, &args.name, args.wait.timeout).await?;
+    let backup = wait::until_done(api, &global.namespace, &args.name, args.wait.timeout).await?;
     let phase = backup.phase();
     println!(
         "Backup completed with status: {phase:?}. You may check for more information using the commands `ark backup describe {0}` and `ark backup logs {0}`.",

@@ -114,7 +114,7 @@ async fn create(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let restore = wait::until_done(api, &name, args.wait.timeout).await?;
+    let restore = wait::until_done(api, &global.namespace, &name, args.wait.timeout).await?;
     let phase = restore.phase();
     println!(
         "Restore completed with status: {phase:?}. You may check for more information using the commands `ark restore describe {name}` and `ark restore logs {name}`."

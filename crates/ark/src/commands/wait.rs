@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 
 /// What `--wait` needs to know of an operation.
 pub trait Operation:
-    kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static
+    kube::Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static
 {
     /// The phase's name and whether it is final.
     fn phase_state(&self) -> (String, bool);
@@ -45,10 +45,15 @@ impl Operation for ark_api::Restore {
     }
 }
 
+/// How long an operation may stay New before `--wait` says that no server seems to take it.
+const UNCLAIMED_NOTICE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Watches the object until its phase is final and returns it; the bar goes to stderr (hidden when
-/// stderr is not a terminal).
+/// stderr is not a terminal). An object still New after 10 s gets a notice on stderr: no server
+/// seems to run in `namespace` (the wait goes on).
 pub async fn until_done<K: Operation>(
     api: Api<K>,
+    namespace: &str,
     name: &str,
     timeout: Option<std::time::Duration>,
 ) -> anyhow::Result<K> {
@@ -70,7 +75,27 @@ pub async fn until_done<K: Operation>(
         }
         done
     };
-    let result = within(timeout, await_condition(api, name, condition)).await;
+    let unclaimed = async {
+        tokio::time::sleep(UNCLAIMED_NOTICE).await;
+        if matches!(bar.message().as_str(), "" | "New") {
+            bar.suspend(|| {
+                eprintln!(
+                    "{} {name} is still New after {}s: no ark (or Velero) server seems to run in \
+                     namespace {namespace}; start one with `ark server -n {namespace}`. Still waiting.",
+                    K::kind(&()),
+                    UNCLAIMED_NOTICE.as_secs()
+                )
+            });
+        }
+        std::future::pending::<()>().await
+    };
+    let result = within(timeout, async {
+        tokio::select! {
+            result = await_condition(api, name, condition) => result,
+            () = unclaimed => unreachable!(),
+        }
+    })
+    .await;
     bar.finish_and_clear();
     let Some(result) = result else {
         anyhow::bail!(
