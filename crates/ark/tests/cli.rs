@@ -96,6 +96,16 @@ async fn backup_get_lists_backups_and_names_missing_ones() {
     );
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(text(&output.stderr), "backup \"weekly\" not found\n");
+    // A typo is answered with the closest name.
+    let typo = ark(
+        Some(&cluster),
+        &["backup", "get", "nightyl", "-n", &ns.name],
+    );
+    assert_eq!(typo.status.code(), Some(1));
+    assert_eq!(
+        text(&typo.stderr),
+        "backup \"nightyl\" not found; did you mean \"nightly\"?\n"
+    );
     let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(listed["kind"], "List");
     assert_eq!(listed["items"][0]["metadata"]["name"], "nightly");

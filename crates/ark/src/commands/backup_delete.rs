@@ -88,7 +88,8 @@ async fn choose(
             {
                 Some(backup) => found.push(backup),
                 None => {
-                    eprintln!("backup {name:?} not found");
+                    let suggestion = super::missing::suggestion(backups, name).await;
+                    eprintln!("backup {name:?} not found{suggestion}");
                     missing += 1;
                 }
             }

@@ -5,6 +5,7 @@ mod backup_delete;
 mod backup_location;
 mod bucket;
 mod completion;
+mod missing;
 mod restore;
 mod server;
 mod version;
@@ -104,7 +105,8 @@ where
         {
             Some(object) => found.add(&object, kind),
             None => {
-                eprintln!("{kind} {name:?} not found");
+                let suggestion = missing::suggestion(&api, name).await;
+                eprintln!("{kind} {name:?} not found{suggestion}");
                 found.missing += 1;
             }
         }

@@ -63,17 +63,19 @@ async fn create(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<
         .transpose()?;
     let client = crate::context::client(global).await?;
     // The backup is looked up first: a typo is named before anything is created.
-    Api::<Backup>::namespaced(client.clone(), &global.namespace)
+    let backups = Api::<Backup>::namespaced(client.clone(), &global.namespace);
+    let found = backups
         .get_opt(&args.from_backup)
         .await
-        .with_context(|| format!("cannot look up backup {:?}", args.from_backup))?
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "backup {:?} not found in namespace {:?}",
-                args.from_backup,
-                global.namespace
-            )
-        })?;
+        .with_context(|| format!("cannot look up backup {:?}", args.from_backup))?;
+    if found.is_none() {
+        anyhow::bail!(
+            "backup {:?} not found in namespace {:?}{}",
+            args.from_backup,
+            global.namespace,
+            super::missing::suggestion(&backups, &args.from_backup).await
+        );
+    }
     let name = args.name.unwrap_or_else(|| {
         let stamp = k8s_openapi::jiff::Timestamp::now().strftime("%Y%m%d%H%M%S");
         format!("{}-{stamp}", args.from_backup)
