@@ -25,18 +25,22 @@ pub async fn s3_location(
 ) -> (Vec<String>, ark_storage::Location) {
     let prefix = prefix.map_or_else(|| unique_name("e2e"), str::to_string);
     let (flags, location) = s3_location_flags(cluster, &prefix, endpoint);
-    credentials_secret(client, ark_ns, &location).await;
+    credentials_secret(client, ark_ns, CREDENTIALS_SECRET, &location).await;
     (flags, location)
 }
 
-/// The Secret `cloud-credentials` (key `cloud`) with a location's credentials, in `namespace`.
+/// The Secret Velero's users keep their credentials in, as the tests name it.
+pub const CREDENTIALS_SECRET: &str = "cloud-credentials";
+
+/// The Secret `name` (key `cloud`) with a location's credentials, in `namespace`.
 pub async fn credentials_secret(
     client: &Client,
     namespace: &str,
+    name: &str,
     location: &ark_storage::Location,
 ) {
     let secret: Secret = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "cloud-credentials" },
+        "metadata": { "name": name },
         "stringData": { "cloud": location.credentials.clone().unwrap() },
     }))
     .unwrap();
@@ -57,11 +61,11 @@ pub fn s3_location_flags(
     if let Some(endpoint) = endpoint {
         shown.config.insert("s3Url".into(), endpoint.to_string());
     }
-    (location_flags(&shown), location)
+    (location_flags(&shown, CREDENTIALS_SECRET), location)
 }
 
-/// `ark backup-location create` flags for `location`, its credentials in `cloud-credentials`.
-pub fn location_flags(location: &ark_storage::Location) -> Vec<String> {
+/// `ark backup-location create` flags for `location`, its credentials in the Secret `secret`.
+pub fn location_flags(location: &ark_storage::Location, secret: &str) -> Vec<String> {
     let config = location
         .config
         .iter()
@@ -80,7 +84,8 @@ pub fn location_flags(location: &ark_storage::Location) -> Vec<String> {
     if !config.is_empty() {
         flags.extend(["--config", &config]);
     }
-    flags.extend(["--credential", "cloud-credentials=cloud"]);
+    let credential = format!("{secret}=cloud");
+    flags.extend(["--credential", &credential]);
     flags.into_iter().map(String::from).collect()
 }
 

@@ -28,14 +28,15 @@ async fn round_trip(cluster: &Cluster, location: ark_storage::Location) {
         .create(&PostParams::default(), &kept)
         .await
         .unwrap();
-    fixtures::credentials_secret(&client, &ns.name, &location).await;
+    let secret = fixtures::CREDENTIALS_SECRET;
+    fixtures::credentials_secret(&client, &ns.name, secret, &location).await;
     let mut args = vec![
         "backup-location".to_string(),
         "create".into(),
         "default".into(),
         "--default".into(),
     ];
-    args.extend(fixtures::location_flags(&location));
+    args.extend(fixtures::location_flags(&location, secret));
     ark_ok(
         cluster,
         &ns.name,
@@ -134,16 +135,8 @@ async fn credentials_given_in_part_are_refused_by_name_on_every_provider() {
     let locations: Api<BackupStorageLocation> = Api::namespaced(client.clone(), &ns.name);
     for (name, location, reason) in cases {
         let secret = format!("{name}-credentials");
-        let mut flags = fixtures::location_flags(&location);
-        *flags.last_mut().unwrap() = format!("{secret}=cloud");
-        let secret_object: k8s_openapi::api::core::v1::Secret =
-            fixtures::object(serde_json::json!({
-                "metadata": { "name": secret }, "stringData": { "cloud": location.credentials },
-            }));
-        Api::namespaced(client.clone(), &ns.name)
-            .create(&PostParams::default(), &secret_object)
-            .await
-            .unwrap();
+        fixtures::credentials_secret(&client, &ns.name, &secret, &location).await;
+        let flags = fixtures::location_flags(&location, &secret);
         let mut args = vec!["backup-location", "create", name];
         args.extend(flags.iter().map(String::as_str));
         ark_ok(&cluster, &ns.name, &args);

@@ -384,8 +384,10 @@ async fn optional(
     store: &ark_storage::BackupStore,
     key: &ark_storage::Path,
 ) -> Result<Option<bytes::Bytes>, String> {
-    // Gzip'd lists of snapshots: a few KiB each; their unpacked size is bounded where they are read.
-    match store.get_at_most(key, 64 << 20).await {
+    match store
+        .get_at_most(key, snapshots::MAX_LIST_BYTES as usize)
+        .await
+    {
         Ok(bytes) => Ok(Some(bytes)),
         Err(error) if error.is_not_found() => Ok(None),
         Err(error) => Err(error.to_string()),

@@ -84,9 +84,9 @@ pub async fn claim(
             }
         };
         let object = object.map(|o| serde_json::to_value(o).unwrap_or_default());
-        body["metadata"]
-            .as_object_mut()
-            .map(|m| m.remove("resourceVersion"));
+        if let Some(metadata) = body["metadata"].as_object_mut() {
+            metadata.remove("resourceVersion");
+        }
         match after_unanswered_claim(object.as_ref(), resource_version, &body) {
             Some(claim) => return Ok(claim),
             None => continue,

@@ -190,8 +190,9 @@ impl Recorded {
     }
 }
 
-/// A list of snapshots unpacks to a few MiB at most; more is refused, not held.
-const MAX_LIST_BYTES: u64 = 64 << 20;
+/// A list of snapshots unpacks to a few MiB at most; more is refused, not held (and no more is
+/// read of the packed file either).
+pub const MAX_LIST_BYTES: u64 = 64 << 20;
 
 fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, String> {
     let mut unpacked = Vec::new();
