@@ -214,8 +214,12 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
     };
     let lost = || ServerError::LostLeadership(ctx.namespace.clone(), shared::leader::LEASE_NAME);
     let election = shared::leader::Election::new(options.identity);
+    // Metrics and health are served while the replica waits for the lease too: its probes must
+    // answer.
+    tokio::pin!(metrics);
     let mut leadership = tokio::select! {
         leadership = shared::leader::acquire(&ctx.client, &ctx.namespace, election) => leadership,
+        result = &mut metrics => return result,
         () = shutdown_signal() => return Ok(()),
     };
     // The controllers that have not ended yet, named if the shutdown grace runs out.
@@ -245,7 +249,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
             ctx.until_stopping(restore_reflector),
         )
     };
-    tokio::pin!(controllers, metrics);
+    tokio::pin!(controllers);
     enum Stopped {
         Done(Result<(), ServerError>),
         Signalled,

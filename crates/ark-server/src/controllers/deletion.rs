@@ -358,7 +358,8 @@ async fn delete(
     match patch::ignore_not_found(backups.delete(&backup_name, &precondition).await) {
         Ok(()) => Ok(Some(vec![])),
         Err(error) => Ok(Some(vec![format!(
-            "deleting Backup {backup_name}: {error}"
+            "deleting Backup {backup_name}: {}",
+            objects::reason(&error)
         )])),
     }
 }
@@ -562,9 +563,10 @@ async fn delete_data(
                 .delete(&restore_name, &DeleteParams::default())
                 .await,
         ) {
-            outcome
-                .errors
-                .push(format!("deleting restore {restore_name}: {error}"));
+            outcome.errors.push(format!(
+                "deleting restore {restore_name}: {}",
+                objects::reason(&error)
+            ));
         }
     }
     outcome

@@ -1,5 +1,6 @@
-//! Prometheus metrics of the deletion controller, served as text on `/metrics`. Velero's names,
-//! with ark's prefix.
+//! Prometheus metrics of the deletion controller, served as text on `/metrics` (Velero's names,
+//! with ark's prefix), beside the liveness (`/healthz`) and readiness (`/readyz`) endpoints of the
+//! Deployment's probes.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,7 +56,22 @@ impl Metrics {
     }
 }
 
-/// Answers every request on `address` with the metrics: a scrape endpoint needs no more.
+/// The answer to one request: `(status line, content type, body)`.
+fn answer(request: &[u8], metrics: &Metrics) -> (&'static str, &'static str, String) {
+    let path = std::str::from_utf8(request)
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1))
+        .unwrap_or_default();
+    match path.split('?').next().unwrap_or_default() {
+        "/metrics" => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+        // The process answers, so it lives; and every replica, leading or standing by, is ready
+        // (a standby that is not would keep the Deployment unavailable for nothing).
+        "/healthz" | "/readyz" => ("200 OK", "text/plain", "ok\n".into()),
+        _ => ("404 Not Found", "text/plain", "not found\n".into()),
+    }
+}
+
+/// Serves the metrics and health endpoints on `address`.
 pub async fn serve(address: SocketAddr, metrics: std::sync::Arc<Metrics>) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
@@ -73,10 +89,10 @@ pub async fn serve(address: SocketAddr, metrics: std::sync::Arc<Metrics>) -> std
         let metrics = metrics.clone();
         tokio::spawn(async move {
             let mut request = [0u8; 1024];
-            let _ = stream.read(&mut request).await;
-            let body = metrics.render();
+            let read = stream.read(&mut request).await.unwrap_or(0);
+            let (status, content_type, body) = answer(&request[..read], &metrics);
             let response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = stream.write_all(response.as_bytes()).await;
@@ -99,5 +115,16 @@ mod tests {
         assert!(text.contains("# TYPE ark_backup_deletion_attempt_total counter\nark_backup_deletion_attempt_total 2\n"));
         assert!(text.contains("ark_backup_deletion_success_total 1\n"));
         assert!(text.contains("ark_backup_deletion_failure_total 1\n"));
+    }
+
+    #[test]
+    fn requests_are_answered_by_path() {
+        let metrics = Metrics::default();
+        let status = |request: &str| answer(request.as_bytes(), &metrics).0;
+        assert_eq!(status("GET /healthz HTTP/1.1\r\n\r\n"), "200 OK");
+        assert_eq!(status("GET /readyz HTTP/1.1\r\n\r\n"), "200 OK");
+        assert_eq!(status("GET /metrics?x=1 HTTP/1.1\r\n\r\n"), "200 OK");
+        assert_eq!(status("GET /other HTTP/1.1\r\n\r\n"), "404 Not Found");
+        assert_eq!(status(""), "404 Not Found");
     }
 }

@@ -66,6 +66,16 @@ where
         .collect())
 }
 
+/// A Kubernetes error as a person reads it in a status or result: the API server's own message
+/// for a refusal (`... is forbidden: User "..." cannot delete resource ...`), without the debug
+/// dump of the whole Status that kube's `Display` appends.
+pub fn reason(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
