@@ -32,6 +32,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('backup', 'backup', [CompletionResultType]::ParameterValue, 'Work with backups')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Work with restores')
             [CompletionResult]::new('backup-location', 'backup-location', [CompletionResultType]::ParameterValue, 'Work with backup storage locations')
+            [CompletionResult]::new('install', 'install', [CompletionResultType]::ParameterValue, 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment')
+            [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Remove what `ark install` applied (never the bucket''s data)')
             [CompletionResult]::new('server', 'server', [CompletionResultType]::ParameterValue, 'Run the ark server (the controllers that carry out backups, restores and deletions)')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print ark''s version and the cluster''s')
@@ -329,6 +331,42 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
         'ark;backup-location;help;help' {
             break
         }
+        'ark;install' {
+            [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'Object storage provider of the default location')
+            [CompletionResult]::new('--bucket', '--bucket', [CompletionResultType]::ParameterName, 'Bucket of the default location (for `file`: a directory on the node)')
+            [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'Folder inside the bucket')
+            [CompletionResult]::new('--secret-file', '--secret-file', [CompletionResultType]::ParameterName, 'Credentials file for the provider, stored in the `cloud-credentials` Secret that the location reads (AWS: a credentials file; Azure: KEY=VALUE lines, as Velero''s plugins take)')
+            [CompletionResult]::new('--backup-location-config', '--backup-location-config', [CompletionResultType]::ParameterName, 'Settings of the default location: region=us-east-1,s3Url=https://...,s3ForcePathStyle=true')
+            [CompletionResult]::new('--image', '--image', [CompletionResultType]::ParameterName, 'The server''s image')
+            [CompletionResult]::new('--replicas', '--replicas', [CompletionResultType]::ParameterName, 'Server replicas (one leads, the others wait to take over)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'ark;uninstall' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--confirm', '--confirm', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required when standard input is not a terminal)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'ark;server' {
             [CompletionResult]::new('--scratch-dir', '--scratch-dir', [CompletionResultType]::ParameterName, 'Where tarballs are assembled and unpacked')
             [CompletionResult]::new('--backup-sync-period', '--backup-sync-period', [CompletionResultType]::ParameterName, 'How often each location''s bucket is synced into Backup objects')
@@ -381,6 +419,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('backup', 'backup', [CompletionResultType]::ParameterValue, 'Work with backups')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Work with restores')
             [CompletionResult]::new('backup-location', 'backup-location', [CompletionResultType]::ParameterValue, 'Work with backup storage locations')
+            [CompletionResult]::new('install', 'install', [CompletionResultType]::ParameterValue, 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment')
+            [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Remove what `ark install` applied (never the bucket''s data)')
             [CompletionResult]::new('server', 'server', [CompletionResultType]::ParameterValue, 'Run the ark server (the controllers that carry out backups, restores and deletions)')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print ark''s version and the cluster''s')
@@ -438,6 +478,12 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;help;backup-location;get' {
+            break
+        }
+        'ark;help;install' {
+            break
+        }
+        'ark;help;uninstall' {
             break
         }
         'ark;help;server' {

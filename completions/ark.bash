@@ -28,11 +28,17 @@ _ark() {
             ark,help)
                 cmd="ark__subcmd__help"
                 ;;
+            ark,install)
+                cmd="ark__subcmd__install"
+                ;;
             ark,restore)
                 cmd="ark__subcmd__restore"
                 ;;
             ark,server)
                 cmd="ark__subcmd__server"
+                ;;
+            ark,uninstall)
+                cmd="ark__subcmd__uninstall"
                 ;;
             ark,version)
                 cmd="ark__subcmd__version"
@@ -103,11 +109,17 @@ _ark() {
             ark__subcmd__help,help)
                 cmd="ark__subcmd__help__subcmd__help"
                 ;;
+            ark__subcmd__help,install)
+                cmd="ark__subcmd__help__subcmd__install"
+                ;;
             ark__subcmd__help,restore)
                 cmd="ark__subcmd__help__subcmd__restore"
                 ;;
             ark__subcmd__help,server)
                 cmd="ark__subcmd__help__subcmd__server"
+                ;;
+            ark__subcmd__help,uninstall)
+                cmd="ark__subcmd__help__subcmd__uninstall"
                 ;;
             ark__subcmd__help,version)
                 cmd="ark__subcmd__help__subcmd__version"
@@ -182,7 +194,7 @@ _ark() {
 
     case "${cmd}" in
         ark)
-            opts="-n -h -V --namespace --kubeconfig --context --help --version backup restore backup-location server completion version help"
+            opts="-n -h -V --namespace --kubeconfig --context --help --version backup restore backup-location install uninstall server completion version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -782,7 +794,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__help)
-            opts="backup restore backup-location server completion version help"
+            opts="backup restore backup-location install uninstall server completion version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -949,6 +961,20 @@ _ark() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ark__subcmd__help__subcmd__install)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ark__subcmd__help__subcmd__restore)
             opts="create get describe logs"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1033,6 +1059,20 @@ _ark() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ark__subcmd__help__subcmd__uninstall)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ark__subcmd__help__subcmd__version)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1040,6 +1080,76 @@ _ark() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__install)
+            opts="-o -w -n -h -V --provider --bucket --prefix --secret-file --backup-location-config --image --replicas --dry-run --output --wait --timeout --namespace --kubeconfig --context --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --provider)
+                    COMPREPLY=($(compgen -W "aws gcp azure file" -- "${cur}"))
+                    return 0
+                    ;;
+                --bucket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --secret-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --backup-location-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replicas)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1416,6 +1526,36 @@ _ark() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__uninstall)
+            opts="-n -h -V --confirm --namespace --kubeconfig --context --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --namespace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

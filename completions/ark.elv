@@ -29,6 +29,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand backup 'Work with backups'
             cand restore 'Work with restores'
             cand backup-location 'Work with backup storage locations'
+            cand install 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
+            cand uninstall 'Remove what `ark install` applied (never the bucket''s data)'
             cand server 'Run the ark server (the controllers that carry out backups, restores and deletions)'
             cand completion 'Print a shell completion script'
             cand version 'Print ark''s version and the cluster''s'
@@ -294,6 +296,40 @@ set edit:completion:arg-completer[ark] = {|@words|
         }
         &'ark;backup-location;help;help'= {
         }
+        &'ark;install'= {
+            cand --provider 'Object storage provider of the default location'
+            cand --bucket 'Bucket of the default location (for `file`: a directory on the node)'
+            cand --prefix 'Folder inside the bucket'
+            cand --secret-file 'Credentials file for the provider, stored in the `cloud-credentials` Secret that the location reads (AWS: a credentials file; Azure: KEY=VALUE lines, as Velero''s plugins take)'
+            cand --backup-location-config 'Settings of the default location: region=us-east-1,s3Url=https://...,s3ForcePathStyle=true'
+            cand --image 'The server''s image'
+            cand --replicas 'Server replicas (one leads, the others wait to take over)'
+            cand -o 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)'
+            cand --output 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)'
+            cand --timeout 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on'
+            cand -n 'The namespace ark''s objects live in'
+            cand --namespace 'The namespace ark''s objects live in'
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use'
+            cand --dry-run 'Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)'
+            cand -w 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
+            cand --wait 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'ark;uninstall'= {
+            cand -n 'The namespace ark''s objects live in'
+            cand --namespace 'The namespace ark''s objects live in'
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use'
+            cand --confirm 'Do not ask for confirmation (required when standard input is not a terminal)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'ark;server'= {
             cand --scratch-dir 'Where tarballs are assembled and unpacked'
             cand --backup-sync-period 'How often each location''s bucket is synced into Backup objects'
@@ -343,6 +379,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand backup 'Work with backups'
             cand restore 'Work with restores'
             cand backup-location 'Work with backup storage locations'
+            cand install 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
+            cand uninstall 'Remove what `ark install` applied (never the bucket''s data)'
             cand server 'Run the ark server (the controllers that carry out backups, restores and deletions)'
             cand completion 'Print a shell completion script'
             cand version 'Print ark''s version and the cluster''s'
@@ -386,6 +424,10 @@ set edit:completion:arg-completer[ark] = {|@words|
         &'ark;help;backup-location;create'= {
         }
         &'ark;help;backup-location;get'= {
+        }
+        &'ark;help;install'= {
+        }
+        &'ark;help;uninstall'= {
         }
         &'ark;help;server'= {
         }

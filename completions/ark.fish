@@ -32,6 +32,8 @@ complete -c ark -n "__fish_ark_needs_command" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_needs_command" -f -a "backup" -d 'Work with backups'
 complete -c ark -n "__fish_ark_needs_command" -f -a "restore" -d 'Work with restores'
 complete -c ark -n "__fish_ark_needs_command" -f -a "backup-location" -d 'Work with backup storage locations'
+complete -c ark -n "__fish_ark_needs_command" -f -a "install" -d 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
+complete -c ark -n "__fish_ark_needs_command" -f -a "uninstall" -d 'Remove what `ark install` applied (never the bucket\'s data)'
 complete -c ark -n "__fish_ark_needs_command" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
 complete -c ark -n "__fish_ark_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c ark -n "__fish_ark_needs_command" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
@@ -195,6 +197,33 @@ complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create a backup storage location'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "get" -d 'List backup storage locations'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand install" -l provider -d 'Object storage provider of the default location' -r -f -a "aws\t''
+gcp\t''
+azure\t''
+file\t''"
+complete -c ark -n "__fish_ark_using_subcommand install" -l bucket -d 'Bucket of the default location (for `file`: a directory on the node)' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -l prefix -d 'Folder inside the bucket' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -l secret-file -d 'Credentials file for the provider, stored in the `cloud-credentials` Secret that the location reads (AWS: a credentials file; Azure: KEY=VALUE lines, as Velero\'s plugins take)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand install" -l backup-location-config -d 'Settings of the default location: region=us-east-1,s3Url=https://...,s3ForcePathStyle=true' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -l image -d 'The server\'s image' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -l replicas -d 'Server replicas (one leads, the others wait to take over)' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -s o -l output -d 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)' -r -f -a "table\t''
+json\t''
+yaml\t''"
+complete -c ark -n "__fish_ark_using_subcommand install" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand install" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -l dry-run -d 'Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)'
+complete -c ark -n "__fish_ark_using_subcommand install" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
+complete -c ark -n "__fish_ark_using_subcommand install" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand install" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -l confirm -d 'Do not ask for confirmation (required when standard input is not a terminal)'
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand server" -l scratch-dir -d 'Where tarballs are assembled and unpacked' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l backup-sync-period -d 'How often each location\'s bucket is synced into Backup objects' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l store-validation-frequency -d 'How often each location is checked' -r
@@ -225,13 +254,15 @@ complete -c ark -n "__fish_ark_using_subcommand version" -l context -d 'The kube
 complete -c ark -n "__fish_ark_using_subcommand version" -l client-only -d 'Print only the client\'s version, without contacting the cluster'
 complete -c ark -n "__fish_ark_using_subcommand version" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand version" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "backup" -d 'Work with backups'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "restore" -d 'Work with restores'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "backup-location" -d 'Work with backup storage locations'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "completion" -d 'Print a shell completion script'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location server completion version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "backup" -d 'Work with backups'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "restore" -d 'Work with restores'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "backup-location" -d 'Work with backup storage locations'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "install" -d 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "uninstall" -d 'Remove what `ark install` applied (never the bucket\'s data)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "completion" -d 'Print a shell completion script'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "create" -d 'Create a backup'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "get" -d 'List backups'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "describe" -d 'Show a backup\'s details'

@@ -97,7 +97,51 @@ impl Cluster {
         Client::try_from(self.config().await).expect("kube client")
     }
 
-    /// An S3 location on the SeaweedFS server, under a prefix of its own so tests do not meet.
+    /// The same cluster as the ServiceAccount `namespace/name` sees it: a kubeconfig in `dir` whose
+    /// user is a token of that account's (TokenRequest, an hour long), and nothing else.
+    pub async fn as_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+        dir: &std::path::Path,
+    ) -> Cluster {
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.client().await, namespace);
+        let request: TokenRequest = serde_json::from_value(serde_json::json!({
+            "spec": { "audiences": [], "expirationSeconds": 3600 }
+        }))
+        .unwrap();
+        let token = accounts
+            .create_subresource::<TokenRequest, TokenRequest>(
+                "token",
+                name,
+                &PostParams::default(),
+                &request,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("token for {namespace}/{name}: {e}"))
+            .status
+            .expect("a token")
+            .token;
+        let kubeconfig = std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig");
+        let (head, admin) = kubeconfig.split_once("users:").expect("a users section");
+        let user = admin
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("- name: "))
+            .expect("a user name");
+        let path = dir.join(format!("kubeconfig-{name}"));
+        std::fs::write(
+            &path,
+            format!("{head}users:\n- name: {user}\n  user:\n    token: {token}\n"),
+        )
+        .expect("write kubeconfig");
+        Cluster {
+            kubeconfig: path,
+            ..self.clone()
+        }
+    }
+
     /// The S3 server's address, to put a proxy in front of it.
     pub fn s3_address(&self) -> std::net::SocketAddr {
         self.s3_endpoint
@@ -130,6 +174,7 @@ impl Cluster {
         }
     }
 
+    /// An S3 location on the SeaweedFS server, under a prefix of its own so tests do not meet.
     pub fn s3_location(&self, prefix: &str) -> ark_storage::Location {
         ark_storage::Location {
             name: "test-s3".into(),
@@ -398,7 +443,6 @@ impl ArkServer {
         extra: &[&str],
     ) -> ArkServer {
         let scratch = tempfile::tempdir().expect("scratch dir");
-        let log = scratch.path().join("server.log");
         // Short periods so tests see sync and validation soon, unless `extra` sets them.
         let mut periods = Vec::new();
         for flag in ["--backup-sync-period", "--store-validation-frequency"] {
@@ -406,12 +450,36 @@ impl ArkServer {
                 periods.extend([flag, "2s"]);
             }
         }
+        let mut args: Vec<String> = ["server", "-n", namespace]
+            .into_iter()
+            .chain(periods)
+            .map(String::from)
+            .collect();
+        args.push("--scratch-dir".into());
+        args.push(scratch.path().join("work").to_string_lossy().into_owned());
+        args.extend(extra.iter().map(|a| a.to_string()));
+        Self::spawn(binary, cluster, &args, scratch)
+    }
+
+    /// `binary ARGS` exactly (an installed Deployment's command line, say).
+    pub fn start_exactly(binary: &str, cluster: &Cluster, args: &[String]) -> ArkServer {
+        Self::spawn(
+            binary,
+            cluster,
+            args,
+            tempfile::tempdir().expect("scratch dir"),
+        )
+    }
+
+    fn spawn(
+        binary: &str,
+        cluster: &Cluster,
+        args: &[String],
+        scratch: tempfile::TempDir,
+    ) -> ArkServer {
+        let log = scratch.path().join("server.log");
         let child = std::process::Command::new(binary)
-            .args(["server", "-n", namespace])
-            .args(periods)
-            .arg("--scratch-dir")
-            .arg(scratch.path().join("work"))
-            .args(extra)
+            .args(args)
             .env("KUBECONFIG", &cluster.kubeconfig)
             .env("RUST_LOG", "info")
             .stdout(std::process::Stdio::null())

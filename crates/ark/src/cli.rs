@@ -47,6 +47,10 @@ pub enum Command {
     /// Work with backup storage locations
     #[command(subcommand, name = "backup-location")]
     BackupLocation(BackupLocationCommand),
+    /// Install ark in the cluster: CRDs, roles, the default location and the server Deployment
+    Install(Box<crate::commands::install::InstallArgs>),
+    /// Remove what `ark install` applied (never the bucket's data)
+    Uninstall(crate::commands::uninstall::UninstallArgs),
     /// Run the ark server (the controllers that carry out backups, restores and deletions)
     Server(ServerArgs),
     /// Print a shell completion script
@@ -227,6 +231,18 @@ pub enum Provider {
     File,
 }
 
+impl Provider {
+    /// The name a BackupStorageLocation's `spec.provider` gives it (Velero's).
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Aws => "aws",
+            Provider::Gcp => "gcp",
+            Provider::Azure => "azure",
+            Provider::File => "file",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AccessModeArg {
     #[value(name = "ReadWrite")]
@@ -279,7 +295,7 @@ fn parse_mapping(text: &str) -> Result<(String, String), String> {
     }
 }
 
-fn parse_key_value(text: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
         _ => Err(format!("{text:?} is not KEY=VALUE")),

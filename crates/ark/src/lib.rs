@@ -5,6 +5,7 @@ pub mod cli;
 mod commands;
 mod context;
 mod describe;
+pub mod errors;
 mod output;
 pub mod tls;
 

@@ -43,11 +43,35 @@ fn completion_scripts_are_printed() {
 }
 
 #[test]
-fn an_unreachable_cluster_is_named() {
+fn no_kubeconfig_says_where_it_was_looked_for_and_what_to_do() {
     let output = ark(None, &["backup", "get"]);
     assert_eq!(output.status.code(), Some(1));
-    let stderr = text(&output.stderr);
-    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    assert_eq!(
+        text(&output.stderr),
+        "error: no cluster to talk to: there is no kubeconfig at /nonexistent/kubeconfig and ark \
+         is not running in a pod; set KUBECONFIG or pass --kubeconfig FILE\n"
+    );
+}
+
+#[test]
+fn an_unreachable_cluster_is_named_by_its_url() {
+    let cluster = Cluster::get();
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let unreachable = cluster.through(closed, dir.path());
+    let output = ark(Some(&unreachable), &["backup", "get"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "error: cannot list backups: cannot reach the cluster at https://{closed}/: \
+             Connection refused (os error 111)\n"
+        )
+    );
 }
 
 #[tokio::test]

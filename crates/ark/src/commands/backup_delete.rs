@@ -2,10 +2,9 @@
 //! with `--wait`, follow the requests until each backup is gone or its request failed.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use ark_api::{Backup, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -112,25 +111,12 @@ async fn choose(
     ))
 }
 
-/// Asks on the terminal; refuses (rather than hang or delete) when there is none.
 fn confirmed(backups: &[Backup]) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        bail!(
-            "not deleting {} backup(s) without confirmation: standard input is not a terminal; pass --confirm",
-            backups.len()
-        );
-    }
-    eprintln!(
-        "You are about to delete these backups and all their data (snapshots, backup files, restores):"
-    );
-    for backup in backups {
-        eprintln!("  {}", backup.name_any());
-    }
-    dialoguer::Confirm::new()
-        .with_prompt("Are you sure you want to continue?")
-        .default(false)
-        .interact()
-        .context("reading the confirmation")
+    super::confirm::confirmed(
+        &format!("deleting {} backup(s)", backups.len()),
+        "You are about to delete these backups and all their data (snapshots, backup files, restores):",
+        &Vec::from_iter(backups.iter().map(|b| b.name_any())),
+    )
 }
 
 /// Creates the request, retrying when the generated name collides with an existing one.

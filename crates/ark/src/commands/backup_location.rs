@@ -9,7 +9,6 @@ use kube::api::PostParams;
 
 use crate::cli::{
     AccessModeArg, BackupLocationCommand, GetArgs, GlobalArgs, LocationCreateArgs, OutputFormat,
-    Provider,
 };
 use crate::output;
 
@@ -21,12 +20,7 @@ pub async fn run(global: &GlobalArgs, command: BackupLocationCommand) -> anyhow:
 }
 
 async fn create(global: &GlobalArgs, args: LocationCreateArgs) -> anyhow::Result<ExitCode> {
-    let provider = match args.provider {
-        Provider::Aws => "aws",
-        Provider::Gcp => "gcp",
-        Provider::Azure => "azure",
-        Provider::File => "file",
-    };
+    let provider = args.provider.name();
     let spec = BackupStorageLocationSpec {
         provider: provider.to_string(),
         config: (!args.config.is_empty()).then(|| args.config.into_iter().collect()),

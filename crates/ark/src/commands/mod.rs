@@ -5,9 +5,12 @@ mod backup_delete;
 mod backup_location;
 mod bucket;
 mod completion;
+mod confirm;
+pub mod install;
 mod missing;
 mod restore;
 mod server;
+pub mod uninstall;
 mod version;
 mod wait;
 
@@ -22,6 +25,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Backup(command) => backup::run(global, command).await,
         Command::Restore(command) => restore::run(global, command).await,
         Command::BackupLocation(command) => backup_location::run(global, command).await,
+        Command::Install(args) => install::run(global, *args).await,
+        Command::Uninstall(args) => uninstall::run(global, args).await,
         Command::Server(args) => server::run(global, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,

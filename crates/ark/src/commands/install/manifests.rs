@@ -1,0 +1,368 @@
+//! What `ark install` puts in a cluster, decided from its arguments alone: a pure function, so
+//! that `--dry-run` prints exactly what a real run applies.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::ApiResource;
+use serde_json::{Value, json};
+
+use super::roles;
+
+/// The field manager of every object ark installs: `ark uninstall` removes what only it manages.
+pub const FIELD_MANAGER: &str = "ark-install";
+/// The Deployment's (and the server's ServiceAccount's) name.
+pub const SERVER: &str = "ark";
+/// The Secret the default location reads its credentials from (Velero's name and key).
+pub const CREDENTIALS_SECRET: &str = "cloud-credentials";
+pub const CREDENTIALS_KEY: &str = "cloud";
+/// Where the Deployment serves metrics and its health endpoints (Velero's metrics port).
+pub const METRICS_PORT: u16 = 8085;
+/// Where the image puts the binary (see the Dockerfile).
+pub const BINARY: &str = "/ark";
+/// The scratch volume's mount: the root filesystem is read-only.
+pub const SCRATCH: &str = "/scratch";
+
+/// Velero's CRDs, byte for byte (config/crd/README.md says why ark installs Velero's own).
+const CRDS: [&str; 13] = [
+    include_str!("../../../../../config/crd/velero.io_backuprepositories.yaml"),
+    include_str!("../../../../../config/crd/velero.io_backups.yaml"),
+    include_str!("../../../../../config/crd/velero.io_backupstoragelocations.yaml"),
+    include_str!("../../../../../config/crd/velero.io_datadownloads.yaml"),
+    include_str!("../../../../../config/crd/velero.io_datauploads.yaml"),
+    include_str!("../../../../../config/crd/velero.io_deletebackuprequests.yaml"),
+    include_str!("../../../../../config/crd/velero.io_downloadrequests.yaml"),
+    include_str!("../../../../../config/crd/velero.io_podvolumebackups.yaml"),
+    include_str!("../../../../../config/crd/velero.io_podvolumerestores.yaml"),
+    include_str!("../../../../../config/crd/velero.io_restores.yaml"),
+    include_str!("../../../../../config/crd/velero.io_schedules.yaml"),
+    include_str!("../../../../../config/crd/velero.io_serverstatusrequests.yaml"),
+    include_str!("../../../../../config/crd/velero.io_volumesnapshotlocations.yaml"),
+];
+
+/// Everything an install is made of, already checked by the argument parser.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub namespace: String,
+    pub provider: &'static str,
+    pub bucket: String,
+    pub prefix: Option<String>,
+    pub config: Vec<(String, String)>,
+    /// The credentials file's contents, stored in the `cloud-credentials` Secret.
+    pub credentials: Option<String>,
+    pub image: String,
+    pub replicas: u16,
+}
+
+/// One object to apply, with the API it is served by.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+    pub object: Value,
+}
+
+impl Manifest {
+    fn cluster<K: kube::Resource<DynamicType = ()>>(object: Value) -> Self {
+        Self::of::<K>(false, object)
+    }
+
+    fn namespaced<K: kube::Resource<DynamicType = ()>>(object: Value) -> Self {
+        Self::of::<K>(true, object)
+    }
+
+    fn of<K: kube::Resource<DynamicType = ()>>(namespaced: bool, mut object: Value) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        object["apiVersion"] = json!(resource.api_version);
+        object["kind"] = json!(resource.kind);
+        Self {
+            resource,
+            namespaced,
+            object,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.object["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    /// `kind/name` as kubectl prints it (`deployment.apps/ark`).
+    pub fn reference(&self) -> String {
+        let kind = self.resource.kind.to_lowercase();
+        match self.resource.group.as_str() {
+            "" => format!("{kind}/{}", self.name()),
+            group => format!("{kind}.{group}/{}", self.name()),
+        }
+    }
+}
+
+/// The labels on everything ark installs, so that `kubectl get all -l app.kubernetes.io/part-of=ark`
+/// finds it.
+fn labels(namespace: &str) -> Value {
+    json!({ "app.kubernetes.io/part-of": "ark", "app.kubernetes.io/instance": namespace })
+}
+
+fn metadata(name: &str, plan: &Plan) -> Value {
+    json!({ "name": name, "labels": labels(&plan.namespace) })
+}
+
+fn namespaced_metadata(name: &str, plan: &Plan) -> Value {
+    json!({ "name": name, "namespace": plan.namespace, "labels": labels(&plan.namespace) })
+}
+
+/// The objects in the order they are applied: the namespace and CRDs first (everything else lives
+/// in or refers to them), the Deployment last (it starts work once all it needs exists).
+pub fn manifests(plan: &Plan) -> Vec<Manifest> {
+    let mut out = vec![Manifest::cluster::<Namespace>(json!({
+        "metadata": metadata(&plan.namespace, plan)
+    }))];
+    for crd in CRDS {
+        let object: Value = serde_saphyr::from_str(crd).expect("Velero's CRDs are valid YAML");
+        out.push(Manifest::cluster::<CustomResourceDefinition>(object));
+    }
+    out.push(Manifest::namespaced::<ServiceAccount>(json!({
+        "metadata": namespaced_metadata(SERVER, plan)
+    })));
+    let server_cluster = roles::cluster_role_name(&plan.namespace, &roles::SERVER_CLUSTER);
+    out.push(Manifest::cluster::<ClusterRole>(json!({
+        "metadata": metadata(&server_cluster, plan),
+        "rules": roles::SERVER_CLUSTER.rules_json(),
+    })));
+    out.push(Manifest::cluster::<ClusterRoleBinding>(json!({
+        "metadata": metadata(&server_cluster, plan),
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": server_cluster },
+        "subjects": [{ "kind": "ServiceAccount", "name": SERVER, "namespace": plan.namespace }],
+    })));
+    out.push(Manifest::namespaced::<Role>(json!({
+        "metadata": namespaced_metadata(SERVER, plan),
+        "rules": roles::SERVER_NAMESPACE.rules_json(),
+    })));
+    out.push(Manifest::namespaced::<RoleBinding>(json!({
+        "metadata": namespaced_metadata(SERVER, plan),
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SERVER },
+        "subjects": [{ "kind": "ServiceAccount", "name": SERVER, "namespace": plan.namespace }],
+    })));
+    for role in [&roles::VIEWER, &roles::OPERATOR] {
+        out.push(Manifest::cluster::<ClusterRole>(json!({
+            "metadata": metadata(&roles::cluster_role_name(&plan.namespace, role), plan),
+            "rules": role.rules_json(),
+        })));
+    }
+    if let Some(credentials) = &plan.credentials {
+        out.push(Manifest::namespaced::<Secret>(json!({
+            "metadata": namespaced_metadata(CREDENTIALS_SECRET, plan),
+            "type": "Opaque",
+            // `data`, what the API server stores (`stringData` is write-only).
+            "data": { CREDENTIALS_KEY: k8s_openapi::ByteString(credentials.clone().into_bytes()) },
+        })));
+    }
+    out.push(Manifest::namespaced::<ark_api::BackupStorageLocation>(
+        location(plan),
+    ));
+    out.push(Manifest::namespaced::<Deployment>(deployment(plan)));
+    out
+}
+
+/// Every object an install in `namespace` may have applied, whatever its flags (uninstall needs
+/// only their kinds and names).
+pub fn installed(namespace: &str) -> Vec<Manifest> {
+    manifests(&Plan {
+        namespace: namespace.into(),
+        provider: "file",
+        bucket: String::new(),
+        prefix: None,
+        config: Vec::new(),
+        credentials: Some(String::new()),
+        image: String::new(),
+        replicas: 1,
+    })
+}
+
+/// The default location, as `velero install` names it.
+fn location(plan: &Plan) -> Value {
+    let mut spec = json!({
+        "provider": plan.provider,
+        "default": true,
+        "objectStorage": { "bucket": plan.bucket },
+    });
+    if let Some(prefix) = &plan.prefix {
+        spec["objectStorage"]["prefix"] = json!(prefix);
+    }
+    if !plan.config.is_empty() {
+        spec["config"] = Value::Object(
+            plan.config
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect(),
+        );
+    }
+    if plan.credentials.is_some() {
+        spec["credential"] = json!({ "name": CREDENTIALS_SECRET, "key": CREDENTIALS_KEY });
+    }
+    json!({ "metadata": namespaced_metadata("default", plan), "spec": spec })
+}
+
+/// The server's command line inside the image.
+pub fn server_args(plan: &Plan) -> Vec<String> {
+    vec![
+        "server".into(),
+        format!("--namespace={}", plan.namespace),
+        format!("--scratch-dir={SCRATCH}"),
+        format!("--metrics-address=0.0.0.0:{METRICS_PORT}"),
+    ]
+}
+
+fn deployment(plan: &Plan) -> Value {
+    let selector =
+        json!({ "app.kubernetes.io/name": "ark", "app.kubernetes.io/component": "server" });
+    let mut pod_labels = labels(&plan.namespace);
+    pod_labels["app.kubernetes.io/name"] = json!("ark");
+    pod_labels["app.kubernetes.io/component"] = json!("server");
+    let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 });
+    let mut volumes = vec![json!({ "name": "scratch", "emptyDir": {} })];
+    let mut mounts = vec![json!({ "name": "scratch", "mountPath": SCRATCH })];
+    if plan.provider == "file" {
+        // A `file` bucket is a directory on the node: fit for one-node and test clusters only.
+        volumes.push(json!({ "name": "bucket", "hostPath": { "path": plan.bucket, "type": "DirectoryOrCreate" } }));
+        mounts.push(json!({ "name": "bucket", "mountPath": plan.bucket }));
+    }
+    json!({
+        "metadata": namespaced_metadata(SERVER, plan),
+        "spec": {
+            "replicas": plan.replicas,
+            "selector": { "matchLabels": selector },
+            "template": {
+                "metadata": { "labels": pod_labels },
+                "spec": {
+                    "serviceAccountName": SERVER,
+                    // Above the server's default --shutdown-grace (25s), so that running work
+                    // finishes before the pod is killed.
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": {
+                        "runAsNonRoot": true,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532,
+                        "seccompProfile": { "type": "RuntimeDefault" },
+                    },
+                    "containers": [{
+                        "name": "ark",
+                        "image": plan.image,
+                        "command": [BINARY],
+                        "args": server_args(plan),
+                        "ports": [{ "name": "metrics", "containerPort": METRICS_PORT }],
+                        "livenessProbe": probe("/healthz"),
+                        "readinessProbe": probe("/readyz"),
+                        "resources": {
+                            "requests": { "cpu": "100m", "memory": "128Mi" },
+                            "limits": { "memory": "512Mi" },
+                        },
+                        "securityContext": {
+                            "readOnlyRootFilesystem": true,
+                            "allowPrivilegeEscalation": false,
+                            "capabilities": { "drop": ["ALL"] },
+                        },
+                        "volumeMounts": mounts,
+                    }],
+                    "volumes": volumes,
+                },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            namespace: "velero".into(),
+            provider: "aws",
+            bucket: "backups".into(),
+            prefix: Some("cluster-a".into()),
+            config: vec![("region".into(), "eu-west-1".into())],
+            credentials: Some("[default]\n".into()),
+            image: "example/ark:1".into(),
+            replicas: 2,
+        }
+    }
+
+    #[test]
+    fn every_crd_comes_before_the_location_and_the_deployment_comes_last() {
+        let all = manifests(&plan());
+        let kinds: Vec<&str> = all.iter().map(|m| m.resource.kind.as_str()).collect();
+        assert_eq!(kinds[0], "Namespace");
+        assert_eq!(
+            kinds
+                .iter()
+                .filter(|k| **k == "CustomResourceDefinition")
+                .count(),
+            13
+        );
+        let last_crd = kinds
+            .iter()
+            .rposition(|k| *k == "CustomResourceDefinition")
+            .unwrap();
+        let location = kinds
+            .iter()
+            .position(|k| *k == "BackupStorageLocation")
+            .unwrap();
+        assert!(last_crd < location);
+        assert_eq!(kinds.last(), Some(&"Deployment"));
+    }
+
+    #[test]
+    fn the_deployment_runs_the_binary_the_image_holds_as_the_server() {
+        let all = manifests(&plan());
+        let container = &all.last().unwrap().object["spec"]["template"]["spec"]["containers"][0];
+        let mut line = vec![container["command"][0].as_str().unwrap().to_string()];
+        line.extend(
+            container["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string()),
+        );
+        let dockerfile = include_str!("../../../../../Dockerfile");
+        assert!(
+            dockerfile.contains(&format!("ENTRYPOINT [\"{BINARY}\"]")),
+            "the image's entrypoint is {BINARY}"
+        );
+        use clap::Parser as _;
+        let cli = crate::cli::Cli::try_parse_from(&line).unwrap();
+        assert_eq!(cli.global.namespace, "velero");
+        let crate::cli::Command::Server(server) = cli.command else {
+            panic!("{line:?} is not `ark server`")
+        };
+        assert_eq!(
+            server.scratch_dir.as_deref(),
+            Some(std::path::Path::new(SCRATCH))
+        );
+        assert_eq!(server.metrics_address.unwrap().port(), METRICS_PORT);
+        assert_eq!(container["ports"][0]["containerPort"], METRICS_PORT);
+        assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    }
+
+    #[test]
+    fn the_location_reads_the_installed_secret() {
+        let all = manifests(&plan());
+        let location = all
+            .iter()
+            .find(|m| m.resource.kind == "BackupStorageLocation")
+            .unwrap();
+        assert_eq!(
+            location.object["spec"]["credential"],
+            json!({ "name": "cloud-credentials", "key": "cloud" })
+        );
+        assert_eq!(
+            location.object["spec"]["objectStorage"]["prefix"],
+            "cluster-a"
+        );
+        assert_eq!(location.object["spec"]["config"]["region"], "eu-west-1");
+        assert!(
+            all.iter()
+                .any(|m| m.reference() == "secret/cloud-credentials")
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! `ark install`: ark's CRDs (Velero's), the server's ServiceAccount and roles, the people's roles,
+//! the credentials Secret, the default location and the server Deployment, applied server-side in
+//! that order. A second run changes nothing; a changed flag updates what it concerns in place.
+
+pub mod manifests;
+pub mod roles;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::runtime::wait::{await_condition, conditions};
+
+use crate::cli::{GlobalArgs, OutputFormat, Provider, WaitArgs, parse_key_value};
+use manifests::{FIELD_MANAGER, Manifest, Plan};
+
+/// The image `ark install` deploys unless `--image` names another (build it with the Dockerfile).
+pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ark-backup/ark:", env!("CARGO_PKG_VERSION"));
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Object storage provider of the default location
+    #[arg(long, value_enum)]
+    pub provider: Provider,
+    /// Bucket of the default location (for `file`: a directory on the node)
+    #[arg(long)]
+    pub bucket: String,
+    /// Folder inside the bucket
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Credentials file for the provider, stored in the `cloud-credentials` Secret that the
+    /// location reads (AWS: a credentials file; Azure: KEY=VALUE lines, as Velero's plugins take)
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Settings of the default location: region=us-east-1,s3Url=https://...,s3ForcePathStyle=true
+    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub backup_location_config: Vec<(String, String)>,
+    /// The server's image
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
+    pub image: String,
+    /// Server replicas (one leads, the others wait to take over)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub replicas: u16,
+    /// Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)
+    #[arg(short = 'o', long, value_enum, requires = "dry_run")]
+    pub output: Option<OutputFormat>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let credentials = match &args.secret_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --secret-file {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let plan = Plan {
+        namespace: global.namespace.clone(),
+        provider: args.provider.name(),
+        bucket: args.bucket,
+        prefix: args.prefix,
+        config: args.backup_location_config,
+        credentials,
+        image: args.image,
+        replicas: args.replicas,
+    };
+    let all = manifests::manifests(&plan);
+    if args.dry_run {
+        match args.output {
+            Some(OutputFormat::Table) | None => {
+                for manifest in &all {
+                    println!("{} (dry run)", manifest.reference());
+                }
+            }
+            Some(format) => {
+                let objects: Vec<_> = all.iter().map(|m| &m.object).collect();
+                crate::output::print_objects(format, &objects, false)?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let client = crate::context::client(global).await?;
+    for manifest in &all {
+        let change = apply(&client, &plan.namespace, manifest).await?;
+        println!("{} {change}", manifest.reference());
+        if manifest.resource.kind == "CustomResourceDefinition" {
+            established(&client, manifest.name()).await?;
+        }
+    }
+    if args.wait.wait {
+        let waited = super::wait::within(args.wait.timeout, ready(&client, &plan)).await;
+        match waited {
+            Some(result) => result?,
+            None => anyhow::bail!(
+                "gave up waiting after {}: the Deployment {}/{} is not available or the location \
+                 \"default\" is not Available (see `kubectl -n {0} get deploy,pods` and `ark \
+                 backup-location get`)",
+                ark_api::duration::format(args.wait.timeout.unwrap_or_default()),
+                plan.namespace,
+                manifests::SERVER,
+            ),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What applying an object did, as kubectl says it.
+#[derive(Debug, PartialEq, Eq)]
+enum Change {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Change::Created => "created",
+            Change::Updated => "updated",
+            Change::Unchanged => "unchanged",
+        })
+    }
+}
+
+pub fn api(client: &kube::Client, namespace: &str, manifest: &Manifest) -> Api<DynamicObject> {
+    if manifest.namespaced {
+        Api::namespaced_with(client.clone(), namespace, &manifest.resource)
+    } else {
+        Api::all_with(client.clone(), &manifest.resource)
+    }
+}
+
+/// Server-side apply, owning every field ark sets (forced: ark's install is the authority on its
+/// own objects); told apart as created, updated or unchanged by the resource version.
+async fn apply(
+    client: &kube::Client,
+    namespace: &str,
+    manifest: &Manifest,
+) -> anyhow::Result<Change> {
+    let api = api(client, namespace, manifest);
+    let name = manifest.name();
+    let failed = || format!("cannot apply {}", manifest.reference());
+    let before = api.get_opt(name).await.with_context(failed)?;
+    let after = api
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&manifest.object),
+        )
+        .await
+        .with_context(failed)?;
+    Ok(match before {
+        None => Change::Created,
+        Some(before) if before.metadata.resource_version == after.metadata.resource_version => {
+            Change::Unchanged
+        }
+        Some(_) => Change::Updated,
+    })
+}
+
+/// Waits (30 s at most) until the API server serves the CRD, so that the location can be created.
+async fn established(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let wait = await_condition(api, name, conditions::is_crd_established());
+    match tokio::time::timeout(Duration::from_secs(30), wait).await {
+        Ok(result) => result
+            .map(drop)
+            .with_context(|| format!("watching CRD {name}")),
+        Err(_) => anyhow::bail!("CRD {name} was not established within 30 s"),
+    }
+}
+
+/// Until the Deployment is available with every replica updated and the location Available.
+async fn ready(client: &kube::Client, plan: &Plan) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &plan.namespace);
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(Duration::from_millis(200));
+    spinner.set_message(format!(
+        "waiting for deployment {} to be available",
+        manifests::SERVER
+    ));
+    await_condition(
+        deployments,
+        manifests::SERVER,
+        conditions::is_deployment_completed(),
+    )
+    .await
+    .context("watching the Deployment")?;
+    spinner.set_message("waiting for location default to be Available");
+    let locations: Api<ark_api::BackupStorageLocation> =
+        Api::namespaced(client.clone(), &plan.namespace);
+    await_condition(
+        locations,
+        "default",
+        |location: Option<&ark_api::BackupStorageLocation>| {
+            location
+                .and_then(|l| l.status.as_ref())
+                .and_then(|s| s.phase)
+                == Some(ark_api::BackupStorageLocationPhase::Available)
+        },
+    )
+    .await
+    .context("watching the location")?;
+    spinner.finish_and_clear();
+    println!("ark is running in namespace {}", plan.namespace);
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! The permissions `ark install` grants, written out rule by rule: the server's (a ClusterRole for
+//! what a backup or restore of any resource needs, a Role for ark's own objects in its namespace)
+//! and two for people (viewer, operator). No `*` verb anywhere, and none of `bind`, `escalate`,
+//! `impersonate`: a restore can create only what the server itself may hold, so a backup holding
+//! a binding to cluster-admin cannot be restored into more rights than the server had.
+//!
+//! The same rules answer "which of ark's roles grants this?" when the API server refuses a request.
+
+use serde_json::{Value, json};
+
+/// One RBAC policy rule.
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    pub groups: &'static [&'static str],
+    pub resources: &'static [&'static str],
+    pub verbs: &'static [&'static str],
+}
+
+impl Rule {
+    fn to_json(self) -> Value {
+        json!({ "apiGroups": self.groups, "resources": self.resources, "verbs": self.verbs })
+    }
+
+    /// Whether the rule allows `verb` on `resource` (`pods/exec` for a subresource) in `group`,
+    /// as the RBAC authorizer matches it.
+    fn allows(&self, verb: &str, group: &str, resource: &str) -> bool {
+        let any = |list: &[&str], wanted: &str| list.iter().any(|&x| x == "*" || x == wanted);
+        any(self.verbs, verb) && any(self.groups, group) && any(self.resources, resource)
+    }
+}
+
+/// A role of ark's: its name's last part (`server`, `viewer`, `operator`) and its rules.
+#[derive(Debug)]
+pub struct Role {
+    pub name: &'static str,
+    pub rules: &'static [Rule],
+}
+
+impl Role {
+    pub fn rules_json(&self) -> Vec<Value> {
+        self.rules.iter().map(|rule| rule.to_json()).collect()
+    }
+
+    pub fn allows(&self, verb: &str, group: &str, resource: &str) -> bool {
+        self.rules.iter().any(|r| r.allows(verb, group, resource))
+    }
+}
+
+/// Velero's kinds that ark's server writes in its namespace.
+const OPERATIONS: &[&str] = &[
+    "backups",
+    "backups/status",
+    "restores",
+    "restores/status",
+    "deletebackuprequests",
+    "deletebackuprequests/status",
+    "downloadrequests",
+    "downloadrequests/status",
+    "serverstatusrequests",
+    "serverstatusrequests/status",
+];
+
+/// The server, cluster-wide.
+pub const SERVER_CLUSTER: Role = Role {
+    name: "server",
+    rules: &[
+        // A backup reads every resource it includes, and discovery lists them all
+        Rule {
+            groups: &["*"],
+            resources: &["*"],
+            verbs: &["get", "list", "watch"],
+        },
+        // A restore creates any kind its backup holds (pods/exec included, for exec hooks) and
+        // patches existing objects under existingResourcePolicy=update
+        Rule {
+            groups: &["*"],
+            resources: &["*"],
+            verbs: &["create", "patch"],
+        },
+        // Deleting a backup deletes the volume snapshots it took
+        Rule {
+            groups: &["snapshot.storage.k8s.io"],
+            resources: &["volumesnapshotcontents"],
+            verbs: &["delete"],
+        },
+    ],
+};
+
+/// The server, in its own namespace.
+pub const SERVER_NAMESPACE: Role = Role {
+    name: "server",
+    rules: &[
+        // Backups, restores and deletion requests are claimed, reported on and, when a backup is
+        // deleted, removed
+        Rule {
+            groups: &["velero.io"],
+            resources: OPERATIONS,
+            verbs: &["create", "update", "patch", "delete"],
+        },
+        // Each location's phase is written after it is checked
+        Rule {
+            groups: &["velero.io"],
+            resources: &["backupstoragelocations", "backupstoragelocations/status"],
+            verbs: &["update", "patch"],
+        },
+        // One replica leads through a Lease
+        Rule {
+            groups: &["coordination.k8s.io"],
+            resources: &["leases"],
+            verbs: &["create", "update"],
+        },
+        // Warnings a user must see on the object itself
+        Rule {
+            groups: &["", "events.k8s.io"],
+            resources: &["events"],
+            verbs: &["create", "patch"],
+        },
+    ],
+};
+
+const VIEWED: &[&str] = &[
+    "backups",
+    "restores",
+    "deletebackuprequests",
+    "backupstoragelocations",
+    "volumesnapshotlocations",
+    "schedules",
+    "podvolumebackups",
+    "podvolumerestores",
+];
+
+const VIEWER_RULES: [Rule; 2] = [
+    // Get, describe and follow backups, restores, locations and deletion attempts
+    Rule {
+        groups: &["velero.io"],
+        resources: VIEWED,
+        verbs: &["get", "list", "watch"],
+    },
+    // Logs and details are fetched through DownloadRequests (Velero's CLI does so)
+    Rule {
+        groups: &["velero.io"],
+        resources: &["downloadrequests"],
+        verbs: &["get", "list", "watch", "create", "delete"],
+    },
+];
+
+/// For people who look: get, describe, logs.
+pub const VIEWER: Role = Role {
+    name: "viewer",
+    rules: &VIEWER_RULES,
+};
+
+/// For people who also act: create backups, restores and deletion requests.
+pub const OPERATOR: Role = Role {
+    name: "operator",
+    rules: &[
+        VIEWER_RULES[0],
+        VIEWER_RULES[1],
+        // Create backups and restores, and ask for backups to be deleted
+        Rule {
+            groups: &["velero.io"],
+            resources: &["backups", "restores", "deletebackuprequests"],
+            verbs: &["create"],
+        },
+    ],
+};
+
+/// The cluster-scoped name of one of ark's roles installed in `namespace`: cluster-scoped objects
+/// carry the namespace so that two installs do not share (and uninstall each other's) roles.
+pub fn cluster_role_name(namespace: &str, role: &Role) -> String {
+    format!("ark:{namespace}:{}", role.name)
+}
+
+/// The least of the people's roles that allows the request, if any does.
+pub fn granting(verb: &str, group: &str, resource: &str) -> Option<&'static Role> {
+    [&VIEWER, &OPERATOR]
+        .into_iter()
+        .find(|role| role.allows(verb, group, resource))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_role_grants_a_wildcard_verb_or_one_that_escalates() {
+        for role in [&SERVER_CLUSTER, &SERVER_NAMESPACE, &VIEWER, &OPERATOR] {
+            for rule in role.rules {
+                for verb in rule.verbs {
+                    assert!(
+                        !["*", "bind", "escalate", "impersonate"].contains(verb),
+                        "{}: {verb}",
+                        role.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_least_role_granting_a_request_is_named() {
+        assert_eq!(
+            granting("get", "velero.io", "backups").unwrap().name,
+            "viewer"
+        );
+        assert_eq!(
+            granting("create", "velero.io", "backups").unwrap().name,
+            "operator"
+        );
+        assert_eq!(
+            granting("create", "velero.io", "deletebackuprequests")
+                .unwrap()
+                .name,
+            "operator"
+        );
+        assert!(granting("delete", "velero.io", "backups").is_none());
+        assert!(granting("get", "", "secrets").is_none());
+    }
+
+    #[test]
+    fn only_the_server_may_exec_into_pods() {
+        assert!(SERVER_CLUSTER.allows("create", "", "pods/exec"));
+        assert!(!OPERATOR.allows("create", "", "pods/exec"));
+    }
+}

@@ -1,0 +1,129 @@
+//! `ark uninstall`: removes what `ark install` applied, the Deployment first (so that no server
+//! works on while the rest goes) and never a byte of the bucket. An object that someone else
+//! manages too (a namespace created beforehand, CRDs that Velero installed) is left where it is,
+//! and so are the CRDs while another namespace still holds objects of theirs.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use kube::api::{DeleteParams, DynamicObject, ListParams};
+
+use super::install::manifests::{self, FIELD_MANAGER, Manifest};
+use crate::cli::GlobalArgs;
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Do not ask for confirmation (required when standard input is not a terminal)
+    #[arg(long)]
+    pub confirm: bool,
+}
+
+pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<ExitCode> {
+    let namespace = &global.namespace;
+    let installed = manifests::installed(namespace);
+    if !args.confirm
+        && !super::confirm::confirmed(
+            &format!("uninstalling ark from namespace {namespace}"),
+            &format!(
+                "You are about to remove ark's server, roles and default location from namespace \
+                 {namespace}, and the namespace itself with every Backup and Restore object in it \
+                 if ark created it. The bucket is not touched: installing again brings the backups \
+                 back."
+            ),
+            &Vec::from_iter(installed.iter().map(Manifest::reference)),
+        )?
+    {
+        eprintln!("nothing removed");
+        return Ok(ExitCode::FAILURE);
+    }
+    let client = crate::context::client(global).await?;
+    // The reverse of the order of installation: the Deployment first, the namespace last.
+    for manifest in installed.iter().rev() {
+        let api = super::install::api(&client, namespace, manifest);
+        let name = manifest.name();
+        let Some(object) = api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("cannot read {}", manifest.reference()))?
+        else {
+            println!("{} not found", manifest.reference());
+            continue;
+        };
+        if let Some(others) = other_managers(&object) {
+            println!("{} kept: also managed by {others}", manifest.reference());
+            continue;
+        }
+        if manifest.resource.kind == "CustomResourceDefinition"
+            && let Some(elsewhere) = used_elsewhere(&client, &object, namespace).await?
+        {
+            println!(
+                "{} kept: namespace {elsewhere} has objects of it",
+                manifest.reference()
+            );
+            continue;
+        }
+        api.delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("cannot delete {}", manifest.reference()))?;
+        println!("{} deleted", manifest.reference());
+    }
+    println!("the bucket was not touched");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The managers of `object`'s fields other than ark's install (status writers aside), if any.
+fn other_managers(object: &DynamicObject) -> Option<String> {
+    let mut others: Vec<&str> = object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.subresource.as_deref().unwrap_or_default().is_empty())
+        .filter_map(|entry| entry.manager.as_deref())
+        .filter(|manager| *manager != FIELD_MANAGER)
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    (!others.is_empty()).then(|| others.join(", "))
+}
+
+/// A namespace other than `namespace` that holds an object of the CRD, if any: removing the CRD
+/// would delete it.
+async fn used_elsewhere(
+    client: &kube::Client,
+    crd: &DynamicObject,
+    namespace: &str,
+) -> anyhow::Result<Option<String>> {
+    let spec = &crd.data["spec"];
+    let group = spec["group"].as_str().unwrap_or_default();
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
+    let kind = spec["names"]["kind"].as_str().unwrap_or_default();
+    let Some(version) = spec["versions"]
+        .as_array()
+        .and_then(|versions| versions.iter().find(|v| v["storage"] == true))
+        .and_then(|v| v["name"].as_str())
+    else {
+        return Ok(None);
+    };
+    let resource = kube::api::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(client.clone(), &resource);
+    let others = api
+        .list_metadata(
+            &ListParams::default()
+                .fields(&format!("metadata.namespace!={namespace}"))
+                .limit(1),
+        )
+        .await
+        .with_context(|| format!("cannot list {plural}.{group} in other namespaces"))?;
+    Ok(others
+        .items
+        .first()
+        .and_then(|o| o.metadata.namespace.clone()))
+}

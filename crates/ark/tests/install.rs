@@ -1,0 +1,516 @@
+//! `ark install` and `ark uninstall` on the real API server, and the rights they grant proven by
+//! using them: the server runs with nothing but the installed ServiceAccount's token (kwok runs no
+//! containers, so it runs here, with the Deployment's own command line), and people bound to
+//! ark's roles, or to none, are told what they may not do.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::time::Duration;
+
+use ark_api::{Backup, BackupPhase};
+use ark_tests::{ArkServer, Cluster, allow_local_exec, kwok_pod, unique_name};
+use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+
+/// `ark install -n NS --provider file --bucket DIR ARGS`, which must succeed; its output.
+fn install(cluster: &Cluster, ns: &str, bucket: &Path, args: &[&str]) -> String {
+    let mut all = vec!["install", "--provider", "file", "--bucket"];
+    all.push(bucket.to_str().unwrap());
+    all.extend(args);
+    ark_ok(cluster, ns, &all)
+}
+
+/// The cluster-scoped objects an install in `ns` creates, removed when the test ends however it
+/// ends.
+fn cluster_objects_removed_on_drop(cluster: &Cluster, ns: &str) -> impl Sized {
+    (
+        cluster.delete_on_drop::<Namespace>(ns),
+        cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:server")),
+        [
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:server")),
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:viewer")),
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:operator")),
+        ],
+    )
+}
+
+/// Every file under `dir`, relative to it, sorted.
+fn files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_what_a_flag_changes() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("install").await;
+    let ns = ns.name.as_str();
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, ns);
+    let bucket = tempfile::tempdir().unwrap();
+    std::fs::write(bucket.path().join("someone-elses-file"), "kept").unwrap();
+
+    // The manifests as printed, checked by the API server itself (its admission and schemas).
+    let printed = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "install",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket.path().to_str().unwrap(),
+            "--dry-run",
+            "-o",
+            "yaml",
+        ],
+    );
+    let mut kubectl = std::process::Command::new("kubectl")
+        .args(["apply", "--dry-run=server", "-f", "-", "--kubeconfig"])
+        .arg(&cluster.kubeconfig)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    kubectl
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(printed.as_bytes())
+        .unwrap();
+    let applied = kubectl.wait_with_output().unwrap();
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    let accepted = text(&applied.stdout);
+    assert_eq!(
+        accepted.matches("(server dry run)").count(),
+        23,
+        "{accepted}"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), ns)
+            .get_opt("ark")
+            .await
+            .unwrap()
+            .is_none(),
+        "a dry run creates nothing"
+    );
+
+    let first = install(&cluster, ns, bucket.path(), &[]);
+    assert!(first.contains("deployment.apps/ark created\n"), "{first}");
+    assert!(
+        first.contains("clusterrole.rbac.authorization.k8s.io/ark:"),
+        "{first}"
+    );
+    let second = install(&cluster, ns, bucket.path(), &[]);
+    assert_eq!(second.lines().count(), 23, "{second}");
+    assert!(
+        second.lines().all(|l| l.ends_with(" unchanged")),
+        "a second run changes nothing:\n{second}"
+    );
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "[default]\n").unwrap();
+    let changed = install(
+        &cluster,
+        ns,
+        bucket.path(),
+        &[
+            "--image",
+            "example.com/ark:other",
+            "--secret-file",
+            secret.path().to_str().unwrap(),
+        ],
+    );
+    let changes: Vec<&str> = changed
+        .lines()
+        .filter(|l| !l.ends_with(" unchanged"))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "secret/cloud-credentials created",
+            "backupstoragelocation.velero.io/default updated",
+            "deployment.apps/ark updated",
+        ]
+    );
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get("ark")
+        .await
+        .unwrap();
+    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(container.image.as_deref(), Some("example.com/ark:other"));
+
+    let removed = ark_ok(&cluster, ns, &["uninstall", "--confirm"]);
+    for gone in [
+        "deployment.apps/ark deleted",
+        "backupstoragelocation.velero.io/default deleted",
+        "secret/cloud-credentials deleted",
+        "serviceaccount/ark deleted",
+        &format!("clusterrole.rbac.authorization.k8s.io/ark:{ns}:server deleted"),
+        &format!("clusterrolebinding.rbac.authorization.k8s.io/ark:{ns}:server deleted"),
+    ] {
+        assert!(removed.contains(&format!("{gone}\n")), "{gone}:\n{removed}");
+    }
+    // The test created the namespace, and the cluster script the CRDs: both are someone else's.
+    assert!(
+        removed.contains(&format!("namespace/{ns} kept: also managed by")),
+        "{removed}"
+    );
+    assert!(
+        removed.contains("customresourcedefinition.apiextensions.k8s.io/backups.velero.io kept"),
+        "{removed}"
+    );
+    assert!(
+        removed.ends_with("the bucket was not touched\n"),
+        "{removed}"
+    );
+    assert_eq!(files(bucket.path()), ["someone-elses-file"]);
+    assert!(
+        Api::<ClusterRole>::all(client.clone())
+            .get_opt(&format!("ark:{ns}:viewer"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// The installed server's command line, run here as the installed ServiceAccount: the image's
+/// binary is this build, the scratch volume a directory of the test's, the metrics port one free
+/// on 127.0.0.1. Returns the server and that port.
+async fn installed_server(cluster: &Cluster, ns: &str, dir: &Path) -> (ArkServer, u16) {
+    let deployment = Api::<Deployment>::namespaced(cluster.client().await, ns)
+        .get("ark")
+        .await
+        .unwrap();
+    let container = deployment.spec.unwrap().template.spec.unwrap().containers[0].clone();
+    assert_eq!(container.command.unwrap(), ["/ark"], "the image's binary");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let scratch = dir.join("scratch");
+    let args: Vec<String> = container
+        .args
+        .unwrap()
+        .iter()
+        .map(|arg| {
+            arg.replace("=/scratch", &format!("={}", scratch.display()))
+                .replace("0.0.0.0:8085", &format!("127.0.0.1:{port}"))
+        })
+        .collect();
+    assert!(
+        args.iter()
+            .any(|a| a.contains(&format!("127.0.0.1:{port}"))),
+        "{args:?}"
+    );
+    let as_server = cluster.as_service_account(ns, "ark", dir).await;
+    (ArkServer::start_exactly(ARK, &as_server, &args), port)
+}
+
+/// The status line of `GET path` on 127.0.0.1:port.
+fn http_status(port: u16, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: ark\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.lines().next().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn the_server_with_only_the_installed_rights_backs_up_restores_with_hooks_and_deletes() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    allow_local_exec(&client).await;
+    let ns = unique_name("ark-rbac");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let app = cluster.namespace("rbac-app").await;
+    let restored = unique_name("rbac-restored");
+    let _restored = cluster.delete_on_drop::<Namespace>(&restored);
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = dir.path().join("bucket");
+    std::fs::create_dir(&bucket).unwrap();
+
+    let config: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "settings" }, "data": { "mode": "production" }
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .create(&PostParams::default(), &config)
+        .await
+        .unwrap();
+    Api::<Pod>::namespaced(client.clone(), &app.name)
+        .create(&PostParams::default(), &kwok_pod("db", &["db"]))
+        .await
+        .unwrap();
+
+    install(&cluster, &ns, &bucket, &[]);
+    let (server, port) = installed_server(&cluster, &ns, dir.path()).await;
+    // `--wait` returns once the Deployment is available and the server found the location.
+    let waited = install(&cluster, &ns, &bucket, &["--wait", "--timeout", "60s"]);
+    assert!(
+        waited.ends_with(&format!("ark is running in namespace {ns}\n")),
+        "{waited}"
+    );
+    assert_eq!(http_status(port, "/healthz"), "HTTP/1.1 200 OK");
+    assert_eq!(http_status(port, "/readyz"), "HTTP/1.1 200 OK");
+
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "nightly",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let marker = dir.path().join("hook-ran");
+    let hooks = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &hooks,
+        format!(
+            "resources:\n- name: db\n  includedResources: [pods]\n  postHooks:\n  - exec: \
+             {{container: db, command: [sh, -c, \"echo checked > {}\"]}}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let mapping = format!("{}:{restored}", app.name);
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "restore",
+            "create",
+            "back",
+            "--from-backup",
+            "nightly",
+            "--namespace-mappings",
+            &mapping,
+            "--hooks-file",
+            hooks.to_str().unwrap(),
+            "--wait",
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "checked\n");
+    let settings = Api::<ConfigMap>::namespaced(client.clone(), &restored)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(settings.data.unwrap()["mode"], "production");
+
+    ark_ok(
+        &cluster,
+        &ns,
+        &["backup", "delete", "nightly", "--confirm", "--wait"],
+    );
+    assert!(
+        Api::<Backup>::namespaced(client.clone(), &ns)
+            .get_opt("nightly")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let left = files(&bucket);
+    assert!(!left.iter().any(|f| f.contains("nightly")), "{left:?}");
+    assert!(!server.log().contains("forbidden"), "{}", server.log());
+
+    // Uninstalled, the backups' files stay.
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "kept",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let before = files(&bucket);
+    assert!(
+        before.iter().any(|f| f.starts_with("backups/kept/")),
+        "{before:?}"
+    );
+    drop(server);
+    let removed = ark_ok(&cluster, &ns, &["uninstall", "--confirm"]);
+    assert!(
+        removed.contains(&format!("namespace/{ns} deleted\n")),
+        "{removed}"
+    );
+    assert_eq!(files(&bucket), before);
+}
+
+#[tokio::test]
+async fn a_rule_taken_from_the_servers_role_makes_the_deletion_name_the_verb_and_resource_it_lacked()
+ {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = unique_name("ark-rbac-rule");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = dir.path().join("bucket");
+    install(&cluster, &ns, &bucket, &[]);
+    // The Role's first rule: create, update, patch and delete on ark's operations.
+    Api::<Role>::namespaced(client.clone(), &ns)
+        .patch(
+            "ark",
+            &PatchParams::default(),
+            &Patch::<()>::Json(
+                serde_json::from_value(serde_json::json!([
+                    { "op": "test", "path": "/rules/0/resources/0", "value": "backups" },
+                    { "op": "remove", "path": "/rules/0" },
+                ]))
+                .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    let (server, _) = installed_server(&cluster, &ns, dir.path()).await;
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "b",
+            "--include-resources",
+            "configmaps",
+            "--wait",
+        ],
+    );
+
+    let deleted = ark(
+        Some(&cluster),
+        &["backup", "delete", "b", "--confirm", "--wait", "-n", &ns],
+    );
+    assert!(!deleted.status.success());
+    let backup = Api::<Backup>::namespaced(client.clone(), &ns)
+        .get("b")
+        .await
+        .unwrap();
+    // Velero's rule: a backup whose deletion failed stays Deleting; the next request retries.
+    assert_eq!(backup.status.unwrap().phase, Some(BackupPhase::Deleting));
+    let described = ark_ok(&cluster, &ns, &["backup", "describe", "b"]);
+    let lacked = format!(
+        "deleting Backup b: backups.velero.io \"b\" is forbidden: User \
+         \"system:serviceaccount:{ns}:ark\" cannot delete resource \"backups\" in API group \
+         \"velero.io\" in the namespace \"{ns}\"\n"
+    );
+    assert!(
+        described.contains(&lacked),
+        "{described}\n--- server ---\n{}",
+        server.log()
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_which_role_to_ask_for()
+ {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = unique_name("ark-people");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    install(&cluster, &ns, &dir.path().join("bucket"), &[]);
+    // A backup for the viewer to see (no server runs: it stays New).
+    ark_ok(&cluster, &ns, &["backup", "create", "seen"]);
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    for name in ["viewer", "stranger"] {
+        let account: ServiceAccount =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": name } })).unwrap();
+        accounts
+            .create(&PostParams::default(), &account)
+            .await
+            .unwrap();
+    }
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "viewer" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("ark:{ns}:viewer") },
+        "subjects": [{ "kind": "ServiceAccount", "name": "viewer", "namespace": ns }],
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let viewer = cluster.as_service_account(&ns, "viewer", dir.path()).await;
+    let stranger = cluster
+        .as_service_account(&ns, "stranger", dir.path())
+        .await;
+    // RBAC bindings take effect within moments, not at once.
+    wait_for_rights(&viewer, &ns).await;
+
+    let listed = ark_ok(&viewer, &ns, &["backup", "get"]);
+    assert!(listed.contains("seen"), "{listed}");
+    let described = ark_ok(&viewer, &ns, &["backup", "describe", "seen"]);
+    assert!(described.contains("seen"), "{described}");
+
+    let created = ark(Some(&viewer), &["backup", "create", "mine", "-n", &ns]);
+    assert_eq!(created.status.code(), Some(1));
+    let stderr = text(&created.stderr);
+    assert!(
+        stderr.ends_with(&format!(
+            "forbidden: system:serviceaccount:{ns}:viewer may not create backups.velero.io in \
+             namespace {ns}. ark's operator role (ark:{ns}:operator) allows it; an administrator \
+             grants it with:\n  kubectl create rolebinding ark-operator-viewer -n {ns} \
+             --clusterrole=ark:{ns}:operator --serviceaccount={ns}:viewer\n"
+        )),
+        "{stderr}"
+    );
+
+    let refused = ark(Some(&stranger), &["backup", "get", "-n", &ns]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.ends_with(&format!(
+            "forbidden: system:serviceaccount:{ns}:stranger may not list backups.velero.io in \
+             namespace {ns}. ark's viewer role (ark:{ns}:viewer) allows it; an administrator \
+             grants it with:\n  kubectl create rolebinding ark-viewer-stranger -n {ns} \
+             --clusterrole=ark:{ns}:viewer --serviceaccount={ns}:stranger\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        Api::<Backup>::namespaced(client, &ns)
+            .get_opt("mine")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Until `who` may list backups in `ns` (a new RoleBinding reaches the authorizer's cache within
+/// moments).
+async fn wait_for_rights(who: &Cluster, ns: &str) {
+    let backups: Api<Backup> = Api::namespaced(who.client().await, ns);
+    for _ in 0..50 {
+        if backups.list(&Default::default()).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the viewer never could list backups");
+}
