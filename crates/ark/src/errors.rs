@@ -143,6 +143,31 @@ mod tests {
         );
     }
 
+    fn api_error(code: u16, name: &str) -> anyhow::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure",
+            "code": code,
+            "reason": "NotFound",
+            "message": "the server could not find the requested resource",
+            "details": { "name": name },
+        }))
+        .unwrap();
+        anyhow::Error::new(kube::Error::Api(Box::new(status))).context("cannot list backups")
+    }
+
+    #[test]
+    fn an_api_the_cluster_does_not_serve_is_told_apart_from_a_missing_object() {
+        assert_eq!(
+            explain(&api_error(404, ""), "velero").as_deref(),
+            Some(
+                "the cluster does not serve velero.io/v1: ark's CRDs (Velero's) are not \
+                 installed; install them with `ark install`"
+            )
+        );
+        assert_eq!(explain(&api_error(404, "nightly"), "velero"), None);
+        assert_eq!(explain(&api_error(409, ""), "velero"), None);
+    }
+
     #[test]
     fn a_message_of_another_shape_is_not_read() {
         assert_eq!(Forbidden::parse("forbidden by a webhook"), None);
