@@ -1,5 +1,6 @@
 //! The `ark` command line: a clap tree whose modules mirror the commands (`ark backup get` lives in
-//! `commands::backup`), one error type at the edge (anyhow), output as table, JSON or YAML.
+//! `commands::backup::get`, beside its arguments), one error type at the edge (anyhow), output as
+//! table, JSON or YAML.
 
 pub mod cli;
 mod commands;

@@ -1,17 +1,17 @@
-//! One module per top-level command, laid out like the CLI tree.
+//! One module per command, laid out like the CLI tree (`ark backup create` is `backup::create`),
+//! each beside its arguments; the helpers that several commands share live here.
 
-mod backup;
-mod backup_delete;
-mod backup_location;
+pub mod backup;
+pub mod backup_location;
 mod bucket;
-mod completion;
+pub mod completion;
 mod confirm;
 pub mod install;
 mod missing;
-mod restore;
-mod server;
+pub mod restore;
+pub mod server;
 pub mod uninstall;
-mod version;
+pub mod version;
 mod wait;
 
 use std::process::ExitCode;
@@ -31,6 +31,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,
     }
+}
+
+/// A filter list as a spec field: absent when the user gave none.
+fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
+    (!list.is_empty()).then_some(list)
 }
 
 /// Objects the user asked for, and how many of the names they gave do not exist or cannot be read.

@@ -1,6 +1,59 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{GlobalArgs, ServerArgs};
+use clap::Args;
+
+use crate::cli::{GlobalArgs, parse_duration};
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Where tarballs are assembled and unpacked
+    #[arg(long, value_name = "DIR", env = "ARK_SCRATCH_DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// How often each location's bucket is synced into Backup objects
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub backup_sync_period: std::time::Duration,
+    /// How often each location is checked
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub store_validation_frequency: std::time::Duration,
+    /// TTL of backups that set none
+    #[arg(long, value_name = "DURATION", default_value = "720h", value_parser = parse_duration)]
+    pub default_backup_ttl: std::time::Duration,
+    /// Backups and restores run at once
+    #[arg(long, default_value_t = 2)]
+    pub workers: u16,
+    /// This replica's identity in the leader-election Lease (default: <hostname>-<pid>)
+    #[arg(long, value_name = "NAME")]
+    pub id: Option<String>,
+    /// Backup deletions run at once
+    #[arg(long, default_value_t = 4)]
+    pub deletion_workers: u16,
+    /// How long a processed DeleteBackupRequest is kept
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub deletion_request_ttl: std::time::Duration,
+    /// How often expired backups are looked for
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub garbage_collection_frequency: std::time::Duration,
+    /// How long a restore waits, at most, for the exec hooks of its pods
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub restore_hooks_timeout: std::time::Duration,
+    /// Exec hook commands one restore runs at once (waiting for a free one never counts against a
+    /// hook's execTimeout)
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub restore_hook_execs_at_once: u16,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics_address: Option<std::net::SocketAddr>,
+    /// At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before
+    /// concluding that none runs in the namespace (ark refuses to start beside one)
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub velero_answer_timeout: std::time::Duration,
+    /// On SIGTERM, how long running backups, restores and deletions may take to finish before the
+    /// server stops anyway (the next leader fails what is left); keep it below the pod's
+    /// termination grace period
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_grace: std::time::Duration,
+}
 
 pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()

@@ -1,8 +1,16 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use clap::Args;
 
-use crate::cli::{GlobalArgs, VersionArgs};
+use crate::cli::GlobalArgs;
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Print only the client's version, without contacting the cluster
+    #[arg(long)]
+    pub client_only: bool,
+}
 
 pub async fn run(global: &GlobalArgs, args: VersionArgs) -> anyhow::Result<ExitCode> {
     println!("Client: ark {}", env!("CARGO_PKG_VERSION"));

@@ -6,13 +6,33 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ark_api::{Backup, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
+use clap::Args;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
-use crate::cli::{BackupDeleteArgs, GlobalArgs};
+use crate::cli::{GlobalArgs, WaitArgs, parse_selector};
+
+/// Exactly one way of choosing what to delete.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all", "selector"]))]
+pub struct BackupDeleteArgs {
+    /// The backups to delete
+    pub names: Vec<String>,
+    /// Delete every backup in the namespace
+    #[arg(long)]
+    pub all: bool,
+    /// Delete the backups matching this label selector
+    #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = parse_selector)]
+    pub selector: Option<ark_api::LabelSelector>,
+    /// Do not ask for confirmation (required when standard input is not a terminal)
+    #[arg(long)]
+    pub confirm: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
 
 /// How many times a generateName collision is retried before giving up.
 const CREATE_ATTEMPTS: usize = 5;
@@ -51,7 +71,8 @@ pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<
     }
     if args.wait.wait && !submitted.is_empty() {
         let waited =
-            super::wait::within(args.wait.timeout, wait(&requests, &backups, submitted)).await;
+            crate::commands::wait::within(args.wait.timeout, wait(&requests, &backups, submitted))
+                .await;
         let Some(waited) = waited else {
             anyhow::bail!(
                 "gave up waiting after {}: the deletions go on; `ark backup get` shows them",
@@ -87,7 +108,7 @@ async fn choose(
             {
                 Some(backup) => found.push(backup),
                 None => {
-                    let suggestion = super::missing::suggestion(backups, name).await;
+                    let suggestion = crate::commands::missing::suggestion(backups, name).await;
                     eprintln!("backup {name:?} not found{suggestion}");
                     missing += 1;
                 }
@@ -112,7 +133,7 @@ async fn choose(
 }
 
 fn confirmed(backups: &[Backup]) -> anyhow::Result<bool> {
-    super::confirm::confirmed(
+    crate::commands::confirm::confirmed(
         &format!("deleting {} backup(s)", backups.len()),
         "You are about to delete these backups and all their data (snapshots, backup files, restores):",
         &Vec::from_iter(backups.iter().map(|b| b.name_any())),

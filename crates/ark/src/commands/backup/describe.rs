@@ -1,98 +1,25 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ark_api::{
-    Backup, BackupPhase, BackupSpec, DeleteBackupRequest, DeleteBackupRequestPhase, labels,
-};
+use ark_api::{Backup, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
 use kube::Api;
 use kube::ResourceExt;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 
-use super::{bucket, wait};
-use crate::cli::{
-    BackupCommand, BackupCreateArgs, DescribeArgs, GetArgs, GlobalArgs, LogsArgs, OutputFormat,
-};
+use crate::cli::{DescribeArgs, GetArgs, GlobalArgs, OutputFormat};
+use crate::commands::bucket;
 use crate::describe::Describe;
 use crate::output;
 
-pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<ExitCode> {
-    match command {
-        BackupCommand::Create(args) => create(global, args).await,
-        BackupCommand::Get(args) => get(global, args).await,
-        BackupCommand::Describe(args) => describe(global, args).await,
-        BackupCommand::Logs(args) => logs(global, args).await,
-        BackupCommand::Delete(args) => super::backup_delete::run(global, args).await,
-    }
-}
-
-fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
-    (!list.is_empty()).then_some(list)
-}
-
-async fn create(global: &GlobalArgs, args: BackupCreateArgs) -> anyhow::Result<ExitCode> {
-    let filters = args.filters;
-    let spec = BackupSpec {
-        included_namespaces: non_empty(filters.include_namespaces),
-        excluded_namespaces: non_empty(filters.exclude_namespaces),
-        included_resources: non_empty(filters.include_resources),
-        excluded_resources: non_empty(filters.exclude_resources),
-        include_cluster_resources: filters.include_cluster_resources,
-        label_selector: filters.selector,
-        ttl: args.ttl.map(ark_api::duration::format),
-        storage_location: args.storage_location,
-        ..Default::default()
-    };
-    let client = crate::context::client(global).await?;
-    let api: Api<Backup> = Api::namespaced(client, &global.namespace);
-    api.create(&PostParams::default(), &Backup::new(&args.name, spec))
-        .await
-        .with_context(|| {
-            format!(
-                "cannot create backup {:?} in namespace {:?}",
-                args.name, global.namespace
-            )
-        })?;
-    println!("Backup request {:?} submitted successfully.", args.name);
-    if !args.wait.wait {
-        println!(
-            "Run `ark backup describe {0}` or `ark backup logs {0}` for more details.",
-            args.name
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let backup = wait::until_done(api, &global.namespace, &args.name, args.wait.timeout).await?;
-    let phase = backup.phase();
-    println!(
-        "Backup completed with status: {phase:?}. You may check for more information using the commands `ark backup describe {0}` and `ark backup logs {0}`.",
-        args.name
-    );
-    Ok(if phase == BackupPhase::Completed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-async fn get(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let client = crate::context::client(global).await?;
-    let found: super::Found<Backup> =
-        super::get_named_or_listed(&client, &global.namespace, &args, "backup").await?;
-    match args.output.output {
-        OutputFormat::Table => println!("{}", table(&found.items)),
-        format => output::print_objects(format, &found.items, args.names.len() == 1)?,
-    }
-    Ok(found.exit_code())
-}
-
-async fn describe(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
     let lookup = GetArgs {
         names: args.names.clone(),
         selector: None,
         output: args.output,
     };
-    let found: super::Found<Backup> =
-        super::get_named_or_listed(&client, &global.namespace, &lookup, "backup").await?;
+    let found: crate::commands::Found<Backup> =
+        crate::commands::get_named_or_listed(&client, &global.namespace, &lookup, "backup").await?;
     let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), &global.namespace);
     let mut described = Vec::new();
     for backup in &found.items {
@@ -303,80 +230,10 @@ pub fn describe_text(backup: &Backup) -> String {
     d.finish()
 }
 
-async fn logs(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {
-    let client = crate::context::client(global).await?;
-    let api: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
-    let backup = api.get_opt(&args.name).await?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "backup {:?} not found in namespace {:?}",
-            args.name,
-            global.namespace
-        )
-    })?;
-    let location = backup.spec.storage_location.clone().unwrap_or_default();
-    let text = bucket::read_log(
-        &client,
-        &global.namespace,
-        &location,
-        bucket::Of::Backup(&args.name),
-    )
-    .await?;
-    print!("{text}");
-    Ok(ExitCode::SUCCESS)
-}
-
-fn table(backups: &[Backup]) -> String {
-    output::table(
-        &[
-            "NAME",
-            "STATUS",
-            "ERRORS",
-            "WARNINGS",
-            "CREATED",
-            "EXPIRES",
-            "STORAGE LOCATION",
-        ],
-        backups.iter().map(|backup| {
-            let status = backup.status.clone().unwrap_or_default();
-            vec![
-                backup.metadata.name.clone().unwrap_or_default(),
-                format!("{:?}", backup.phase()),
-                status.errors.unwrap_or(0).to_string(),
-                status.warnings.unwrap_or(0).to_string(),
-                output::time(backup.metadata.creation_timestamp.as_ref()),
-                output::time(status.expiration.as_ref()),
-                backup.spec.storage_location.clone().unwrap_or_default(),
-            ]
-        }),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ark_api::{BackupPhase, BackupSpec, BackupStatus};
-
-    #[test]
-    fn backup_table() {
-        let mut backup = Backup::new(
-            "nightly",
-            BackupSpec {
-                storage_location: Some("default".into()),
-                ..Default::default()
-            },
-        );
-        backup.status = Some(BackupStatus {
-            phase: Some(BackupPhase::PartiallyFailed),
-            errors: Some(2),
-            ..Default::default()
-        });
-        let fresh = Backup::new("fresh", BackupSpec::default());
-        insta::assert_snapshot!(table(&[backup, fresh]), @r"
-        NAME     STATUS           ERRORS  WARNINGS  CREATED  EXPIRES  STORAGE LOCATION
-        nightly  PartiallyFailed  2       0         <none>   <none>   default
-        fresh    New              0       0         <none>   <none>
-        ");
-    }
 
     #[test]
     fn deletion_attempts_in_velero_layout() {

@@ -1,0 +1,37 @@
+//! `ark backup`: one module per verb, each beside its arguments.
+
+mod create;
+mod delete;
+mod describe;
+mod get;
+mod logs;
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use crate::cli::{DescribeArgs, GetArgs, GlobalArgs, LogsArgs};
+
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Create a backup
+    Create(create::BackupCreateArgs),
+    /// List backups
+    Get(GetArgs),
+    /// Show a backup's details
+    Describe(DescribeArgs),
+    /// Print a backup's logs
+    Logs(LogsArgs),
+    /// Delete backups and all their data through DeleteBackupRequests
+    Delete(delete::BackupDeleteArgs),
+}
+
+pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        BackupCommand::Create(args) => create::run(global, args).await,
+        BackupCommand::Get(args) => get::run(global, args).await,
+        BackupCommand::Describe(args) => describe::run(global, args).await,
+        BackupCommand::Logs(args) => logs::run(global, args).await,
+        BackupCommand::Delete(args) => delete::run(global, args).await,
+    }
+}

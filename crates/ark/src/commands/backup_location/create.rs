@@ -1,0 +1,90 @@
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ark_api::{
+    AccessMode, BackupStorageLocation, BackupStorageLocationSpec, ObjectStorageLocation,
+    SecretKeySelector,
+};
+use clap::{Args, ValueEnum};
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::cli::{GlobalArgs, Provider, parse_key_value, parse_name};
+
+#[derive(Debug, Args)]
+pub struct LocationCreateArgs {
+    /// The location's name
+    #[arg(value_parser = parse_name)]
+    pub name: String,
+    /// Object storage provider
+    #[arg(long, value_enum)]
+    pub provider: Provider,
+    /// Bucket (for `file`: a directory the server can reach)
+    #[arg(long)]
+    pub bucket: String,
+    /// Folder inside the bucket
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true
+    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub config: Vec<(String, String)>,
+    /// Credentials from a Secret in the namespace: SECRET=KEY (default: the server's environment)
+    #[arg(long, value_name = "SECRET=KEY", value_parser = parse_key_value)]
+    pub credential: Option<(String, String)>,
+    /// Make this the default location
+    #[arg(long)]
+    pub default: bool,
+    /// ReadOnly locations are never written: restores only
+    #[arg(long, value_enum, default_value_t = AccessModeArg::ReadWrite)]
+    pub access_mode: AccessModeArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AccessModeArg {
+    #[value(name = "ReadWrite")]
+    ReadWrite,
+    #[value(name = "ReadOnly")]
+    ReadOnly,
+}
+
+pub async fn run(global: &GlobalArgs, args: LocationCreateArgs) -> anyhow::Result<ExitCode> {
+    let provider = args.provider.name();
+    let spec = BackupStorageLocationSpec {
+        provider: provider.to_string(),
+        config: (!args.config.is_empty()).then(|| args.config.into_iter().collect()),
+        credential: args.credential.map(|(name, key)| SecretKeySelector {
+            name,
+            key,
+            optional: None,
+        }),
+        object_storage: ObjectStorageLocation {
+            bucket: args.bucket,
+            prefix: args.prefix,
+            ca_cert: None,
+        },
+        default: args.default,
+        access_mode: Some(match args.access_mode {
+            AccessModeArg::ReadWrite => AccessMode::ReadWrite,
+            AccessModeArg::ReadOnly => AccessMode::ReadOnly,
+        }),
+        ..Default::default()
+    };
+    let client = crate::context::client(global).await?;
+    let api: Api<BackupStorageLocation> = Api::namespaced(client, &global.namespace);
+    api.create(
+        &PostParams::default(),
+        &BackupStorageLocation::new(&args.name, spec),
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "cannot create backup storage location {:?} in namespace {:?}",
+            args.name, global.namespace
+        )
+    })?;
+    println!(
+        "Backup storage location {:?} configured successfully.",
+        args.name
+    );
+    Ok(ExitCode::SUCCESS)
+}

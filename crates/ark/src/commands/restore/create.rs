@@ -1,0 +1,145 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ark_api::{Backup, Restore, RestorePhase, RestoreSpec};
+use clap::{Args, ValueEnum};
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::cli::{FilterArgs, GlobalArgs, WaitArgs, parse_mapping, parse_name};
+use crate::commands::wait;
+
+#[derive(Debug, Args)]
+pub struct RestoreCreateArgs {
+    /// The restore's name (default: <backup>-<timestamp>)
+    #[arg(value_parser = parse_name)]
+    pub name: Option<String>,
+    /// The backup to restore from
+    #[arg(long, value_name = "BACKUP")]
+    pub from_backup: String,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Restore namespaces under other names: old:new,old2:new2
+    #[arg(long, value_delimiter = ',', value_name = "OLD:NEW", value_parser = parse_mapping)]
+    pub namespace_mappings: Vec<(String, String)>,
+    /// What to do with objects that already exist
+    #[arg(long, value_enum, default_value_t = ExistingResourcePolicy::None)]
+    pub existing_resource_policy: ExistingResourcePolicy,
+    /// Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input),
+    /// checked before anything is created
+    #[arg(long, value_name = "FILE")]
+    pub hooks_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExistingResourcePolicy {
+    /// Keep the object in the cluster; warn when it differs from the backup
+    None,
+    /// Patch the object in the cluster to the backed-up state
+    Update,
+}
+
+/// Reads and checks a hooks file; every error with its path, line and column.
+fn read_hooks_file(path: &std::path::Path) -> anyhow::Result<ark_api::RestoreHooks> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    // No more than one byte past the limit is read: parse_file refuses a longer file by its size.
+    let limit = ark_api::hooks::MAX_FILE_BYTES as u64 + 1;
+    let text = if shown == "-" {
+        std::io::read_to_string(std::io::stdin().take(limit))
+            .context("cannot read hooks from standard input")?
+    } else {
+        std::fs::File::open(path)
+            .and_then(|file| std::io::read_to_string(file.take(limit)))
+            .with_context(|| format!("cannot read hooks file {shown}"))?
+    };
+    let name = if shown == "-" {
+        "<stdin>"
+    } else {
+        shown.as_str()
+    };
+    ark_api::hooks::parse_file(&text).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(|e| format!("  {name}:{e}")).collect();
+        anyhow::anyhow!(
+            "invalid hooks file {name}; nothing was created:\n{}",
+            lines.join("\n")
+        )
+    })
+}
+
+pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<ExitCode> {
+    // The hooks file first: a broken file fails fast, even when the cluster is out of reach.
+    let hooks = args
+        .hooks_file
+        .as_deref()
+        .map(read_hooks_file)
+        .transpose()?;
+    let client = crate::context::client(global).await?;
+    // The backup is looked up first: a typo is named before anything is created.
+    let backups = Api::<Backup>::namespaced(client.clone(), &global.namespace);
+    let found = backups
+        .get_opt(&args.from_backup)
+        .await
+        .with_context(|| format!("cannot look up backup {:?}", args.from_backup))?;
+    if found.is_none() {
+        anyhow::bail!(
+            "backup {:?} not found in namespace {:?}{}",
+            args.from_backup,
+            global.namespace,
+            crate::commands::missing::suggestion(&backups, &args.from_backup).await
+        );
+    }
+    let name = args.name.unwrap_or_else(|| {
+        let stamp = k8s_openapi::jiff::Timestamp::now().strftime("%Y%m%d%H%M%S");
+        format!("{}-{stamp}", args.from_backup)
+    });
+    let filters = args.filters;
+    let spec = RestoreSpec {
+        backup_name: args.from_backup,
+        included_namespaces: crate::commands::non_empty(filters.include_namespaces),
+        excluded_namespaces: crate::commands::non_empty(filters.exclude_namespaces),
+        included_resources: crate::commands::non_empty(filters.include_resources),
+        excluded_resources: crate::commands::non_empty(filters.exclude_resources),
+        include_cluster_resources: filters.include_cluster_resources,
+        label_selector: filters.selector,
+        namespace_mapping: (!args.namespace_mappings.is_empty())
+            .then(|| args.namespace_mappings.into_iter().collect()),
+        existing_resource_policy: Some(
+            match args.existing_resource_policy {
+                ExistingResourcePolicy::None => "none",
+                ExistingResourcePolicy::Update => "update",
+            }
+            .to_string(),
+        ),
+        hooks,
+    };
+    let api: Api<Restore> = Api::namespaced(client, &global.namespace);
+    api.create(&PostParams::default(), &Restore::new(&name, spec))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot create restore {name:?} in namespace {:?}",
+                global.namespace
+            )
+        })?;
+    println!("Restore request {name:?} submitted successfully.");
+    if !args.wait.wait {
+        println!(
+            "Run `ark restore describe {name}` or `ark restore logs {name}` for more details."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let restore = wait::until_done(api, &global.namespace, &name, args.wait.timeout).await?;
+    let phase = restore.phase();
+    println!(
+        "Restore completed with status: {phase:?}. You may check for more information using the commands `ark restore describe {name}` and `ark restore logs {name}`."
+    );
+    Ok(if phase == RestorePhase::Completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,225 @@
+use std::process::ExitCode;
+
+use ark_api::{Backup, Restore};
+use kube::Api;
+
+use crate::cli::{DescribeArgs, GetArgs, GlobalArgs, OutputFormat};
+use crate::commands::bucket;
+use crate::describe::Describe;
+use crate::output;
+
+pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
+    let client = crate::context::client(global).await?;
+    let lookup = GetArgs {
+        names: args.names.clone(),
+        selector: None,
+        output: args.output,
+    };
+    let found: crate::commands::Found<Restore> =
+        crate::commands::get_named_or_listed(&client, &global.namespace, &lookup, "restore")
+            .await?;
+    if lookup.output.output != OutputFormat::Table {
+        output::print_objects(lookup.output.output, &found.items, args.names.len() == 1)?;
+        return Ok(found.exit_code());
+    }
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
+    for (index, restore) in found.items.iter().enumerate() {
+        if index > 0 {
+            println!();
+        }
+        let mut text = describe_text(restore);
+        let name = restore.metadata.name.clone().unwrap_or_default();
+        let location = backups
+            .get_opt(&restore.spec.backup_name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|b| b.spec.storage_location)
+            .unwrap_or_default();
+        let with_hooks = restore
+            .status
+            .as_ref()
+            .and_then(|s| s.hook_status.as_ref())
+            .is_some()
+            || restore.spec.hooks.is_some();
+        if with_hooks {
+            text.push_str(
+                &match bucket::hook_results(&client, &global.namespace, &location, &name).await {
+                    Ok(pods) => hooks_text(&pods, args.details),
+                    Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
+                },
+            );
+        }
+        if args.details {
+            text.push_str(
+                &bucket::details(
+                    &client,
+                    &global.namespace,
+                    &location,
+                    bucket::Of::Restore(&name),
+                )
+                .await,
+            );
+        }
+        print!("{text}");
+    }
+    Ok(found.exit_code())
+}
+
+pub fn describe_text(restore: &Restore) -> String {
+    let spec = &restore.spec;
+    let status = restore.status.clone().unwrap_or_default();
+    let list = |l: Option<&Vec<String>>, default: &str| {
+        l.filter(|l| !l.is_empty())
+            .map_or(default.to_string(), |l| l.join(", "))
+    };
+    let mut d = Describe::default();
+    d.metadata(&restore.metadata);
+    d.blank();
+    d.field("Phase", &format!("{:?}", restore.phase()));
+    if let Some(progress) = &status.progress {
+        d.fields(&[
+            (
+                "Total items to be restored",
+                progress.total_items.unwrap_or(0).to_string(),
+            ),
+            (
+                "Items restored",
+                progress.items_restored.unwrap_or(0).to_string(),
+            ),
+        ]);
+    }
+    if let Some(errors) = status.validation_errors.as_ref().filter(|e| !e.is_empty()) {
+        d.blank();
+        d.line("Validation errors:");
+        for error in errors {
+            d.line(&format!("  {error}"));
+        }
+    }
+    if let Some(reason) = status.failure_reason.as_ref().filter(|r| !r.is_empty()) {
+        d.field("Failure reason", reason);
+    }
+    d.blank();
+    d.fields(&[
+        ("Started", output::time(status.start_timestamp.as_ref())),
+        (
+            "Completed",
+            output::time(status.completion_timestamp.as_ref()),
+        ),
+    ]);
+    d.blank();
+    d.fields(&[
+        ("Errors", status.errors.unwrap_or(0).to_string()),
+        ("Warnings", status.warnings.unwrap_or(0).to_string()),
+    ]);
+    if let Some(hooks) = &status.hook_status {
+        d.blank();
+        d.fields(&[
+            (
+                "HooksAttempted",
+                hooks.hooks_attempted.unwrap_or(0).to_string(),
+            ),
+            ("HooksFailed", hooks.hooks_failed.unwrap_or(0).to_string()),
+        ]);
+    }
+    d.blank();
+    d.field("Backup", &spec.backup_name);
+    d.blank();
+    d.line("Namespaces:");
+    d.nested(&[
+        (
+            "Included",
+            list(
+                spec.included_namespaces.as_ref(),
+                "all namespaces found in the backup",
+            ),
+        ),
+        (
+            "Excluded",
+            list(spec.excluded_namespaces.as_ref(), "<none>"),
+        ),
+    ]);
+    d.blank();
+    d.line("Resources:");
+    let cluster = match spec.include_cluster_resources {
+        None => "auto",
+        Some(true) => "included",
+        Some(false) => "excluded",
+    };
+    d.nested(&[
+        ("Included", list(spec.included_resources.as_ref(), "*")),
+        (
+            "Excluded",
+            list(
+                spec.excluded_resources.as_ref(),
+                "nodes, events, events.events.k8s.io, backups.velero.io, restores.velero.io",
+            ),
+        ),
+        ("Cluster-scoped", cluster.to_string()),
+    ]);
+    d.blank();
+    let mapping = spec
+        .namespace_mapping
+        .as_ref()
+        .filter(|m| !m.is_empty())
+        .map_or("<none>".to_string(), |m| {
+            m.iter()
+                .map(|(a, b)| format!("{a}:{b}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+    d.field("Namespace mappings", &mapping);
+    d.blank();
+    d.field(
+        "Label selector",
+        &crate::describe::selector(spec.label_selector.as_ref()),
+    );
+    d.blank();
+    d.field(
+        "Existing Resource Policy",
+        spec.existing_resource_policy.as_deref().unwrap_or("none"),
+    );
+    d.finish()
+}
+
+/// Each restored pod's hooks: init containers injected, and every exec hook with its container,
+/// result, exit code, duration and error; with `details`, the end of its output.
+pub fn hooks_text(pods: &[ark_api::hooks::PodHookResults], details: bool) -> String {
+    let mut out = String::from("\nHooks:\n");
+    if pods.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for pod in pods {
+        out.push_str(&format!("  {}/{}:\n", pod.namespace, pod.pod));
+        if !pod.init_containers.is_empty() {
+            out.push_str(&format!(
+                "    init containers injected: {}\n",
+                pod.init_containers.join(", ")
+            ));
+        }
+        for hook in &pod.hooks {
+            let result = if hook.succeeded {
+                "Succeeded"
+            } else {
+                "Failed"
+            };
+            let code = hook.exit_code.map_or("-".to_string(), |c| c.to_string());
+            out.push_str(&format!(
+                "    exec in {}: {:?}: {result} (exit code {code}, {:.1}s){}\n",
+                hook.container,
+                hook.command.join(" "),
+                hook.duration_ms as f64 / 1000.0,
+                hook.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+            if details && !hook.output_tail.is_empty() {
+                for line in hook.output_tail.lines() {
+                    out.push_str(&format!("      | {line}\n"));
+                }
+            }
+        }
+    }
+    out
+}

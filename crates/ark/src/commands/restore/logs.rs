@@ -1,0 +1,43 @@
+use std::process::ExitCode;
+
+use ark_api::{Backup, Restore};
+use kube::Api;
+
+use crate::cli::{GlobalArgs, LogsArgs};
+use crate::commands::bucket;
+
+pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {
+    let client = crate::context::client(global).await?;
+    let restore = Api::<Restore>::namespaced(client.clone(), &global.namespace)
+        .get_opt(&args.name)
+        .await?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "restore {:?} not found in namespace {:?}",
+                args.name,
+                global.namespace
+            )
+        })?;
+    let backup = Api::<Backup>::namespaced(client.clone(), &global.namespace)
+        .get_opt(&restore.spec.backup_name)
+        .await?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "backup {:?} of restore {:?} not found: its location is unknown",
+                restore.spec.backup_name,
+                args.name
+            )
+        })?;
+    let location = backup.spec.storage_location.unwrap_or_default();
+    print!(
+        "{}",
+        bucket::read_log(
+            &client,
+            &global.namespace,
+            &location,
+            bucket::Of::Restore(&args.name)
+        )
+        .await?
+    );
+    Ok(ExitCode::SUCCESS)
+}
