@@ -3,8 +3,9 @@
 
 use crate::commands::install::roles;
 
-/// A sentence explaining `error` when one of its causes is a refusal, a missing API or an
-/// unreachable cluster; `namespace` is ark's (its roles are named after it).
+/// A sentence explaining `error` when one of its causes is a refusal, a missing API, another
+/// answer of the API server or an unreachable cluster; `namespace` is ark's (its roles are named
+/// after it).
 pub fn explain(error: &anyhow::Error, namespace: &str) -> Option<String> {
     for cause in error.chain() {
         match cause.downcast_ref::<kube::Error>() {
@@ -20,6 +21,9 @@ pub fn explain(error: &anyhow::Error, namespace: &str) -> Option<String> {
                          installed; install them with `ark install`"
                             .to_string(),
                     ),
+                    // Any other refusal in the API server's own words, without the debug dump of
+                    // the whole Status that kube's `Display` appends.
+                    _ if !status.message.is_empty() => Some(status.message.clone()),
                     _ => None,
                 };
             }
@@ -164,8 +168,14 @@ mod tests {
                  installed; install them with `ark install`"
             )
         );
-        assert_eq!(explain(&api_error(404, "nightly"), "velero"), None);
-        assert_eq!(explain(&api_error(409, ""), "velero"), None);
+        assert_eq!(
+            explain(&api_error(404, "nightly"), "velero").as_deref(),
+            Some("the server could not find the requested resource")
+        );
+        assert_eq!(
+            explain(&api_error(409, ""), "velero").as_deref(),
+            Some("the server could not find the requested resource")
+        );
     }
 
     #[test]

@@ -437,30 +437,8 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
     install(&cluster, &ns, &dir.path().join("bucket"), &[]);
     // A backup for the viewer to see (no server runs: it stays New).
     ark_ok(&cluster, &ns, &["backup", "create", "seen"]);
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
-    for name in ["viewer", "stranger"] {
-        let account: ServiceAccount =
-            serde_json::from_value(serde_json::json!({ "metadata": { "name": name } })).unwrap();
-        accounts
-            .create(&PostParams::default(), &account)
-            .await
-            .unwrap();
-    }
-    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "viewer" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("ark:{ns}:viewer") },
-        "subjects": [{ "kind": "ServiceAccount", "name": "viewer", "namespace": ns }],
-    }))
-    .unwrap();
-    Api::<RoleBinding>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    let viewer = cluster.as_service_account(&ns, "viewer", dir.path()).await;
-    let stranger = cluster
-        .as_service_account(&ns, "stranger", dir.path())
-        .await;
-    // RBAC bindings take effect within moments, not at once.
+    let viewer = person(&cluster, &ns, "viewer", Some("viewer"), dir.path()).await;
+    let stranger = person(&cluster, &ns, "stranger", None, dir.path()).await;
     wait_for_rights(&viewer, &ns).await;
 
     let listed = ark_ok(&viewer, &ns, &["backup", "get"]);
@@ -500,6 +478,104 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
             .unwrap()
             .is_none()
     );
+}
+
+/// A person: the ServiceAccount `name` in `ns`, bound to ark's `role` (if any), as a cluster
+/// seen with its token.
+async fn person(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    role: Option<&str>,
+    dir: &Path,
+) -> Cluster {
+    let client = cluster.client().await;
+    let account: ServiceAccount =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": name } })).unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap();
+    if let Some(role) = role {
+        let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("ark:{ns}:{role}") },
+            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }],
+        }))
+        .unwrap();
+        Api::<RoleBinding>::namespaced(client, ns)
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+    cluster.as_service_account(ns, name, dir).await
+}
+
+#[tokio::test]
+async fn a_viewer_reads_logs_and_details_through_the_server_without_the_locations_credentials() {
+    let cluster = Cluster::get();
+    let ns = unique_name("ark-viewer-logs");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        ark_tests::aws_credentials_file(&cluster.s3_access_key, &cluster.s3_secret_key),
+    )
+    .unwrap();
+    let config = format!(
+        "region=us-east-1,s3Url={},s3ForcePathStyle=true",
+        cluster.s3_endpoint
+    );
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "install",
+            "--provider",
+            "aws",
+            "--bucket",
+            &cluster.s3_bucket,
+            "--prefix",
+            &ns,
+            "--secret-file",
+            credentials.to_str().unwrap(),
+            "--backup-location-config",
+            &config,
+        ],
+    );
+    let (_server, _) = installed_server(&cluster, &ns, dir.path()).await;
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "b",
+            "--include-resources",
+            "configmaps",
+            "--include-namespaces",
+            &ns,
+            "--wait",
+        ],
+    );
+    let viewer = person(&cluster, &ns, "viewer", Some("viewer"), dir.path()).await;
+    wait_for_rights(&viewer, &ns).await;
+
+    let logs = ark_ok(&viewer, &ns, &["backup", "logs", "b"]);
+    assert!(
+        logs.contains("msg=\"backup Completed with 1 items, 0 errors, 0 warnings\""),
+        "{logs}"
+    );
+    let described = ark_ok(&viewer, &ns, &["backup", "describe", "b", "--details"]);
+    assert!(
+        described.contains("Resource List:\n  v1/ConfigMap:\n"),
+        "{described}"
+    );
+    // What the viewer may not do itself: read the location's credentials.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(viewer.client().await, &ns);
+    assert!(secrets.get("cloud-credentials").await.is_err());
 }
 
 /// Until `who` may list backups in `ns` (a new RoleBinding reaches the authorizer's cache within

@@ -5,6 +5,8 @@ use ark_storage::BackupStore;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 
+use crate::shared::objects;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LocationError {
     #[error("backup storage location {0:?} not found")]
@@ -20,10 +22,31 @@ pub enum LocationError {
     },
     #[error("cannot get backup storage location {0:?}: {1}")]
     Api(String, kube::Error),
+    #[error(
+        "backup storage location {location:?}: cannot read credential secret {secret:?}: {}",
+        objects::reason(error)
+    )]
+    SecretApi {
+        location: String,
+        secret: String,
+        error: kube::Error,
+    },
     #[error("backup storage location {0:?} cannot be read: {1}")]
     Unfit(String, crate::shared::objects::Unfit),
     #[error(transparent)]
     Storage(#[from] ark_storage::StorageError),
+}
+
+impl LocationError {
+    /// Whether the caller may not read the location or its credentials (HTTP 403): a person
+    /// with ark's viewer role, who reads the bucket through the server instead.
+    pub fn is_refused(&self) -> bool {
+        let refused = |error: &kube::Error| matches!(error, kube::Error::Api(s) if s.code == 403);
+        match self {
+            LocationError::Api(_, error) | LocationError::SecretApi { error, .. } => refused(error),
+            _ => false,
+        }
+    }
 }
 
 /// The location and its opened store.
@@ -125,7 +148,11 @@ async fn read_secret_key(
     let found = Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(secret)
         .await
-        .map_err(|e| error(e.to_string()))?
+        .map_err(|error| LocationError::SecretApi {
+            location: location.to_string(),
+            secret: secret.to_string(),
+            error,
+        })?
         .ok_or_else(|| error("secret not found".into()))?;
     let bytes = found
         .data

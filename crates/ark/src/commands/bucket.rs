@@ -4,52 +4,87 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use anyhow::Context as _;
-use ark_storage::{BackupStore, Path};
+use ark_storage::BackupStore;
 
 pub enum Of<'a> {
     Backup(&'a str),
     Restore(&'a str),
 }
 
+/// The files of a backup or restore that `logs` and `describe --details` read.
+#[derive(Clone, Copy, Debug)]
+enum File {
+    Log,
+    ResourceList,
+    Results,
+}
+
 impl Of<'_> {
-    fn log(&self, store: &BackupStore) -> Path {
+    fn name(&self) -> &str {
         match self {
-            Of::Backup(name) => store.layout.backup_log(name),
-            Of::Restore(name) => store.layout.restore_log(name),
+            Of::Backup(name) | Of::Restore(name) => name,
         }
     }
-    fn resource_list(&self, store: &BackupStore) -> Path {
+
+    /// Velero's DownloadTargetKind of this object's `file`: `BackupLog`, `RestoreResults`...
+    fn kind(&self, file: File) -> String {
         match self {
-            Of::Backup(name) => store.layout.backup_resource_list(name),
-            Of::Restore(name) => store.layout.restore_resource_list(name),
+            Of::Backup(_) => format!("Backup{file:?}"),
+            Of::Restore(_) => format!("Restore{file:?}"),
         }
     }
-    fn results(&self, store: &BackupStore) -> Path {
-        match self {
-            Of::Backup(name) => store.layout.backup_results(name),
-            Of::Restore(name) => store.layout.restore_results(name),
+
+    fn key(&self, file: File, layout: &ark_storage::layout::Layout) -> ark_storage::Path {
+        match (self, file) {
+            (Of::Backup(name), File::Log) => layout.backup_log(name),
+            (Of::Backup(name), File::ResourceList) => layout.backup_resource_list(name),
+            (Of::Backup(name), File::Results) => layout.backup_results(name),
+            (Of::Restore(name), File::Log) => layout.restore_log(name),
+            (Of::Restore(name), File::ResourceList) => layout.restore_resource_list(name),
+            (Of::Restore(name), File::Results) => layout.restore_results(name),
         }
     }
 }
 
-async fn store(
-    client: &kube::Client,
-    namespace: &str,
-    location: &str,
-) -> anyhow::Result<BackupStore> {
-    Ok(
-        ark_server::locations::open_named(client, namespace, location)
-            .await?
-            .store,
-    )
+/// Where a backup's files are read from: the bucket itself, or, for a person who may not read the
+/// location's credentials, the server (through DownloadRequests, as Velero's CLI reads them).
+enum Source<'a> {
+    Bucket(BackupStore),
+    Server {
+        client: &'a kube::Client,
+        namespace: &'a str,
+    },
 }
 
-async fn gunzipped(store: &BackupStore, key: &Path) -> anyhow::Result<String> {
-    let bytes = store.get(key).await?;
+impl<'a> Source<'a> {
+    async fn of(
+        client: &'a kube::Client,
+        namespace: &'a str,
+        location: &str,
+    ) -> anyhow::Result<Self> {
+        match ark_server::locations::open_named(client, namespace, location).await {
+            Ok(open) => Ok(Source::Bucket(open.store)),
+            Err(error) if error.is_refused() => Ok(Source::Server { client, namespace }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The named file, gunzipped.
+    async fn text(&self, of: &Of<'_>, file: File) -> anyhow::Result<String> {
+        let (kind, name) = (of.kind(file), of.name());
+        let bytes = match self {
+            Source::Bucket(store) => store.get(&of.key(file, &store.layout)).await?.to_vec(),
+            Source::Server { client, namespace } => {
+                super::download::fetch(client, namespace, &kind, name).await?
+            }
+        };
+        gunzip(&bytes).with_context(|| format!("the {kind} of {name} is not gzip-compressed text"))
+    }
+}
+
+fn gunzip(bytes: &[u8]) -> std::io::Result<String> {
     let mut text = String::new();
-    flate2::read::GzDecoder::new(bytes.as_ref())
-        .read_to_string(&mut text)
-        .with_context(|| format!("{key} is not gzip-compressed text"))?;
+    flate2::read::GzDecoder::new(bytes).read_to_string(&mut text)?;
     Ok(text)
 }
 
@@ -59,41 +94,45 @@ pub async fn read_log(
     location: &str,
     of: Of<'_>,
 ) -> anyhow::Result<String> {
-    let store = store(client, namespace, location).await?;
-    gunzipped(&store, &of.log(&store)).await
+    Source::of(client, namespace, location)
+        .await?
+        .text(&of, File::Log)
+        .await
 }
 
-/// The hooks each restored pod ran, as the restore recorded them.
+/// The hooks each restored pod ran, as the restore recorded them. Read from the bucket only:
+/// Velero's DownloadRequests name no such file.
 pub async fn hook_results(
     client: &kube::Client,
     namespace: &str,
     location: &str,
     restore: &str,
 ) -> anyhow::Result<Vec<ark_api::hooks::PodHookResults>> {
-    let store = store(client, namespace, location).await?;
+    let store = ark_server::locations::open_named(client, namespace, location)
+        .await?
+        .store;
     let key = store.layout.restore_hook_results(restore);
-    match gunzipped(&store, &key).await {
-        Ok(text) => Ok(serde_json::from_str(&text).with_context(|| format!("{key} is not valid"))?),
-        Err(error)
-            if error
-                .downcast_ref::<ark_storage::StoreError>()
-                .is_some_and(|e| e.is_not_found()) =>
-        {
-            Ok(vec![])
+    match store.get(&key).await {
+        Ok(bytes) => {
+            let text =
+                gunzip(&bytes).with_context(|| format!("{key} is not gzip-compressed text"))?;
+            Ok(serde_json::from_str(&text).with_context(|| format!("{key} is not valid"))?)
         }
-        Err(error) => Err(error),
+        Err(error) if error.is_not_found() => Ok(vec![]),
+        Err(error) => Err(error.into()),
     }
 }
 
 /// The resource list and every warning and error, as a describe section; what cannot be read is
 /// said in place.
 pub async fn details(client: &kube::Client, namespace: &str, location: &str, of: Of<'_>) -> String {
-    let store = match store(client, namespace, location).await {
-        Ok(store) => store,
+    let source = match Source::of(client, namespace, location).await {
+        Ok(source) => source,
         Err(error) => return format!("\nDetails unavailable: {error:#}\n"),
     };
     let mut out = String::from("\nResource List:\n");
-    match gunzipped(&store, &of.resource_list(&store))
+    match source
+        .text(&of, File::ResourceList)
         .await
         .and_then(|t| Ok(serde_json::from_str::<BTreeMap<String, Vec<String>>>(&t)?))
     {
@@ -108,7 +147,8 @@ pub async fn details(client: &kube::Client, namespace: &str, location: &str, of:
         }
         Err(error) => out.push_str(&format!("  <error reading the resource list: {error:#}>\n")),
     }
-    match gunzipped(&store, &of.results(&store))
+    match source
+        .text(&of, File::Results)
         .await
         .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
     {

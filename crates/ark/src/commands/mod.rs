@@ -6,6 +6,7 @@ pub mod backup_location;
 mod bucket;
 pub mod completion;
 mod confirm;
+mod download;
 pub mod install;
 mod missing;
 pub mod restore;

@@ -1,0 +1,67 @@
+//! A file of a backup or restore fetched through the server, as Velero's CLI fetches it: a
+//! DownloadRequest that the server answers with a signed URL. For people who may not read the
+//! location's credentials (ark's viewer role): the server hands out only the files Velero's API
+//! names, each for ten minutes.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use ark_api::{DownloadRequest, DownloadRequestPhase};
+use kube::ResourceExt as _;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::runtime::wait::await_condition;
+
+/// How long the server may take to answer before ark gives up and says why it may not have.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The bytes of the file of `kind` (Velero's DownloadTargetKind: `BackupLog`, `RestoreResults`...)
+/// of the backup or restore `name`.
+pub async fn fetch(
+    client: &kube::Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let api: Api<DownloadRequest> = Api::namespaced(client.clone(), namespace);
+    let request: DownloadRequest = serde_json::from_value(serde_json::json!({
+        "apiVersion": "velero.io/v1", "kind": "DownloadRequest",
+        "metadata": { "generateName": format!("{name}-") },
+        "spec": { "target": { "kind": kind, "name": name } },
+    }))?;
+    let request_name = api
+        .create(&PostParams::default(), &request)
+        .await
+        .with_context(|| format!("cannot ask the server for the {kind} of {name}"))?
+        .name_any();
+    let answered = |request: Option<&DownloadRequest>| {
+        request
+            .and_then(|r| r.status.as_ref())
+            .is_some_and(|s| s.phase == Some(DownloadRequestPhase::Processed))
+    };
+    let waited = tokio::time::timeout(
+        ANSWER_TIMEOUT,
+        await_condition(api.clone(), &request_name, answered),
+    )
+    .await;
+    // Answered or not, the request has served its purpose (the server would remove it later).
+    let _ = api.delete(&request_name, &DeleteParams::default()).await;
+    let Ok(waited) = waited else {
+        bail!(
+            "the server did not answer download request {request_name} for the {kind} of {name} \
+             within {}s: no ark server runs in namespace {namespace}, or the location cannot hand \
+             out URLs (a `file` location)",
+            ANSWER_TIMEOUT.as_secs()
+        );
+    };
+    let url = waited
+        .context("watching the download request")?
+        .and_then(|r| r.status?.download_url)
+        .context("the download request was removed before it was answered")?;
+    let response = reqwest::get(&url)
+        .await
+        .with_context(|| format!("cannot download the {kind} of {name}"))?;
+    if !response.status().is_success() {
+        bail!("downloading the {kind} of {name}: {}", response.status());
+    }
+    Ok(response.bytes().await?.to_vec())
+}
