@@ -360,6 +360,11 @@ async fn the_server_with_only_the_installed_rights_backs_up_restores_with_hooks_
         removed.contains(&format!("namespace/{ns} deleted\n")),
         "{removed}"
     );
+    // The server wrote the location's status: still ark's, and removed.
+    assert!(
+        removed.contains("backupstoragelocation.velero.io/default deleted\n"),
+        "{removed}"
+    );
     assert_eq!(files(&bucket), before);
 }
 

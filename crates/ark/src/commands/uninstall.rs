@@ -1,7 +1,7 @@
 //! `ark uninstall`: removes what `ark install` applied, the Deployment first (so that no server
-//! works on while the rest goes) and never a byte of the bucket. An object that someone else
-//! manages too (a namespace created beforehand, CRDs that Velero installed) is left where it is,
-//! and so are the CRDs while another namespace still holds objects of theirs.
+//! works on while the rest goes) and never a byte of the bucket. A namespace or CRD that someone
+//! else manages too (created beforehand, installed by Velero) is left where it is, and so are the
+//! CRDs while another namespace still holds objects of theirs.
 
 use std::process::ExitCode;
 
@@ -47,10 +47,16 @@ pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<Exi
             .await
             .with_context(|| format!("cannot read {}", manifest.reference()))?
         else {
-            println!("{} not found", manifest.reference());
             continue;
         };
-        if let Some(others) = other_managers(&object) {
+        // Only the namespace and the CRDs can be someone else's too (they may exist before ark
+        // is installed, and Velero shares the CRDs); the rest bears ark's names and is ark's,
+        // whoever has written to it since (the server writes a location's status).
+        let shared = matches!(
+            manifest.resource.kind.as_str(),
+            "Namespace" | "CustomResourceDefinition"
+        );
+        if shared && let Some(others) = other_managers(&object) {
             println!("{} kept: also managed by {others}", manifest.reference());
             continue;
         }
