@@ -12,12 +12,14 @@ pub mod read;
 mod restore;
 mod schema;
 pub mod selector;
+mod server_status_request;
 
 pub use backup::*;
 pub use backup_storage_location::*;
 pub use delete_backup_request::*;
 pub use download_request::*;
 pub use restore::*;
+pub use server_status_request::*;
 
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 

@@ -224,6 +224,10 @@ fn ark_types_fit_the_installed_crds() {
             "velero.io_downloadrequests.yaml",
             ark_api::DownloadRequest::crd(),
         ),
+        (
+            "velero.io_serverstatusrequests.yaml",
+            ark_api::ServerStatusRequest::crd(),
+        ),
     ];
     let mut problems = Vec::new();
     for (file, crd) in derived {

@@ -243,6 +243,10 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
                 "download request",
                 controllers::download_requests::run(ctx.clone()).boxed()
             ),
+            tracked(
+                "server status request",
+                controllers::server_status::run(ctx.clone()).boxed()
+            ),
             ctx.until_stopping(controllers::gc::run(ctx.clone())),
             ctx.until_stopping(controllers::location_validation::run(ctx.clone())),
             ctx.until_stopping(controllers::sync::run(ctx.clone())),

@@ -247,6 +247,13 @@ async fn ark_s_cli_deletes_through_velero_s_server_and_shows_velero_s_attempts()
         ],
     );
     let backup = wait_completed(&client, &ns.name, "from-velero").await;
+    // `ark version` names the server that answers, Velero's here (built without its version
+    // stamped, it gives none).
+    let versions = ark_ok(&cluster, &ns.name, &["version"]);
+    assert!(
+        versions.ends_with("Server: Velero (its version not given)\n"),
+        "{versions}"
+    );
 
     set_access_mode(&client, &ns.name, "default", "ReadOnly").await;
     ark_ok(
@@ -488,6 +495,18 @@ async fn velero_s_cli_describes_ark_s_backups_and_restores_without_errors() {
     let logs = velero_ok(&cluster, &ns.name, &["restore", "logs", "r1"]);
     assert!(logs.contains("restore Completed"), "{logs}");
     velero_ok(&cluster, &ns.name, &["restore", "get"]);
+    // `velero version` asks the server in the namespace: ark's answers with its own version.
+    let versions = velero_ok(&cluster, &ns.name, &["version"]);
+    let ark_version = format!("ark {}", env!("CARGO_PKG_VERSION"));
+    assert!(
+        versions.contains(&format!("Server:\n\tVersion: {ark_version}\n")),
+        "{versions}"
+    );
+    let versions = ark_ok(&cluster, &ns.name, &["version"]);
+    assert!(
+        versions.ends_with(&format!("Server: {ark_version}\n")),
+        "{versions}"
+    );
     let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
         .delete(&format!("{}-copy", app.name), &Default::default())
         .await;

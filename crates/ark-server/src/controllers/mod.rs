@@ -8,4 +8,5 @@ pub mod download_requests;
 pub mod gc;
 pub mod location_validation;
 pub mod restore;
+pub mod server_status;
 pub mod sync;

@@ -125,15 +125,15 @@ async fn status_request_answer(
     Ok(answer.map(|version| (name, version)))
 }
 
-/// `status.serverVersion` of a Processed ServerStatusRequest.
+/// `status.serverVersion` of a ServerStatusRequest processed by a Velero server (ark's leader,
+/// which answers them too, names itself: a standby replica starting beside it goes on).
 fn processed_version(request: &DynamicObject) -> Option<String> {
     let status = &request.data["status"];
-    (status["phase"] == "Processed").then(|| {
-        status["serverVersion"]
-            .as_str()
-            .unwrap_or("(unknown version)")
-            .to_string()
-    })
+    let version = status["serverVersion"]
+        .as_str()
+        .unwrap_or("(unknown version)");
+    (status["phase"] == "Processed" && !version.starts_with(ark_api::ARK_SERVER_VERSION_PREFIX))
+        .then(|| version.to_string())
 }
 
 #[cfg(test)]
@@ -188,5 +188,8 @@ mod tests {
         request.data =
             serde_json::json!({ "status": { "phase": "Processed", "serverVersion": "v1.18.3" } });
         assert_eq!(processed_version(&request), Some("v1.18.3".into()));
+        request.data =
+            serde_json::json!({ "status": { "phase": "Processed", "serverVersion": "ark 0.1.0" } });
+        assert_eq!(processed_version(&request), None, "ark's own leader");
     }
 }

@@ -136,10 +136,11 @@ const VIEWER_RULES: [Rule; 2] = [
         resources: VIEWED,
         verbs: &["get", "list", "watch"],
     },
-    // Logs and details are fetched through DownloadRequests (Velero's CLI does so)
+    // Logs and details are fetched through DownloadRequests, and the server's version asked
+    // with a ServerStatusRequest (as Velero's CLI does both)
     Rule {
         groups: &["velero.io"],
-        resources: &["downloadrequests"],
+        resources: &["downloadrequests", "serverstatusrequests"],
         verbs: &["get", "list", "watch", "create", "delete"],
     },
 ];
