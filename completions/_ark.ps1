@@ -21,8 +21,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'ark' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -35,14 +35,15 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('install', 'install', [CompletionResultType]::ParameterValue, 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment')
             [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Remove what `ark install` applied (never the bucket''s data)')
             [CompletionResult]::new('server', 'server', [CompletionResultType]::ParameterValue, 'Run the ark server (the controllers that carry out backups, restores and deletions)')
+            [CompletionResult]::new('client', 'client', [CompletionResultType]::ParameterValue, 'Manage ark''s own settings (the default namespace)')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print ark''s version and the cluster''s')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'ark;backup' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -68,8 +69,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long to keep the backup (Go duration: 720h, 24h30m)')
             [CompletionResult]::new('--storage-location', '--storage-location', [CompletionResultType]::ParameterName, 'Where to store it (default: the default location)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
@@ -85,10 +86,11 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only those matching this label selector')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--show-labels', '--show-labels', [CompletionResultType]::ParameterName, 'Add a LABELS column to the table: each one''s labels as `key=value,...`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -98,8 +100,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
         'ark;backup;describe' {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--details', '--details', [CompletionResultType]::ParameterName, 'Also show the resource list and every warning and error (read from the bucket)')
@@ -110,8 +112,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;backup;logs' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -124,8 +126,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Delete the backups matching this label selector')
             [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Delete the backups matching this label selector')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Delete every backup in the namespace')
@@ -166,8 +168,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;restore' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -194,8 +196,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--existing-resource-policy', '--existing-resource-policy', [CompletionResultType]::ParameterName, 'What to do with objects that already exist')
             [CompletionResult]::new('--hooks-file', '--hooks-file', [CompletionResultType]::ParameterName, 'Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input), checked before anything is created')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors')
@@ -211,10 +213,11 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only those matching this label selector')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--show-labels', '--show-labels', [CompletionResultType]::ParameterName, 'Add a LABELS column to the table: each one''s labels as `key=value,...`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -224,8 +227,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
         'ark;restore;describe' {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--details', '--details', [CompletionResultType]::ParameterName, 'Also show the resource list and every warning and error (read from the bucket)')
@@ -236,8 +239,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;restore;logs' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -270,8 +273,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;backup-location' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -290,8 +293,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true')
             [CompletionResult]::new('--credential', '--credential', [CompletionResultType]::ParameterName, 'Credentials from a Secret in the namespace: SECRET=KEY (default: the server''s environment)')
             [CompletionResult]::new('--access-mode', '--access-mode', [CompletionResultType]::ParameterName, 'ReadOnly locations are never written: restores only')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--default', '--default', [CompletionResultType]::ParameterName, 'Make this the default location')
@@ -306,10 +309,11 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Only those matching this label selector')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('--show-labels', '--show-labels', [CompletionResultType]::ParameterName, 'Add a LABELS column to the table: each one''s labels as `key=value,...`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -342,8 +346,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)')
@@ -356,8 +360,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;uninstall' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--confirm', '--confirm', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required when standard input is not a terminal)')
@@ -382,8 +386,8 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--metrics-address', '--metrics-address', [CompletionResultType]::ParameterName, 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)')
             [CompletionResult]::new('--velero-answer-timeout', '--velero-answer-timeout', [CompletionResultType]::ParameterName, 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)')
             [CompletionResult]::new('--shutdown-grace', '--shutdown-grace', [CompletionResultType]::ParameterName, 'On SIGTERM, how long running backups, restores and deletions may take to finish before the server stops anyway (the next leader fails what is left); keep it below the pod''s termination grace period')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -392,9 +396,92 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'ark;client' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Set or print ark''s settings')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'ark;client;config' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Set settings as KEY=VALUE (KEY= unsets one)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print settings as `key: value` (`<unset>` when not set)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'ark;client;config;set' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'ark;client;config;get' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'ark;client;config;help' {
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Set settings as KEY=VALUE (KEY= unsets one)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print settings as `key: value` (`<unset>` when not set)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'ark;client;config;help;set' {
+            break
+        }
+        'ark;client;config;help;get' {
+            break
+        }
+        'ark;client;config;help;help' {
+            break
+        }
+        'ark;client;help' {
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Set or print ark''s settings')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'ark;client;help;config' {
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Set settings as KEY=VALUE (KEY= unsets one)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print settings as `key: value` (`<unset>` when not set)')
+            break
+        }
+        'ark;client;help;config;set' {
+            break
+        }
+        'ark;client;help;config;get' {
+            break
+        }
+        'ark;client;help;help' {
+            break
+        }
         'ark;completion' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -404,8 +491,9 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;version' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
-            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for the server in the namespace to answer')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)')
             [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use')
             [CompletionResult]::new('--client-only', '--client-only', [CompletionResultType]::ParameterName, 'Print only the client''s version, without contacting the cluster')
@@ -422,6 +510,7 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             [CompletionResult]::new('install', 'install', [CompletionResultType]::ParameterValue, 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment')
             [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Remove what `ark install` applied (never the bucket''s data)')
             [CompletionResult]::new('server', 'server', [CompletionResultType]::ParameterValue, 'Run the ark server (the controllers that carry out backups, restores and deletions)')
+            [CompletionResult]::new('client', 'client', [CompletionResultType]::ParameterValue, 'Manage ark''s own settings (the default namespace)')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print ark''s version and the cluster''s')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -487,6 +576,21 @@ Register-ArgumentCompleter -Native -CommandName 'ark' -ScriptBlock {
             break
         }
         'ark;help;server' {
+            break
+        }
+        'ark;help;client' {
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Set or print ark''s settings')
+            break
+        }
+        'ark;help;client;config' {
+            [CompletionResult]::new('set', 'set', [CompletionResultType]::ParameterValue, 'Set settings as KEY=VALUE (KEY= unsets one)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print settings as `key: value` (`<unset>` when not set)')
+            break
+        }
+        'ark;help;client;config;set' {
+            break
+        }
+        'ark;help;client;config;get' {
             break
         }
         'ark;help;completion' {

@@ -22,6 +22,9 @@ _ark() {
             ark,backup-location)
                 cmd="ark__subcmd__backup__subcmd__location"
                 ;;
+            ark,client)
+                cmd="ark__subcmd__client"
+                ;;
             ark,completion)
                 cmd="ark__subcmd__completion"
                 ;;
@@ -97,11 +100,50 @@ _ark() {
             ark__subcmd__backup__subcmd__location__subcmd__help,help)
                 cmd="ark__subcmd__backup__subcmd__location__subcmd__help__subcmd__help"
                 ;;
+            ark__subcmd__client,config)
+                cmd="ark__subcmd__client__subcmd__config"
+                ;;
+            ark__subcmd__client,help)
+                cmd="ark__subcmd__client__subcmd__help"
+                ;;
+            ark__subcmd__client__subcmd__config,get)
+                cmd="ark__subcmd__client__subcmd__config__subcmd__get"
+                ;;
+            ark__subcmd__client__subcmd__config,help)
+                cmd="ark__subcmd__client__subcmd__config__subcmd__help"
+                ;;
+            ark__subcmd__client__subcmd__config,set)
+                cmd="ark__subcmd__client__subcmd__config__subcmd__set"
+                ;;
+            ark__subcmd__client__subcmd__config__subcmd__help,get)
+                cmd="ark__subcmd__client__subcmd__config__subcmd__help__subcmd__get"
+                ;;
+            ark__subcmd__client__subcmd__config__subcmd__help,help)
+                cmd="ark__subcmd__client__subcmd__config__subcmd__help__subcmd__help"
+                ;;
+            ark__subcmd__client__subcmd__config__subcmd__help,set)
+                cmd="ark__subcmd__client__subcmd__config__subcmd__help__subcmd__set"
+                ;;
+            ark__subcmd__client__subcmd__help,config)
+                cmd="ark__subcmd__client__subcmd__help__subcmd__config"
+                ;;
+            ark__subcmd__client__subcmd__help,help)
+                cmd="ark__subcmd__client__subcmd__help__subcmd__help"
+                ;;
+            ark__subcmd__client__subcmd__help__subcmd__config,get)
+                cmd="ark__subcmd__client__subcmd__help__subcmd__config__subcmd__get"
+                ;;
+            ark__subcmd__client__subcmd__help__subcmd__config,set)
+                cmd="ark__subcmd__client__subcmd__help__subcmd__config__subcmd__set"
+                ;;
             ark__subcmd__help,backup)
                 cmd="ark__subcmd__help__subcmd__backup"
                 ;;
             ark__subcmd__help,backup-location)
                 cmd="ark__subcmd__help__subcmd__backup__subcmd__location"
+                ;;
+            ark__subcmd__help,client)
+                cmd="ark__subcmd__help__subcmd__client"
                 ;;
             ark__subcmd__help,completion)
                 cmd="ark__subcmd__help__subcmd__completion"
@@ -144,6 +186,15 @@ _ark() {
                 ;;
             ark__subcmd__help__subcmd__backup__subcmd__location,get)
                 cmd="ark__subcmd__help__subcmd__backup__subcmd__location__subcmd__get"
+                ;;
+            ark__subcmd__help__subcmd__client,config)
+                cmd="ark__subcmd__help__subcmd__client__subcmd__config"
+                ;;
+            ark__subcmd__help__subcmd__client__subcmd__config,get)
+                cmd="ark__subcmd__help__subcmd__client__subcmd__config__subcmd__get"
+                ;;
+            ark__subcmd__help__subcmd__client__subcmd__config,set)
+                cmd="ark__subcmd__help__subcmd__client__subcmd__config__subcmd__set"
                 ;;
             ark__subcmd__help__subcmd__restore,create)
                 cmd="ark__subcmd__help__subcmd__restore__subcmd__create"
@@ -194,7 +245,7 @@ _ark() {
 
     case "${cmd}" in
         ark)
-            opts="-n -h -V --namespace --kubeconfig --context --help --version backup restore backup-location install uninstall server completion version help"
+            opts="-n -h -V --namespace --kubeconfig --context --help --version backup restore backup-location install uninstall server client completion version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -338,7 +389,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__backup__subcmd__location__subcmd__get)
-            opts="-l -o -n -h -V --selector --output --namespace --kubeconfig --context --help --version"
+            opts="-l -o -n -h -V --selector --show-labels --output --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,7 +641,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__backup__subcmd__get)
-            opts="-l -o -n -h -V --selector --output --namespace --kubeconfig --context --help --version"
+            opts="-l -o -n -h -V --selector --show-labels --output --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -763,6 +814,252 @@ _ark() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ark__subcmd__client)
+            opts="-n -h -V --namespace --kubeconfig --context --help --version config help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config)
+            opts="-n -h -V --namespace --kubeconfig --context --help --version set get help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config__subcmd__get)
+            opts="-n -h -V --namespace --kubeconfig --context --help --version namespace"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config__subcmd__help)
+            opts="set get help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config__subcmd__help__subcmd__get)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config__subcmd__help__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__config__subcmd__set)
+            opts="-n -h -V --namespace --kubeconfig --context --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__help)
+            opts="config help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__help__subcmd__config)
+            opts="set get"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__help__subcmd__config__subcmd__get)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__help__subcmd__config__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__client__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ark__subcmd__completion)
             opts="-n -h -V --namespace --kubeconfig --context --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -794,7 +1091,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__help)
-            opts="backup restore backup-location install uninstall server completion version help"
+            opts="backup restore backup-location install uninstall server client completion version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -922,6 +1219,62 @@ _ark() {
         ark__subcmd__help__subcmd__backup__subcmd__logs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__help__subcmd__client)
+            opts="config"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__help__subcmd__client__subcmd__config)
+            opts="set get"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__help__subcmd__client__subcmd__config__subcmd__get)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ark__subcmd__help__subcmd__client__subcmd__config__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1304,7 +1657,7 @@ _ark() {
             return 0
             ;;
         ark__subcmd__restore__subcmd__get)
-            opts="-l -o -n -h -V --selector --output --namespace --kubeconfig --context --help --version"
+            opts="-l -o -n -h -V --selector --show-labels --output --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1580,12 +1933,16 @@ _ark() {
             return 0
             ;;
         ark__subcmd__version)
-            opts="-n -h -V --client-only --namespace --kubeconfig --context --help --version"
+            opts="-n -h -V --client-only --timeout --namespace --kubeconfig --context --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --namespace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

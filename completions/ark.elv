@@ -18,8 +18,8 @@ set edit:completion:arg-completer[ark] = {|@words|
     }
     var completions = [
         &'ark'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help (see more with ''--help'')'
@@ -32,13 +32,14 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand install 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
             cand uninstall 'Remove what `ark install` applied (never the bucket''s data)'
             cand server 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+            cand client 'Manage ark''s own settings (the default namespace)'
             cand completion 'Print a shell completion script'
             cand version 'Print ark''s version and the cluster''s'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'ark;backup'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -63,8 +64,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --ttl 'How long to keep the backup (Go duration: 720h, 24h30m)'
             cand --storage-location 'Where to store it (default: the default location)'
             cand --timeout 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -w 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
@@ -79,10 +80,11 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --selector 'Only those matching this label selector'
             cand -o 'Output format'
             cand --output 'Output format'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
+            cand --show-labels 'Add a LABELS column to the table: each one''s labels as `key=value,...`'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -91,8 +93,8 @@ set edit:completion:arg-completer[ark] = {|@words|
         &'ark;backup;describe'= {
             cand -o 'Output format'
             cand --output 'Output format'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --details 'Also show the resource list and every warning and error (read from the bucket)'
@@ -102,8 +104,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --version 'Print version'
         }
         &'ark;backup;logs'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -115,8 +117,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand -l 'Delete the backups matching this label selector'
             cand --selector 'Delete the backups matching this label selector'
             cand --timeout 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --all 'Delete every backup in the namespace'
@@ -149,8 +151,8 @@ set edit:completion:arg-completer[ark] = {|@words|
         &'ark;backup;help;help'= {
         }
         &'ark;restore'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -176,8 +178,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --existing-resource-policy 'What to do with objects that already exist'
             cand --hooks-file 'Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input), checked before anything is created'
             cand --timeout 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -w 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
@@ -192,10 +194,11 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --selector 'Only those matching this label selector'
             cand -o 'Output format'
             cand --output 'Output format'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
+            cand --show-labels 'Add a LABELS column to the table: each one''s labels as `key=value,...`'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -204,8 +207,8 @@ set edit:completion:arg-completer[ark] = {|@words|
         &'ark;restore;describe'= {
             cand -o 'Output format'
             cand --output 'Output format'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --details 'Also show the resource list and every warning and error (read from the bucket)'
@@ -215,8 +218,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --version 'Print version'
         }
         &'ark;restore;logs'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -242,8 +245,8 @@ set edit:completion:arg-completer[ark] = {|@words|
         &'ark;restore;help;help'= {
         }
         &'ark;backup-location'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -261,8 +264,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --config 'Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true'
             cand --credential 'Credentials from a Secret in the namespace: SECRET=KEY (default: the server''s environment)'
             cand --access-mode 'ReadOnly locations are never written: restores only'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --default 'Make this the default location'
@@ -276,10 +279,11 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --selector 'Only those matching this label selector'
             cand -o 'Output format'
             cand --output 'Output format'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
+            cand --show-labels 'Add a LABELS column to the table: each one''s labels as `key=value,...`'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -307,8 +311,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand -o 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)'
             cand --output 'With --dry-run: print the objects as a List in this format (`kubectl apply -f -` takes it)'
             cand --timeout 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --dry-run 'Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)'
@@ -320,8 +324,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --version 'Print version'
         }
         &'ark;uninstall'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --confirm 'Do not ask for confirmation (required when standard input is not a terminal)'
@@ -345,8 +349,8 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --metrics-address 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)'
             cand --velero-answer-timeout 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)'
             cand --shutdown-grace 'On SIGTERM, how long running backups, restores and deletions may take to finish before the server stops anyway (the next leader fails what is left); keep it below the pod''s termination grace period'
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -354,9 +358,79 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'ark;client'= {
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand config 'Set or print ark''s settings'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'ark;client;config'= {
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand set 'Set settings as KEY=VALUE (KEY= unsets one)'
+            cand get 'Print settings as `key: value` (`<unset>` when not set)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'ark;client;config;set'= {
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'ark;client;config;get'= {
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'ark;client;config;help'= {
+            cand set 'Set settings as KEY=VALUE (KEY= unsets one)'
+            cand get 'Print settings as `key: value` (`<unset>` when not set)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'ark;client;config;help;set'= {
+        }
+        &'ark;client;config;help;get'= {
+        }
+        &'ark;client;config;help;help'= {
+        }
+        &'ark;client;help'= {
+            cand config 'Set or print ark''s settings'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'ark;client;help;config'= {
+            cand set 'Set settings as KEY=VALUE (KEY= unsets one)'
+            cand get 'Print settings as `key: value` (`<unset>` when not set)'
+        }
+        &'ark;client;help;config;set'= {
+        }
+        &'ark;client;help;config;get'= {
+        }
+        &'ark;client;help;help'= {
+        }
         &'ark;completion'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand -h 'Print help'
@@ -365,8 +439,9 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand --version 'Print version'
         }
         &'ark;version'= {
-            cand -n 'The namespace ark''s objects live in'
-            cand --namespace 'The namespace ark''s objects live in'
+            cand --timeout 'How long to wait for the server in the namespace to answer'
+            cand -n 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
+            cand --namespace 'The namespace ark''s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)'
             cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
             cand --context 'The kubeconfig context to use'
             cand --client-only 'Print only the client''s version, without contacting the cluster'
@@ -382,6 +457,7 @@ set edit:completion:arg-completer[ark] = {|@words|
             cand install 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
             cand uninstall 'Remove what `ark install` applied (never the bucket''s data)'
             cand server 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+            cand client 'Manage ark''s own settings (the default namespace)'
             cand completion 'Print a shell completion script'
             cand version 'Print ark''s version and the cluster''s'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -430,6 +506,17 @@ set edit:completion:arg-completer[ark] = {|@words|
         &'ark;help;uninstall'= {
         }
         &'ark;help;server'= {
+        }
+        &'ark;help;client'= {
+            cand config 'Set or print ark''s settings'
+        }
+        &'ark;help;client;config'= {
+            cand set 'Set settings as KEY=VALUE (KEY= unsets one)'
+            cand get 'Print settings as `key: value` (`<unset>` when not set)'
+        }
+        &'ark;help;client;config;set'= {
+        }
+        &'ark;help;client;config;get'= {
         }
         &'ark;help;completion'= {
         }

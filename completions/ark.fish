@@ -24,7 +24,7 @@ function __fish_ark_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c ark -n "__fish_ark_needs_command" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_needs_command" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_needs_command" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_needs_command" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -35,10 +35,11 @@ complete -c ark -n "__fish_ark_needs_command" -f -a "backup-location" -d 'Work w
 complete -c ark -n "__fish_ark_needs_command" -f -a "install" -d 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
 complete -c ark -n "__fish_ark_needs_command" -f -a "uninstall" -d 'Remove what `ark install` applied (never the bucket\'s data)'
 complete -c ark -n "__fish_ark_needs_command" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+complete -c ark -n "__fish_ark_needs_command" -f -a "client" -d 'Manage ark\'s own settings (the default namespace)'
 complete -c ark -n "__fish_ark_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c ark -n "__fish_ark_needs_command" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
 complete -c ark -n "__fish_ark_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and not __fish_seen_subcommand_from create get describe logs delete help" -s h -l help -d 'Print help'
@@ -59,7 +60,7 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcomma
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l ttl -d 'How long to keep the backup (Go duration: 720h, 24h30m)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l storage-location -d 'Where to store it (default: the default location)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
-complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from create" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
@@ -69,28 +70,29 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcomma
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
 json\t''
 yaml\t''"
-complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -l show-labels -d 'Add a LABELS column to the table: each one\'s labels as `key=value,...`'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s o -l output -d 'Output format' -r -f -a "table\t''
 json\t''
 yaml\t''"
-complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -l details -d 'Also show the resource list and every warning and error (read from the bucket)'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from describe" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s l -l selector -d 'Delete the backups matching this label selector' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
-complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from delete" -l all -d 'Delete every backup in the namespace'
@@ -104,7 +106,7 @@ complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcomma
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Print a backup\'s logs'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete backups and all their data through DeleteBackupRequests'
 complete -c ark -n "__fish_ark_using_subcommand backup; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and not __fish_seen_subcommand_from create get describe logs help" -s h -l help -d 'Print help'
@@ -127,7 +129,7 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcomm
 update\t'Patch the object in the cluster to the backed-up state'"
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l hooks-file -d 'Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input), checked before anything is created' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
-complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from create" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
@@ -137,21 +139,22 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcomm
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
 json\t''
 yaml\t''"
-complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -l show-labels -d 'Add a LABELS column to the table: each one\'s labels as `key=value,...`'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s o -l output -d 'Output format' -r -f -a "table\t''
 json\t''
 yaml\t''"
-complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -l details -d 'Also show the resource list and every warning and error (read from the bucket)'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from describe" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
@@ -161,7 +164,7 @@ complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcomm
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "describe" -d 'Show a restore\'s details'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Print a restore\'s logs'
 complete -c ark -n "__fish_ark_using_subcommand restore; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and not __fish_seen_subcommand_from create get help" -s h -l help -d 'Print help'
@@ -179,7 +182,7 @@ complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l credential -d 'Credentials from a Secret in the namespace: SECRET=KEY (default: the server\'s environment)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l access-mode -d 'ReadOnly locations are never written: restores only' -r -f -a "ReadWrite\t''
 ReadOnly\t''"
-complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from create" -l default -d 'Make this the default location'
@@ -189,9 +192,10 @@ complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format' -r -f -a "table\t''
 json\t''
 yaml\t''"
-complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -l show-labels -d 'Add a LABELS column to the table: each one\'s labels as `key=value,...`'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
 complete -c ark -n "__fish_ark_using_subcommand backup-location; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create a backup storage location'
@@ -211,14 +215,14 @@ complete -c ark -n "__fish_ark_using_subcommand install" -s o -l output -d 'With
 json\t''
 yaml\t''"
 complete -c ark -n "__fish_ark_using_subcommand install" -l timeout -d 'With --wait: give up waiting after this long (Go duration: 10m, 1h), exiting non-zero; the operation itself goes on' -r
-complete -c ark -n "__fish_ark_using_subcommand install" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand install" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand install" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand install" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand install" -l dry-run -d 'Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)'
 complete -c ark -n "__fish_ark_using_subcommand install" -s w -l wait -d 'Wait until it finishes, showing progress; exit non-zero unless it completed without errors'
 complete -c ark -n "__fish_ark_using_subcommand install" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand install" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand uninstall" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand uninstall" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand uninstall" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand uninstall" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand uninstall" -l confirm -d 'Do not ask for confirmation (required when standard input is not a terminal)'
@@ -238,31 +242,50 @@ complete -c ark -n "__fish_ark_using_subcommand server" -l restore-hook-execs-at
 complete -c ark -n "__fish_ark_using_subcommand server" -l metrics-address -d 'Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l velero-answer-timeout -d 'At start-up, how long to wait for a Velero server to answer a ServerStatusRequest before concluding that none runs in the namespace (ark refuses to start beside one)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l shutdown-grace -d 'On SIGTERM, how long running backups, restores and deletions may take to finish before the server stops anyway (the next leader fails what is left); keep it below the pod\'s termination grace period' -r
-complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand server" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand server" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand server" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand server" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand completion" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -s h -l help -d 'Print help'
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -f -a "config" -d 'Set or print ark\'s settings'
+complete -c ark -n "__fish_ark_using_subcommand client; and not __fish_seen_subcommand_from config help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -l context -d 'The kubeconfig context to use' -r
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -s V -l version -d 'Print version'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -f -a "set" -d 'Set settings as KEY=VALUE (KEY= unsets one)'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -f -a "get" -d 'Print settings as `key: value` (`<unset>` when not set)'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from config" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from help" -f -a "config" -d 'Set or print ark\'s settings'
+complete -c ark -n "__fish_ark_using_subcommand client; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand completion" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand completion" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand completion" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand completion" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand completion" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand version" -s n -l namespace -d 'The namespace ark\'s objects live in' -r
+complete -c ark -n "__fish_ark_using_subcommand version" -l timeout -d 'How long to wait for the server in the namespace to answer' -r
+complete -c ark -n "__fish_ark_using_subcommand version" -s n -l namespace -d 'The namespace ark\'s objects live in (default: $ARK_NAMESPACE, then the namespace `ark client config set` keeps, then velero)' -r
 complete -c ark -n "__fish_ark_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
 complete -c ark -n "__fish_ark_using_subcommand version" -l context -d 'The kubeconfig context to use' -r
 complete -c ark -n "__fish_ark_using_subcommand version" -l client-only -d 'Print only the client\'s version, without contacting the cluster'
 complete -c ark -n "__fish_ark_using_subcommand version" -s h -l help -d 'Print help'
 complete -c ark -n "__fish_ark_using_subcommand version" -s V -l version -d 'Print version'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "backup" -d 'Work with backups'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "restore" -d 'Work with restores'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "backup-location" -d 'Work with backup storage locations'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "install" -d 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "uninstall" -d 'Remove what `ark install` applied (never the bucket\'s data)'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "completion" -d 'Print a shell completion script'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
-complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server completion version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "backup" -d 'Work with backups'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "restore" -d 'Work with restores'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "backup-location" -d 'Work with backup storage locations'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "install" -d 'Install ark in the cluster: CRDs, roles, the default location and the server Deployment'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "uninstall" -d 'Remove what `ark install` applied (never the bucket\'s data)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "server" -d 'Run the ark server (the controllers that carry out backups, restores and deletions)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "client" -d 'Manage ark\'s own settings (the default namespace)'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "completion" -d 'Print a shell completion script'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "version" -d 'Print ark\'s version and the cluster\'s'
+complete -c ark -n "__fish_ark_using_subcommand help; and not __fish_seen_subcommand_from backup restore backup-location install uninstall server client completion version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "create" -d 'Create a backup'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "get" -d 'List backups'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup" -f -a "describe" -d 'Show a backup\'s details'
@@ -274,3 +297,4 @@ complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from restore" -f -a "logs" -d 'Print a restore\'s logs'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup-location" -f -a "create" -d 'Create a backup storage location'
 complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from backup-location" -f -a "get" -d 'List backup storage locations'
+complete -c ark -n "__fish_ark_using_subcommand help; and __fish_seen_subcommand_from client" -f -a "config" -d 'Set or print ark\'s settings'

@@ -27,7 +27,8 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// The namespace ark's objects live in
+    /// The namespace ark's objects live in (default: $ARK_NAMESPACE, then the namespace `ark client
+    /// config set` keeps, then velero)
     #[arg(short = 'n', long, global = true, env = "ARK_NAMESPACE", default_value = ark_api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)
@@ -55,6 +56,9 @@ pub enum Command {
     Uninstall(crate::commands::uninstall::UninstallArgs),
     /// Run the ark server (the controllers that carry out backups, restores and deletions)
     Server(crate::commands::server::ServerArgs),
+    /// Manage ark's own settings (the default namespace)
+    #[command(subcommand)]
+    Client(crate::commands::client::ClientCommand),
     /// Print a shell completion script
     Completion(crate::commands::completion::CompletionArgs),
     /// Print ark's version and the cluster's
@@ -173,6 +177,9 @@ pub struct GetArgs {
     /// Only those matching this label selector
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     pub selector: Option<String>,
+    /// Add a LABELS column to the table: each one's labels as `key=value,...`
+    #[arg(long)]
+    pub show_labels: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

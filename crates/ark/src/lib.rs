@@ -3,6 +3,7 @@
 //! table, JSON or YAML.
 
 pub mod cli;
+pub mod client_config;
 mod commands;
 mod context;
 mod describe;

@@ -1,13 +1,27 @@
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 
 #[tokio::main]
 async fn main() -> ExitCode {
     ark::tls::install_crypto_provider();
-    let cli = ark::cli::Cli::parse();
+    let matches = ark::cli::Cli::command().get_matches();
+    let mut cli = ark::cli::Cli::from_arg_matches(&matches)
+        .unwrap_or_else(|error| error.format(&mut ark::cli::Cli::command()).exit());
+    // The namespace: -n, else $ARK_NAMESPACE, else `ark client config`'s, else velero.
+    let configured = match matches.value_source("namespace") {
+        Some(clap::parser::ValueSource::DefaultValue) => ark::client_config::namespace(),
+        _ => Ok(None),
+    };
+    if let Ok(Some(namespace)) = &configured {
+        cli.global.namespace.clone_from(namespace);
+    }
     let namespace = cli.global.namespace.clone();
-    match ark::run(cli).await {
+    let result = match configured {
+        Ok(_) => ark::run(cli).await,
+        Err(error) => Err(error),
+    };
+    match result {
         Ok(code) => code,
         Err(error) => {
             match ark::errors::explain(&error, &namespace) {

@@ -4,7 +4,7 @@ mod common;
 
 use ark_api::{Backup, BackupSpec};
 use ark_tests::Cluster;
-use common::{ark, text};
+use common::{ark, ark_with_config, text};
 use kube::Api;
 use kube::api::PostParams;
 
@@ -75,15 +75,21 @@ fn an_unreachable_cluster_is_named_by_its_url() {
 }
 
 #[tokio::test]
-async fn version_reports_the_cluster() {
+async fn version_reports_the_cluster_and_says_when_no_server_answers() {
     let cluster = Cluster::get();
-    let output = ark(Some(&cluster), &["version"]);
+    let ns = cluster.namespace("version").await;
+    let output = ark(
+        Some(&cluster),
+        &["version", "-n", &ns.name, "--timeout", "1s"],
+    );
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(
         text(&output.stdout),
         format!(
-            "Client: ark {}\nKubernetes: v1.35.4\n",
-            env!("CARGO_PKG_VERSION")
+            "Client: ark {}\nKubernetes: v1.35.4\nServer: none answered within 1s in namespace \
+             {} (`ark install` runs one)\n",
+            env!("CARGO_PKG_VERSION"),
+            ns.name
         )
     );
 }
@@ -99,16 +105,43 @@ async fn backup_get_lists_backups_and_names_missing_ones() {
         ..Default::default()
     };
     backups
-        .create(&PostParams::default(), &Backup::new("nightly", spec))
+        .create(&PostParams::default(), &{
+            let mut backup = Backup::new("nightly", spec);
+            backup.metadata.labels = Some(
+                [("tier", "gold"), ("app", "shop")]
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .into(),
+            );
+            backup
+        })
         .await
         .unwrap();
 
     let output = ark(Some(&cluster), &["backup", "get", "-n", &ns.name]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    insta::with_settings!({ filters => vec![(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000 UTC", "YYYY-MM-DD hh:mm:ss +0000 UTC")] }, {
+    let filters = vec![
+        (
+            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000 UTC",
+            "YYYY-MM-DD hh:mm:ss +0000 UTC",
+        ),
+        // Just created: an age of seconds, as three characters whether it has one digit or two.
+        (r"(?m)\b(\ds |\d\ds|\ds$)", "[s]"),
+    ];
+    insta::with_settings!({ filters => filters.clone() }, {
         insta::assert_snapshot!(text(&output.stdout), @r"
-        NAME     STATUS  ERRORS  WARNINGS  CREATED                        EXPIRES  STORAGE LOCATION
-        nightly  New     0       0         YYYY-MM-DD hh:mm:ss +0000 UTC  <none>   default
+        NAME     STATUS  ERRORS  WARNINGS  CREATED                        EXPIRES  STORAGE LOCATION  AGE
+        nightly  New     0       0         YYYY-MM-DD hh:mm:ss +0000 UTC  <none>   default           [s]
+        ");
+    });
+    let output = ark(
+        Some(&cluster),
+        &["backup", "get", "-n", &ns.name, "--show-labels"],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    insta::with_settings!({ filters => filters }, {
+        insta::assert_snapshot!(text(&output.stdout), @r"
+        NAME     STATUS  ERRORS  WARNINGS  CREATED                        EXPIRES  STORAGE LOCATION  AGE  LABELS
+        nightly  New     0       0         YYYY-MM-DD hh:mm:ss +0000 UTC  <none>   default           [s]  app=shop,tier=gold
         ");
     });
 
@@ -142,4 +175,137 @@ async fn backup_get_lists_backups_and_names_missing_ones() {
     let single: serde_json::Value = serde_saphyr::from_str(&text(&output.stdout)).unwrap();
     assert_eq!(single["kind"], "Backup");
     assert_eq!(single["spec"]["storageLocation"], "default");
+}
+
+#[test]
+fn client_config_refuses_unknown_keys_and_bad_values_by_name() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, expected) in [
+        (
+            &["client", "config", "set", "colour=red"][..],
+            "invalid value 'colour=red' for '<KEY=VALUE>...': unknown key \"colour\"",
+        ),
+        (
+            &["client", "config", "set", "namespace=Not_A_Label"],
+            "invalid value 'namespace=Not_A_Label' for '<KEY=VALUE>...': namespace \"Not_A_Label\" \
+             is not a DNS-1123 label",
+        ),
+        (
+            &["client", "config", "get", "colour"],
+            "invalid value 'colour' for '[KEY]...'",
+        ),
+    ] {
+        let output = ark_with_config(None, home.path(), args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // Nothing was written.
+    assert!(!home.path().join("ark").exists());
+
+    // A file that cannot be read is named, by every command that would use it.
+    std::fs::create_dir(home.path().join("ark")).unwrap();
+    let path = home.path().join("ark/config.yaml");
+    std::fs::write(&path, "namespcae: backups\n").unwrap();
+    for args in [&["client", "config", "get"][..], &["backup", "get"]] {
+        let output = ark_with_config(None, home.path(), args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.starts_with(&format!(
+                "error: invalid ark config file {}: unknown field `namespcae`",
+                path.display()
+            )),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_configured_namespace_is_used_unless_the_flag_or_environment_gives_one() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let configured = cluster.namespace("cli-config").await;
+    let other = cluster.namespace("cli-other").await;
+    for (ns, name) in [(&configured, "configured"), (&other, "other")] {
+        Api::<Backup>::namespaced(client.clone(), &ns.name)
+            .create(
+                &PostParams::default(),
+                &Backup::new(name, BackupSpec::default()),
+            )
+            .await
+            .unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let output = ark_with_config(Some(&cluster), home.path(), args);
+        assert!(
+            output.status.success(),
+            "ark {args:?} failed ({:?}): {}",
+            output.status.code(),
+            text(&output.stderr)
+        );
+        text(&output.stdout)
+    };
+    let names = |stdout: String| -> Vec<String> {
+        let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    assert_eq!(run(&["client", "config", "get"]), "namespace: <unset>\n");
+    let setting = format!("namespace={}", configured.name);
+    assert_eq!(run(&["client", "config", "set", &setting]), "");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("ark/config.yaml")).unwrap(),
+        format!("namespace: {}\n", configured.name)
+    );
+    let expected = format!("namespace: {}\n", configured.name);
+    assert_eq!(run(&["client", "config", "get"]), expected);
+    assert_eq!(run(&["client", "config", "get", "namespace"]), expected);
+
+    // The configured namespace, when neither -n nor $ARK_NAMESPACE gives one.
+    assert_eq!(names(run(&["backup", "get", "-o", "json"])), ["configured"]);
+    // -n wins.
+    assert_eq!(
+        names(run(&["backup", "get", "-o", "json", "-n", &other.name])),
+        ["other"]
+    );
+    assert_eq!(
+        names(run(&[
+            "backup",
+            "get",
+            "-o",
+            "json",
+            "--namespace",
+            &other.name
+        ])),
+        ["other"]
+    );
+    // So does $ARK_NAMESPACE, and -n wins over it.
+    let with_env = |args: &[&str]| {
+        let output = std::process::Command::new(common::ARK)
+            .args(args)
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("ARK_NAMESPACE", &other.name)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        names(text(&output.stdout))
+    };
+    assert_eq!(with_env(&["backup", "get", "-o", "json"]), ["other"]);
+    assert_eq!(
+        with_env(&["backup", "get", "-o", "json", "-n", &configured.name]),
+        ["configured"]
+    );
+
+    // Unset: back to the default namespace, velero.
+    assert_eq!(run(&["client", "config", "set", "namespace="]), "");
+    assert_eq!(run(&["client", "config", "get"]), "namespace: <unset>\n");
 }

@@ -4,6 +4,7 @@
 pub mod backup;
 pub mod backup_location;
 mod bucket;
+pub mod client;
 pub mod completion;
 mod confirm;
 mod download;
@@ -29,6 +30,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Install(args) => install::run(global, *args).await,
         Command::Uninstall(args) => uninstall::run(global, args).await,
         Command::Server(args) => server::run(global, args).await,
+        Command::Client(command) => client::run(command),
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,
     }
@@ -70,7 +72,13 @@ impl<K> Found<K> {
     }
 }
 
-/// The named objects (each missing one reported by name on stderr), or all matching the selector.
+/// kubectl's order for a list: by name.
+fn sort_by_name(objects: &mut [kube::api::DynamicObject]) {
+    objects.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+}
+
+/// The named objects in the order given (each missing one reported by name on stderr), or all
+/// matching the selector, by name.
 /// Read one by one, so that an object ark's types cannot read is named and the others shown.
 async fn get_named_or_listed<K>(
     client: &kube::Client,
@@ -96,10 +104,11 @@ where
         if let Some(selector) = &args.selector {
             params = params.labels(selector);
         }
-        let list = api
+        let mut list = api
             .list(&params)
             .await
             .with_context(|| format!("cannot list {kind}s"))?;
+        sort_by_name(&mut list.items);
         for object in &list.items {
             found.add(object, kind);
         }
@@ -123,4 +132,24 @@ where
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_sorted_by_name() {
+        let resource = kube::api::ApiResource::erase::<ark_api::Backup>(&());
+        let mut objects: Vec<_> = ["weekly", "b", "nightly", "a-1", "a"]
+            .into_iter()
+            .map(|name| kube::api::DynamicObject::new(name, &resource))
+            .collect();
+        sort_by_name(&mut objects);
+        let names: Vec<_> = objects
+            .iter()
+            .map(|o| o.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "a-1", "b", "nightly", "weekly"]);
+    }
 }

@@ -10,10 +10,24 @@ use ark_tests::Cluster;
 
 pub const ARK: &str = env!("CARGO_BIN_EXE_ark");
 
-/// Runs `ark ARGS` against the local cluster (or against no cluster at all).
+/// Runs `ark ARGS` against the local cluster (or against no cluster at all), with no settings of
+/// `ark client config` (whatever the machine's user keeps).
 pub fn ark(cluster: Option<&Cluster>, args: &[&str]) -> Output {
+    ark_with_config(cluster, std::path::Path::new("/nonexistent/config"), args)
+}
+
+/// Runs `ark ARGS` as [`ark`] does, with `XDG_CONFIG_HOME` at `config_home`: where `ark client
+/// config` keeps its settings.
+pub fn ark_with_config(
+    cluster: Option<&Cluster>,
+    config_home: &std::path::Path,
+    args: &[&str],
+) -> Output {
     let mut command = Command::new(ARK);
-    command.args(args).env_remove("ARK_NAMESPACE");
+    command
+        .args(args)
+        .env_remove("ARK_NAMESPACE")
+        .env("XDG_CONFIG_HOME", config_home);
     match cluster {
         Some(cluster) => command.env("KUBECONFIG", &cluster.kubeconfig),
         None => command.env("KUBECONFIG", "/nonexistent/kubeconfig"),

@@ -16,6 +16,7 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
     let lookup = GetArgs {
         names: args.names.clone(),
         selector: None,
+        show_labels: false,
         output: args.output,
     };
     let found: crate::commands::Found<Backup> =

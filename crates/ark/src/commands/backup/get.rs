@@ -10,15 +10,18 @@ pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode>
     let found: crate::commands::Found<Backup> =
         crate::commands::get_named_or_listed(&client, &global.namespace, &args, "backup").await?;
     match args.output.output {
-        OutputFormat::Table => println!("{}", table(&found.items)),
+        OutputFormat::Table => println!(
+            "{}",
+            table(&found.items, output::ObjectColumns::now(args.show_labels))
+        ),
         format => output::print_objects(format, &found.items, args.names.len() == 1)?,
     }
     Ok(found.exit_code())
 }
 
-fn table(backups: &[Backup]) -> String {
+fn table(backups: &[Backup], columns: output::ObjectColumns) -> String {
     output::table(
-        &[
+        &columns.headers(&[
             "NAME",
             "STATUS",
             "ERRORS",
@@ -26,10 +29,10 @@ fn table(backups: &[Backup]) -> String {
             "CREATED",
             "EXPIRES",
             "STORAGE LOCATION",
-        ],
+        ]),
         backups.iter().map(|backup| {
             let status = backup.status.clone().unwrap_or_default();
-            vec![
+            let row = vec![
                 backup.metadata.name.clone().unwrap_or_default(),
                 format!("{:?}", backup.phase()),
                 status.errors.unwrap_or(0).to_string(),
@@ -37,7 +40,8 @@ fn table(backups: &[Backup]) -> String {
                 output::time(backup.metadata.creation_timestamp.as_ref()),
                 output::time(status.expiration.as_ref()),
                 backup.spec.storage_location.clone().unwrap_or_default(),
-            ]
+            ];
+            columns.row(&backup.metadata, row)
         }),
     )
 }
@@ -46,6 +50,12 @@ fn table(backups: &[Backup]) -> String {
 mod tests {
     use super::*;
     use ark_api::{BackupPhase, BackupSpec, BackupStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
 
     #[test]
     fn backup_table() {
@@ -56,16 +66,37 @@ mod tests {
                 ..Default::default()
             },
         );
+        backup.metadata.creation_timestamp = Some(Time(at("2026-03-01T02:00:00Z")));
+        backup.metadata.labels = Some(
+            [("schedule", "daily"), ("app", "shop")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+        );
         backup.status = Some(BackupStatus {
             phase: Some(BackupPhase::PartiallyFailed),
             errors: Some(2),
+            expiration: Some(Time(at("2026-03-31T02:00:00Z"))),
             ..Default::default()
         });
         let fresh = Backup::new("fresh", BackupSpec::default());
-        insta::assert_snapshot!(table(&[backup, fresh]), @r"
-        NAME     STATUS           ERRORS  WARNINGS  CREATED  EXPIRES  STORAGE LOCATION
-        nightly  PartiallyFailed  2       0         <none>   <none>   default
-        fresh    New              0       0         <none>   <none>
+        let columns = output::ObjectColumns {
+            now: at("2026-03-03T05:30:00Z"),
+            show_labels: false,
+        };
+        let backups = [backup, fresh];
+        insta::assert_snapshot!(table(&backups, columns), @r"
+        NAME     STATUS           ERRORS  WARNINGS  CREATED                        EXPIRES                        STORAGE LOCATION  AGE
+        nightly  PartiallyFailed  2       0         2026-03-01 02:00:00 +0000 UTC  2026-03-31 02:00:00 +0000 UTC  default           2d3h
+        fresh    New              0       0         <none>                         <none>                                           <none>
+        ");
+        let columns = output::ObjectColumns {
+            show_labels: true,
+            ..columns
+        };
+        insta::assert_snapshot!(table(&backups, columns), @r"
+        NAME     STATUS           ERRORS  WARNINGS  CREATED                        EXPIRES                        STORAGE LOCATION  AGE     LABELS
+        nightly  PartiallyFailed  2       0         2026-03-01 02:00:00 +0000 UTC  2026-03-31 02:00:00 +0000 UTC  default           2d3h    app=shop,schedule=daily
+        fresh    New              0       0         <none>                         <none>                                           <none>  <none>
         ");
     }
 }

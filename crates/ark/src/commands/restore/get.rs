@@ -10,15 +10,18 @@ pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode>
     let found: crate::commands::Found<Restore> =
         crate::commands::get_named_or_listed(&client, &global.namespace, &args, "restore").await?;
     match args.output.output {
-        OutputFormat::Table => println!("{}", table(&found.items)),
+        OutputFormat::Table => println!(
+            "{}",
+            table(&found.items, output::ObjectColumns::now(args.show_labels))
+        ),
         format => output::print_objects(format, &found.items, args.names.len() == 1)?,
     }
     Ok(found.exit_code())
 }
 
-fn table(restores: &[Restore]) -> String {
+fn table(restores: &[Restore], columns: output::ObjectColumns) -> String {
     output::table(
-        &[
+        &columns.headers(&[
             "NAME",
             "BACKUP",
             "STATUS",
@@ -27,10 +30,10 @@ fn table(restores: &[Restore]) -> String {
             "ERRORS",
             "WARNINGS",
             "CREATED",
-        ],
+        ]),
         restores.iter().map(|restore| {
             let status = restore.status.clone().unwrap_or_default();
-            vec![
+            let row = vec![
                 restore.metadata.name.clone().unwrap_or_default(),
                 restore.spec.backup_name.clone(),
                 format!("{:?}", restore.phase()),
@@ -39,7 +42,48 @@ fn table(restores: &[Restore]) -> String {
                 status.errors.unwrap_or(0).to_string(),
                 status.warnings.unwrap_or(0).to_string(),
                 output::time(restore.metadata.creation_timestamp.as_ref()),
-            ]
+            ];
+            columns.row(&restore.metadata, row)
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_api::{RestorePhase, RestoreSpec, RestoreStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn restore_table() {
+        let mut restore = Restore::new(
+            "copy",
+            RestoreSpec {
+                backup_name: "nightly".into(),
+                ..Default::default()
+            },
+        );
+        restore.metadata.creation_timestamp = Some(Time(at("2026-03-03T05:00:00Z")));
+        restore.metadata.labels = Some([("team".to_string(), "shop".to_string())].into());
+        restore.status = Some(RestoreStatus {
+            phase: Some(RestorePhase::Completed),
+            warnings: Some(1),
+            start_timestamp: Some(Time(at("2026-03-03T05:00:01Z"))),
+            completion_timestamp: Some(Time(at("2026-03-03T05:02:00Z"))),
+            ..Default::default()
+        });
+        let columns = output::ObjectColumns {
+            now: at("2026-03-03T05:07:30Z"),
+            show_labels: true,
+        };
+        insta::assert_snapshot!(table(&[restore], columns), @r"
+        NAME  BACKUP   STATUS     STARTED                        COMPLETED                      ERRORS  WARNINGS  CREATED                        AGE    LABELS
+        copy  nightly  Completed  2026-03-03 05:00:01 +0000 UTC  2026-03-03 05:02:00 +0000 UTC  0       1         2026-03-03 05:00:00 +0000 UTC  7m30s  team=shop
+        ");
+    }
 }
