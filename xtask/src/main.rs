@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use ark::complete::{Shell, registration};
 use clap::{CommandFactory, Parser, Subcommand};
-use clap_complete::Shell;
 
 #[derive(Parser)]
 #[command(name = "xtask")]
@@ -66,16 +66,15 @@ fn main() -> anyhow::Result<ExitCode> {
 /// Every generated file, keyed by its path relative to the repository root.
 fn generated_files() -> anyhow::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut files = BTreeMap::new();
+    // What `ark completion SHELL` prints: a script that calls `ark` back on every completion.
     for (shell, file) in [
         (Shell::Bash, "ark.bash"),
         (Shell::Zsh, "_ark"),
         (Shell::Fish, "ark.fish"),
-        (Shell::PowerShell, "_ark.ps1"),
+        (Shell::Powershell, "_ark.ps1"),
         (Shell::Elvish, "ark.elv"),
     ] {
-        let mut script = Vec::new();
-        clap_complete::generate(shell, &mut ark::cli::Cli::command(), "ark", &mut script);
-        files.insert(PathBuf::from("completions").join(file), script);
+        files.insert(PathBuf::from("completions").join(file), registration(shell));
     }
     let command = ark::cli::Cli::command();
     add_man_pages(&mut files, command, "ark")?;

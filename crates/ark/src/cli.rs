@@ -122,7 +122,7 @@ impl Provider {
 #[derive(Debug, Args)]
 pub struct DescribeArgs {
     /// What to describe
-    #[arg(required = true)]
+    #[arg(required = true, add = clap_complete::ArgValueCompleter::new(crate::complete::Names::OfTheNoun))]
     pub names: Vec<String>,
     /// Also show the resource list and every warning and error (read from the bucket)
     #[arg(long)]
@@ -133,6 +133,7 @@ pub struct DescribeArgs {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::complete::Names::OfTheNoun))]
     pub name: String,
 }
 
@@ -173,6 +174,7 @@ pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
 #[derive(Debug, Args)]
 pub struct GetArgs {
     /// Only these (all when none is given)
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::complete::Names::OfTheNoun))]
     pub names: Vec<String>,
     /// Only those matching this label selector
     #[arg(short = 'l', long, value_name = "SELECTOR")]

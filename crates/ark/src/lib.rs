@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod client_config;
 mod commands;
+pub mod complete;
 mod context;
 mod describe;
 pub mod errors;

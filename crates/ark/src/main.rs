@@ -2,8 +2,20 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, FromArgMatches as _};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // A completion request from the shell (`COMPLETE=bash ark -- ark backup describe ...`, as the
+    // scripts `ark completion` prints send it) is answered here, and the process exits.
+    clap_complete::CompleteEnv::with_factory(ark::cli::Cli::command).complete();
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     ark::tls::install_crypto_provider();
     let matches = ark::cli::Cli::command().get_matches();
     let mut cli = ark::cli::Cli::from_arg_matches(&matches)

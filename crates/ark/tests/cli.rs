@@ -36,10 +36,25 @@ fn backup_delete_needs_exactly_one_way_of_choosing() {
 }
 
 #[test]
-fn completion_scripts_are_printed() {
-    let output = ark(None, &["completion", "bash"]);
-    assert!(output.status.success());
-    assert!(text(&output.stdout).contains("complete -F _ark"));
+fn completion_scripts_are_printed_as_committed() {
+    for (shell, file) in [
+        ("bash", "ark.bash"),
+        ("zsh", "_ark"),
+        ("fish", "ark.fish"),
+        ("powershell", "_ark.ps1"),
+        ("elvish", "ark.elv"),
+    ] {
+        let output = ark(None, &["completion", shell]);
+        assert!(output.status.success());
+        let committed = std::fs::read(format!(
+            "{}/../../completions/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        assert_eq!(text(&output.stdout), text(&committed), "{shell}");
+    }
+    let bash = text(&ark(None, &["completion", "bash"]).stdout);
+    assert!(bash.contains("-F _clap_complete_ark ark\n"), "{bash}");
 }
 
 #[test]

@@ -1,9 +1,12 @@
+//! `ark completion SHELL`: the script that registers ark's completion, names from the cluster
+//! included (see `crate::complete`).
+
+use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory};
-use clap_complete::Shell;
+use clap::Args;
 
-use crate::cli::Cli;
+use crate::complete::{Shell, registration};
 
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
@@ -13,11 +16,6 @@ pub struct CompletionArgs {
 }
 
 pub fn run(args: CompletionArgs) -> anyhow::Result<ExitCode> {
-    clap_complete::generate(
-        args.shell,
-        &mut Cli::command(),
-        "ark",
-        &mut std::io::stdout(),
-    );
+    std::io::stdout().write_all(&registration(args.shell))?;
     Ok(ExitCode::SUCCESS)
 }

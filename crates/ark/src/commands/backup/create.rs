@@ -20,7 +20,7 @@ pub struct BackupCreateArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub ttl: Option<std::time::Duration>,
     /// Where to store it (default: the default location)
-    #[arg(long, value_name = "LOCATION")]
+    #[arg(long, value_name = "LOCATION", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Locations))]
     pub storage_location: Option<String>,
     #[command(flatten)]
     pub wait: WaitArgs,

@@ -20,6 +20,7 @@ use crate::cli::{GlobalArgs, WaitArgs, parse_selector};
 #[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all", "selector"]))]
 pub struct BackupDeleteArgs {
     /// The backups to delete
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
     pub names: Vec<String>,
     /// Delete every backup in the namespace
     #[arg(long)]

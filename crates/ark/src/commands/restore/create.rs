@@ -16,7 +16,7 @@ pub struct RestoreCreateArgs {
     #[arg(value_parser = parse_name)]
     pub name: Option<String>,
     /// The backup to restore from
-    #[arg(long, value_name = "BACKUP")]
+    #[arg(long, value_name = "BACKUP", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
     pub from_backup: String,
     #[command(flatten)]
     pub filters: FilterArgs,
