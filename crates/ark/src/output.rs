@@ -41,11 +41,24 @@ pub fn print_objects<T: Serialize>(
     items: &[T],
     single: bool,
 ) -> anyhow::Result<()> {
-    let value = if single && items.len() == 1 {
+    let mut value = if single && items.len() == 1 {
         serde_json::to_value(&items[0])?
     } else {
         serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": items })
     };
+    // As kubectl prints objects: without the API server's field-ownership bookkeeping.
+    let objects = match value
+        .get_mut("items")
+        .and_then(|items| items.as_array_mut())
+    {
+        Some(items) => items.iter_mut().collect(),
+        None => vec![&mut value],
+    };
+    for object in objects {
+        if let Some(metadata) = object.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            metadata.remove("managedFields");
+        }
+    }
     let mut out = std::io::stdout().lock();
     match format {
         OutputFormat::Json => {
