@@ -20,6 +20,15 @@ async fn run() -> ExitCode {
     let matches = ark::cli::Cli::command().get_matches();
     let mut cli = ark::cli::Cli::from_arg_matches(&matches)
         .unwrap_or_else(|error| error.format(&mut ark::cli::Cli::command()).exit());
+    if !matches!(cli.command, ark::cli::Command::Server(_)) {
+        // A command whose output is piped into `head` stops quietly when the reader goes, as
+        // Unix tools do, instead of failing on the write. (The server keeps Rust's default:
+        // a peer closing a socket must not stop it.)
+        // SAFETY: at start-up, before any thread of ours writes; restores the default action.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // The namespace: -n, else $ARK_NAMESPACE, else `ark client config`'s, else velero.
     let configured = match matches.value_source("namespace") {
         Some(clap::parser::ValueSource::DefaultValue) => ark::client_config::namespace(),

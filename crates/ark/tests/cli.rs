@@ -324,3 +324,19 @@ async fn the_configured_namespace_is_used_unless_the_flag_or_environment_gives_o
     assert_eq!(run(&["client", "config", "set", "namespace="]), "");
     assert_eq!(run(&["client", "config", "get"]), "namespace: <unset>\n");
 }
+
+#[test]
+fn output_piped_into_head_ends_quietly() {
+    let output = std::process::Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "{} install --provider file --bucket /b --dry-run -o yaml | head -1",
+                common::ARK
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(text(&output.stdout), "apiVersion: v1\n");
+    assert_eq!(text(&output.stderr), "");
+}
