@@ -220,16 +220,35 @@ pub async fn finish<K: Operation>(
     Ok(claim)
 }
 
-/// Patches `status.progress` at most once a second while `progress` changes.
-pub async fn report_progress<K: Operation>(
-    api: Api<DynamicObject>,
-    name: String,
-    mut progress: tokio::sync::watch::Receiver<(i64, i64)>,
-) {
-    while progress.changed().await.is_ok() {
-        let (done, total) = *progress.borrow_and_update();
-        let _ =
-            patch::status_in_phase(&api, &name, K::IN_PROGRESS, &K::progress(done, total)).await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+/// Patches `status.progress` at most once a second while the operation's counts change. The
+/// final status carries the last counts, so the reporter is stopped the moment the operation
+/// ends: no wait for its pause to run out.
+pub struct ProgressReporter {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressReporter {
+    /// Starts reporting on the object `name`; the operation sends `(done, total)` on the sender.
+    pub fn start<K: Operation>(
+        api: Api<DynamicObject>,
+        name: String,
+    ) -> (tokio::sync::watch::Sender<(i64, i64)>, Self) {
+        let (progress, mut counts) = tokio::sync::watch::channel((0, 0));
+        let task = tokio::spawn(async move {
+            while counts.changed().await.is_ok() {
+                let (done, total) = *counts.borrow_and_update();
+                let _ =
+                    patch::status_in_phase(&api, &name, K::IN_PROGRESS, &K::progress(done, total))
+                        .await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        (progress, Self { task })
+    }
+
+    /// Stops at once. A patch cut off in flight cannot land on the final status: it is written
+    /// only while the object is InProgress.
+    pub fn stop(self) {
+        self.task.abort();
     }
 }

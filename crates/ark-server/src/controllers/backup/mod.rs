@@ -334,12 +334,8 @@ async fn back_up(
         }
     }
 
-    let (progress, receiver) = tokio::sync::watch::channel((0, 0));
-    let reporter = tokio::spawn(operation::report_progress::<Backup>(
-        api.clone(),
-        name.to_string(),
-        receiver,
-    ));
+    let (progress, reporter) =
+        operation::ProgressReporter::start::<Backup>(api.clone(), name.to_string());
     let collected = engine::collect(
         &ctx.client,
         &current.spec,
@@ -348,8 +344,7 @@ async fn back_up(
         &progress,
     )
     .await;
-    drop(progress);
-    let _ = reporter.await;
+    reporter.stop();
     let collected = match collected {
         Ok(collected) => collected,
         Err(error) => {

@@ -177,12 +177,8 @@ async fn restore_from(
 
     let mut resource_list =
         ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
-    let (progress, receiver) = tokio::sync::watch::channel((0, 0));
-    let reporter = tokio::spawn(operation::report_progress::<Restore>(
-        api.clone(),
-        name.to_string(),
-        receiver,
-    ));
+    let (progress, reporter) =
+        operation::ProgressReporter::start::<Restore>(api.clone(), name.to_string());
     let restored = engine::restore(engine::RestoreInput {
         client: &ctx.client,
         spec: &restore.spec,
@@ -193,8 +189,7 @@ async fn restore_from(
         progress: &progress,
     })
     .await;
-    drop(progress);
-    let _ = reporter.await;
+    reporter.stop();
     let mut restored = restored.map_err(|e| format!("restoring: {e}"))?;
     for rejected in &extracted.rejected.velero {
         log.log(Level::Error, rejected);
