@@ -45,6 +45,8 @@ pub struct ServerOptions {
     pub restore_hooks_timeout: Duration,
     /// Exec hook commands one restore runs at once.
     pub restore_hook_execs_at_once: u16,
+    /// Items of one resource a restore creates at once.
+    pub restore_items_at_once: u16,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_address: Option<SocketAddr>,
     /// Deletes provider volume snapshots; without one, backups that have any cannot be deleted.
@@ -71,6 +73,7 @@ pub(crate) struct Context {
     pub gc_frequency: Duration,
     pub hooks_timeout: Duration,
     pub hook_execs_at_once: usize,
+    pub restore_items_at_once: usize,
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
     pub metrics: Arc<shared::metrics::Metrics>,
     pub events: shared::events::Events,
@@ -127,6 +130,7 @@ impl Context {
             gc_frequency: Duration::from_secs(3600),
             hooks_timeout: Duration::from_secs(60),
             hook_execs_at_once: 1,
+            restore_items_at_once: 1,
             volume_snapshotter: None,
             metrics: Arc::default(),
             restores: restores.as_reader(),
@@ -191,6 +195,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         gc_frequency: options.gc_frequency,
         hooks_timeout: options.restore_hooks_timeout,
         hook_execs_at_once: options.restore_hook_execs_at_once.max(1).into(),
+        restore_items_at_once: options.restore_items_at_once.max(1).into(),
         volume_snapshotter: options.volume_snapshotter,
         metrics: Arc::default(),
         restores: restore_cache,

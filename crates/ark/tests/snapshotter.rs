@@ -73,6 +73,7 @@ fn options(
         metrics_address: None,
         restore_hooks_timeout: Duration::from_secs(60),
         restore_hook_execs_at_once: 16,
+        restore_items_at_once: 32,
         volume_snapshotter: Some(snapshotter),
         velero_answer_timeout: Duration::from_secs(2),
         shutdown_grace: Duration::from_secs(5),

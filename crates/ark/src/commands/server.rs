@@ -41,6 +41,10 @@ pub struct ServerArgs {
     /// hook's execTimeout)
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
     pub restore_hook_execs_at_once: u16,
+    /// Items of one resource a restore creates at once (resources stay one after another, in
+    /// Velero's order)
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    pub restore_items_at_once: u16,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_address: Option<std::net::SocketAddr>,
@@ -80,6 +84,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         metrics_address: args.metrics_address,
         restore_hooks_timeout: args.restore_hooks_timeout,
         restore_hook_execs_at_once: args.restore_hook_execs_at_once,
+        restore_items_at_once: args.restore_items_at_once,
         volume_snapshotter: None,
         velero_answer_timeout: args.velero_answer_timeout,
         shutdown_grace: args.shutdown_grace,

@@ -72,6 +72,8 @@ pub struct RestoreInput<'a> {
     pub resource_list: &'a mut ResourceListWriter,
     pub log: &'a mut OperationLog,
     pub progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
+    /// How many items of one resource are created at once.
+    pub items_at_once: usize,
 }
 
 pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
@@ -83,6 +85,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         resource_list,
         log,
         progress,
+        items_at_once,
     } = input;
     let mut results = Results::default();
     for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
@@ -220,142 +223,63 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             done += items.len() as i64;
             continue;
         };
-        for item in items {
-            done += 1;
-            let source_ns = item.namespace.as_deref();
-            let target_ns = source_ns.map(|ns| transform.target_namespace(ns).to_string());
-            let shown_path = item.path.strip_prefix(unpacked).unwrap_or(&item.path);
-            let value: Value = match std::fs::read(&item.path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-            {
-                Ok(value) => value,
-                Err(error) => {
-                    let message =
-                        format!("{gr} item {}: unreadable: {error}", shown_path.display());
-                    results.errors.add(source_ns, message);
-                    continue;
-                }
-            };
-            if let Some(reason) = misplaced(&caps.scope, source_ns, &value) {
-                let message = format!("{}: {reason}; not restored", shown_path.display());
-                log.log(Level::Error, &message);
-                results.errors.add(source_ns, message);
-                continue;
-            }
-            if let Some(selector) = &selector {
-                let item_labels: BTreeMap<String, String> = serde_json::from_value(
-                    value
-                        .pointer("/metadata/labels")
-                        .cloned()
-                        .unwrap_or_default(),
-                )
-                .unwrap_or_default();
-                if !selector.matches(&item_labels) {
-                    continue;
-                }
-            }
-            let mut candidate = transform.apply(&gr, value);
-            let pod_hooks = if gr == "pods" {
-                let pod_hooks = hooks::for_pod(spec.hooks.as_ref(), &candidate);
-                hooks::set_init_containers(&mut candidate, &pod_hooks.init);
-                pod_hooks
-            } else {
-                PodHooks::default()
-            };
-            let name = candidate
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if let Some(ns) = &target_ns
-                && ensured.insert(ns.clone())
-            {
-                ensure_namespace(client, ns, &mut results).await;
-            }
-            let resource = &at_version(
-                resource,
-                candidate.get("apiVersion").and_then(Value::as_str),
-            );
-            let key = if resource.group.is_empty() {
-                format!("{}/{}", resource.version, resource.kind)
-            } else {
-                format!("{}/{}/{}", resource.group, resource.version, resource.kind)
-            };
-            let api: Api<DynamicObject> = match (caps.scope.clone(), &target_ns) {
-                (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
-                _ => Api::all_with(client.clone(), resource),
-            };
-            let object: DynamicObject = match serde_json::from_value(candidate.clone()) {
-                Ok(object) => object,
-                Err(error) => {
-                    results.errors.add(
-                        source_ns,
-                        format!("{gr} {name}: not a Kubernetes object: {error}"),
-                    );
-                    continue;
-                }
-            };
-            let shown = match &target_ns {
-                Some(ns) => format!("{ns}/{name}"),
-                None => name.clone(),
-            };
-            let created = tokio::time::Instant::now();
-            let outcome = match api.create(&PostParams::default(), &object).await {
-                Ok(_) => "created",
-                Err(kube::Error::Api(status)) if status.code == 409 => match api.get(&name).await {
-                    Ok(existing) => {
-                        let existing_value = serde_json::to_value(&existing).unwrap_or_default();
-                        if !differs(&existing_value, &candidate) {
-                            "skipped"
-                        } else if update_existing {
-                            match api
-                                .patch(&name, &PatchParams::default(), &Patch::Merge(&candidate))
-                                .await
-                            {
-                                Ok(_) => "updated",
-                                Err(error) => {
-                                    let message = format!("could not update {gr} {shown}: {error}");
-                                    log.log(Level::Warning, &message);
-                                    results.warnings.add(target_ns.as_deref(), message);
-                                    "failed"
-                                }
-                            }
-                        } else {
-                            let message = format!(
-                                "could not restore, {} {shown} already exists. Warning: the in-cluster version is different than the backed-up version",
-                                resource.kind
-                            );
-                            log.log(Level::Warning, &message);
-                            results.warnings.add(target_ns.as_deref(), message);
-                            "skipped"
+        // Items of one resource are independent of each other: they are created up to
+        // `items_at_once` at a time, and recorded in their order (the resource list, the log and
+        // the results read the same as one by one). Resources stay one after another.
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            let mut batch = Vec::new();
+            for item in items.by_ref() {
+                done += 1;
+                let prepared =
+                    match prepare(&item, &gr, caps, &transform, &selector, spec, unpacked) {
+                        Ok(Some(prepared)) => prepared,
+                        Ok(None) => continue,
+                        Err(message) => {
+                            log.log(Level::Error, &message);
+                            results.errors.add(item.namespace.as_deref(), message);
+                            continue;
                         }
-                    }
-                    Err(error) => {
-                        results.errors.add(
-                            target_ns.as_deref(),
-                            format!("error restoring {gr} {shown}: {error}"),
-                        );
-                        "failed"
-                    }
-                },
-                Err(error) => {
-                    let message = format!("error restoring {gr} {shown}: {error}");
-                    log.log(Level::Error, &message);
-                    results.errors.add(target_ns.as_deref(), message);
-                    "failed"
+                    };
+                if let Some(ns) = &prepared.target_ns
+                    && ensured.insert(ns.clone())
+                {
+                    ensure_namespace(client, ns, &mut results).await;
                 }
-            };
-            resource_list
-                .add(&key, &format!("{shown}({outcome})"))
-                .map_err(|e| kube::Error::Service(Box::new(e)))?;
-            if outcome == "created" && !pod_hooks.is_empty() {
-                pods_with_hooks.push(PodWithHooks {
-                    namespace: target_ns.clone().unwrap_or_default(),
-                    name: name.clone(),
-                    hooks: pod_hooks,
-                    created,
-                });
+                batch.push(prepared);
+                if batch.len() == items_at_once {
+                    break;
+                }
+            }
+            let created =
+                futures::future::join_all(batch.iter().map(|prepared| {
+                    create(client, resource, caps, prepared, &gr, update_existing)
+                }))
+                .await;
+            for (prepared, created) in batch.into_iter().zip(created) {
+                let target_ns = prepared.target_ns.as_deref();
+                if let Some(warning) = created.warning {
+                    log.log(Level::Warning, &warning);
+                    results.warnings.add(target_ns, warning);
+                }
+                if let Some(error) = created.error {
+                    log.log(Level::Error, &error);
+                    results.errors.add(target_ns, error);
+                }
+                resource_list
+                    .add(
+                        &created.key,
+                        &format!("{}({})", prepared.shown, created.outcome),
+                    )
+                    .map_err(|e| kube::Error::Service(Box::new(e)))?;
+                if created.outcome == "created" && !prepared.pod_hooks.is_empty() {
+                    pods_with_hooks.push(PodWithHooks {
+                        namespace: prepared.target_ns.clone().unwrap_or_default(),
+                        name: prepared.name,
+                        hooks: prepared.pod_hooks,
+                        created: created.at,
+                    });
+                }
             }
             progress.send_replace((done, total));
         }
@@ -366,6 +290,161 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         items: done,
         pods_with_hooks,
     })
+}
+
+/// An item ready to be created: read, checked, filtered and transformed.
+struct Prepared {
+    target_ns: Option<String>,
+    name: String,
+    /// `namespace/name` (or `name`), as the log and the resource list show it.
+    shown: String,
+    candidate: Value,
+    object: DynamicObject,
+    pod_hooks: PodHooks,
+}
+
+/// The item as it is to be created; None when the label selector leaves it out; the error to
+/// record when it cannot be restored.
+fn prepare(
+    item: &Item,
+    gr: &str,
+    caps: &ApiCapabilities,
+    transform: &Transform<'_>,
+    selector: &Option<kube::core::Selector>,
+    spec: &RestoreSpec,
+    unpacked: &Path,
+) -> Result<Option<Prepared>, String> {
+    let source_ns = item.namespace.as_deref();
+    let target_ns = source_ns.map(|ns| transform.target_namespace(ns).to_string());
+    let shown_path = item.path.strip_prefix(unpacked).unwrap_or(&item.path);
+    let value: Value = std::fs::read(&item.path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        .map_err(|error| format!("{gr} item {}: unreadable: {error}", shown_path.display()))?;
+    if let Some(reason) = misplaced(&caps.scope, source_ns, &value) {
+        return Err(format!("{}: {reason}; not restored", shown_path.display()));
+    }
+    if let Some(selector) = selector {
+        let item_labels: BTreeMap<String, String> = serde_json::from_value(
+            value
+                .pointer("/metadata/labels")
+                .cloned()
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        if !selector.matches(&item_labels) {
+            return Ok(None);
+        }
+    }
+    let mut candidate = transform.apply(gr, value);
+    let pod_hooks = if gr == "pods" {
+        let pod_hooks = hooks::for_pod(spec.hooks.as_ref(), &candidate);
+        hooks::set_init_containers(&mut candidate, &pod_hooks.init);
+        pod_hooks
+    } else {
+        PodHooks::default()
+    };
+    let name = candidate
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let object: DynamicObject = serde_json::from_value(candidate.clone())
+        .map_err(|error| format!("{gr} {name}: not a Kubernetes object: {error}"))?;
+    let shown = match &target_ns {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.clone(),
+    };
+    Ok(Some(Prepared {
+        target_ns,
+        name,
+        shown,
+        candidate,
+        object,
+        pod_hooks,
+    }))
+}
+
+/// What creating one item came to.
+struct Created {
+    /// `created`, `updated`, `skipped` or `failed`, as Velero's resource list says it.
+    outcome: &'static str,
+    /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
+    key: String,
+    warning: Option<String>,
+    error: Option<String>,
+    /// When the create was sent: a pod's hooks' wait timeouts count from here.
+    at: tokio::time::Instant,
+}
+
+/// Creates the item; one that exists already is left, or patched under the `update` policy.
+async fn create(
+    client: &Client,
+    served: &ApiResource,
+    caps: &ApiCapabilities,
+    prepared: &Prepared,
+    gr: &str,
+    update_existing: bool,
+) -> Created {
+    let resource = &at_version(
+        served,
+        prepared.candidate.get("apiVersion").and_then(Value::as_str),
+    );
+    let key = if resource.group.is_empty() {
+        format!("{}/{}", resource.version, resource.kind)
+    } else {
+        format!("{}/{}/{}", resource.group, resource.version, resource.kind)
+    };
+    let api: Api<DynamicObject> = match (caps.scope.clone(), &prepared.target_ns) {
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
+        _ => Api::all_with(client.clone(), resource),
+    };
+    let (name, shown) = (&prepared.name, &prepared.shown);
+    let at = tokio::time::Instant::now();
+    let created = |outcome, warning, error| Created {
+        outcome,
+        key: key.clone(),
+        warning,
+        error,
+        at,
+    };
+    match api.create(&PostParams::default(), &prepared.object).await {
+        Ok(_) => created("created", None, None),
+        Err(kube::Error::Api(status)) if status.code == 409 => match api.get(name).await {
+            Ok(existing) => {
+                let existing_value = serde_json::to_value(&existing).unwrap_or_default();
+                if !differs(&existing_value, &prepared.candidate) {
+                    created("skipped", None, None)
+                } else if update_existing {
+                    let patch = Patch::Merge(&prepared.candidate);
+                    match api.patch(name, &PatchParams::default(), &patch).await {
+                        Ok(_) => created("updated", None, None),
+                        Err(error) => created(
+                            "failed",
+                            Some(format!("could not update {gr} {shown}: {error}")),
+                            None,
+                        ),
+                    }
+                } else {
+                    let message = format!(
+                        "could not restore, {} {shown} already exists. Warning: the in-cluster version is different than the backed-up version",
+                        resource.kind
+                    );
+                    created("skipped", Some(message), None)
+                }
+            }
+            Err(error) => created(
+                "failed",
+                None,
+                Some(format!("error restoring {gr} {shown}: {error}")),
+            ),
+        },
+        Err(error) => created(
+            "failed",
+            None,
+            Some(format!("error restoring {gr} {shown}: {error}")),
+        ),
+    }
 }
 
 /// Why an item may not be restored from where it lies in the tarball, or None: an item of a

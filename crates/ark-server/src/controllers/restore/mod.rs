@@ -187,6 +187,7 @@ async fn restore_from(
         resource_list: &mut resource_list,
         log: &mut log,
         progress: &progress,
+        items_at_once: ctx.restore_items_at_once,
     })
     .await;
     reporter.stop();
