@@ -328,3 +328,62 @@ async fn round_trip_with_s3_on_velero_crds() {
     })
     .await;
 }
+
+/// A backup that includes most namespaces lists each resource once across the cluster: what it
+/// keeps must still be exactly the included namespaces' items.
+#[tokio::test]
+async fn a_backup_of_most_namespaces_keeps_only_the_included_namespaces_items() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("most").await;
+    let kept = cluster.namespace("most-kept").await;
+    let left = cluster.namespace("most-left").await;
+    for (namespace, name) in [(&kept.name, "kept"), (&left.name, "left")] {
+        let config: ConfigMap =
+            fixtures::object(serde_json::json!({ "metadata": { "name": name } }));
+        Api::<ConfigMap>::namespaced(client.clone(), namespace)
+            .create(&Default::default(), &config)
+            .await
+            .unwrap();
+    }
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let excluded = format!("{},kube-system", left.name);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "most",
+            "--exclude-namespaces",
+            &excluded,
+            "--include-resources",
+            "configmaps",
+            "--wait",
+        ],
+    );
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "describe", "most", "--details"],
+    );
+    assert!(
+        described.contains(&format!("    - {}/kept\n", kept.name)),
+        "{described}"
+    );
+    assert!(
+        !described.contains(&format!("    - {}/", left.name)),
+        "{described}"
+    );
+    assert!(!described.contains("    - kube-system/"), "{described}");
+    let logs = ark_ok(&cluster, &ns.name, &["backup", "logs", "most"]);
+    assert!(
+        // Its own and the namespace's kube-root-ca.crt.
+        logs.contains(&format!(
+            "backed up 2 configmaps in namespace {}",
+            kept.name
+        )),
+        "{logs}"
+    );
+}
