@@ -17,7 +17,21 @@ use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::Results;
 
-const PAGE_SIZE: u32 = 500;
+/// Items per list page: the API server's page is counted in items, but memory is spent in bytes.
+/// A first small page measures the items' size; each next page holds what fits in
+/// `PAGE_BYTES`, between one item and `MAX_PAGE_SIZE`.
+const FIRST_PAGE_SIZE: u32 = 16;
+const MAX_PAGE_SIZE: u32 = 500;
+const PAGE_BYTES: usize = 8 << 20;
+
+/// The next page's size after a page of `items` items that took `bytes` bytes.
+fn next_page_size(items: usize, bytes: usize) -> u32 {
+    if items == 0 || bytes == 0 {
+        return MAX_PAGE_SIZE;
+    }
+    let per_item = bytes.div_ceil(items);
+    (PAGE_BYTES / per_item).clamp(1, MAX_PAGE_SIZE as usize) as u32
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -123,7 +137,7 @@ pub async fn collect(
                 Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
                 None => Api::all_with(client.clone(), resource),
             };
-            let mut params = ListParams::default().limit(PAGE_SIZE);
+            let mut params = ListParams::default().limit(FIRST_PAGE_SIZE);
             if let Some(selector) = &selector {
                 params = params.labels_from(selector);
             }
@@ -140,6 +154,7 @@ pub async fn collect(
                     }
                 };
                 let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+                let (listed, mut bytes) = (page.items.len(), 0);
                 for mut object in page.items {
                     // Listed across the cluster, a namespaced item says its namespace itself.
                     let item_namespace = match (namespace, &caps.scope) {
@@ -155,7 +170,7 @@ pub async fn collect(
                     });
                     let name = object.metadata.name.clone().unwrap_or_default();
                     let value = serde_json::to_value(&object).map_err(std::io::Error::from)?;
-                    write_item(
+                    bytes += write_item(
                         &mut tarball,
                         &mut resource_list,
                         &gr,
@@ -170,7 +185,11 @@ pub async fn collect(
                 }
                 progress.send_replace((items, items));
                 match next {
-                    Some(token) => params = params.continue_token(&token),
+                    Some(token) => {
+                        params = params
+                            .continue_token(&token)
+                            .limit(next_page_size(listed, bytes));
+                    }
                     None => break,
                 }
             }
@@ -202,7 +221,7 @@ fn write_item(
     namespace: Option<&str>,
     name: &str,
     value: &serde_json::Value,
-) -> std::io::Result<()> {
+) -> std::io::Result<usize> {
     let json = serde_json::to_vec(value)?;
     tarball.add(&item_path(gr, namespace, name), &json)?;
     tarball.add(&preferred_version_path(gr, version, namespace, name), &json)?;
@@ -210,7 +229,8 @@ fn write_item(
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_string(),
     };
-    resource_list.add(key, &entry)
+    resource_list.add(key, &entry)?;
+    Ok(json.len())
 }
 
 /// What to back up: the namespaces that exist and are included, and the resources to list.
@@ -285,4 +305,21 @@ async fn plan(
         cluster_scoped: include_cluster_scoped(spec.include_cluster_resources, &namespace_filter),
         namespace_resource_included,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_hold_what_fits_in_the_byte_budget() {
+        // Small ConfigMaps: the largest page.
+        assert_eq!(next_page_size(16, 16 * 600), MAX_PAGE_SIZE);
+        // Secrets of 1 MiB: eight a page.
+        assert_eq!(next_page_size(16, 16 << 20), 8);
+        // One item larger than the budget: one a page, never none.
+        assert_eq!(next_page_size(1, 20 << 20), 1);
+        // An empty page says nothing of the sizes.
+        assert_eq!(next_page_size(0, 0), MAX_PAGE_SIZE);
+    }
 }

@@ -34,6 +34,10 @@ pub struct PodWithHooks {
     pub created: tokio::time::Instant,
 }
 
+/// What one batch of items created at once may hold, in item file bytes (each is held about
+/// three times: parsed, as the object to send, and as the request), beside its count limit.
+const BATCH_BYTES: usize = 8 << 20;
+
 /// One item file of the unpacked backup.
 struct Item {
     namespace: Option<String>,
@@ -228,7 +232,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         // the results read the same as one by one). Resources stay one after another.
         let mut items = items.into_iter().peekable();
         while items.peek().is_some() {
-            let mut batch = Vec::new();
+            let (mut batch, mut batch_bytes) = (Vec::new(), 0);
             for item in items.by_ref() {
                 done += 1;
                 let prepared =
@@ -246,8 +250,9 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                 {
                     ensure_namespace(client, ns, &mut results).await;
                 }
+                batch_bytes += prepared.bytes;
                 batch.push(prepared);
-                if batch.len() == items_at_once {
+                if batch.len() == items_at_once || batch_bytes >= BATCH_BYTES {
                     break;
                 }
             }
@@ -294,6 +299,8 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
 
 /// An item ready to be created: read, checked, filtered and transformed.
 struct Prepared {
+    /// The item file's size: what the batch holds in memory is bounded by it.
+    bytes: usize,
     target_ns: Option<String>,
     name: String,
     /// `namespace/name` (or `name`), as the log and the resource list show it.
@@ -317,10 +324,10 @@ fn prepare(
     let source_ns = item.namespace.as_deref();
     let target_ns = source_ns.map(|ns| transform.target_namespace(ns).to_string());
     let shown_path = item.path.strip_prefix(unpacked).unwrap_or(&item.path);
-    let value: Value = std::fs::read(&item.path)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-        .map_err(|error| format!("{gr} item {}: unreadable: {error}", shown_path.display()))?;
+    let unreadable =
+        |error: String| format!("{gr} item {}: unreadable: {error}", shown_path.display());
+    let file = std::fs::read(&item.path).map_err(|e| unreadable(e.to_string()))?;
+    let value: Value = serde_json::from_slice(&file).map_err(|e| unreadable(e.to_string()))?;
     if let Some(reason) = misplaced(&caps.scope, source_ns, &value) {
         return Err(format!("{}: {reason}; not restored", shown_path.display()));
     }
@@ -356,6 +363,7 @@ fn prepare(
         None => name.clone(),
     };
     Ok(Some(Prepared {
+        bytes: file.len(),
         target_ns,
         name,
         shown,
