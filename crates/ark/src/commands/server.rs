@@ -26,7 +26,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "NAME")]
     pub id: Option<String>,
     /// Backup deletions run at once
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 16)]
     pub deletion_workers: u16,
     /// How long a processed DeleteBackupRequest is kept
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
@@ -39,7 +39,7 @@ pub struct ServerArgs {
     pub restore_hooks_timeout: std::time::Duration,
     /// Exec hook commands one restore runs at once (waiting for a free one never counts against a
     /// hook's execTimeout)
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub restore_hook_execs_at_once: u16,
     /// Items of one resource a restore creates at once (resources stay one after another, in
     /// Velero's order)
