@@ -83,7 +83,8 @@ fn sort_by_name(objects: &mut [kube::api::DynamicObject]) {
 async fn get_named_or_listed<K>(
     client: &kube::Client,
     namespace: &str,
-    args: &crate::cli::GetArgs,
+    names: &[String],
+    selector: Option<&str>,
     kind: &str,
 ) -> anyhow::Result<Found<K>>
 where
@@ -99,9 +100,9 @@ where
         items: Vec::new(),
         missing: 0,
     };
-    if args.names.is_empty() {
+    if names.is_empty() {
         let mut params = kube::api::ListParams::default();
-        if let Some(selector) = &args.selector {
+        if let Some(selector) = selector {
             params = params.labels(selector);
         }
         let mut list = api
@@ -114,10 +115,10 @@ where
         }
         return Ok(found);
     }
-    if args.selector.is_some() {
+    if selector.is_some() {
         anyhow::bail!("give either {kind} names or --selector, not both");
     }
-    for name in &args.names {
+    for name in names {
         match api
             .get_opt(name)
             .await
@@ -132,6 +133,38 @@ where
         }
     }
     Ok(found)
+}
+
+/// `ark <noun> get`: the objects as `table` lays them out, or as JSON or YAML.
+async fn get<K>(
+    global: &crate::cli::GlobalArgs,
+    args: crate::cli::GetArgs,
+    kind: &str,
+    table: fn(&[K], crate::output::ObjectColumns) -> String,
+) -> anyhow::Result<ExitCode>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let client = crate::context::client(global).await?;
+    let found: Found<K> = get_named_or_listed(
+        &client,
+        &global.namespace,
+        &args.names,
+        args.selector.as_deref(),
+        kind,
+    )
+    .await?;
+    match args.output.output {
+        crate::cli::OutputFormat::Table => println!(
+            "{}",
+            table(
+                &found.items,
+                crate::output::ObjectColumns::now(args.show_labels)
+            )
+        ),
+        format => crate::output::print_objects(format, &found.items, args.names.len() == 1)?,
+    }
+    Ok(found.exit_code())
 }
 
 #[cfg(test)]

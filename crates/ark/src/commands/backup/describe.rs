@@ -6,27 +6,27 @@ use kube::Api;
 use kube::ResourceExt;
 use kube::api::ListParams;
 
-use crate::cli::{DescribeArgs, GetArgs, GlobalArgs, OutputFormat};
+use crate::cli::{DescribeArgs, GlobalArgs, OutputFormat};
 use crate::commands::bucket;
 use crate::describe::Describe;
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let lookup = GetArgs {
-        names: args.names.clone(),
-        selector: None,
-        show_labels: false,
-        output: args.output,
-    };
-    let found: crate::commands::Found<Backup> =
-        crate::commands::get_named_or_listed(&client, &global.namespace, &lookup, "backup").await?;
+    let found: crate::commands::Found<Backup> = crate::commands::get_named_or_listed(
+        &client,
+        &global.namespace,
+        &args.names,
+        None,
+        "backup",
+    )
+    .await?;
     let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), &global.namespace);
     let mut described = Vec::new();
     for backup in &found.items {
         described.push((backup, deletion_attempts(&requests, backup).await?));
     }
-    if lookup.output.output != OutputFormat::Table {
+    if args.output.output != OutputFormat::Table {
         let structured: Vec<serde_json::Value> = described
             .iter()
             .map(|(backup, attempts)| {
@@ -37,7 +37,7 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 value
             })
             .collect();
-        output::print_objects(lookup.output.output, &structured, args.names.len() == 1)?;
+        output::print_objects(args.output.output, &structured, args.names.len() == 1)?;
         return Ok(found.exit_code());
     }
     for (index, (backup, attempts)) in described.iter().enumerate() {

@@ -2,21 +2,11 @@ use std::process::ExitCode;
 
 use ark_api::Backup;
 
-use crate::cli::{GetArgs, GlobalArgs, OutputFormat};
+use crate::cli::{GetArgs, GlobalArgs};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Backup> =
-        crate::commands::get_named_or_listed(&client, &global.namespace, &args, "backup").await?;
-    match args.output.output {
-        OutputFormat::Table => println!(
-            "{}",
-            table(&found.items, output::ObjectColumns::now(args.show_labels))
-        ),
-        format => output::print_objects(format, &found.items, args.names.len() == 1)?,
-    }
-    Ok(found.exit_code())
+    crate::commands::get::<Backup>(global, args, "backup", table).await
 }
 
 fn table(backups: &[Backup], columns: output::ObjectColumns) -> String {

@@ -2,21 +2,11 @@ use std::process::ExitCode;
 
 use ark_api::Restore;
 
-use crate::cli::{GetArgs, GlobalArgs, OutputFormat};
+use crate::cli::{GetArgs, GlobalArgs};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Restore> =
-        crate::commands::get_named_or_listed(&client, &global.namespace, &args, "restore").await?;
-    match args.output.output {
-        OutputFormat::Table => println!(
-            "{}",
-            table(&found.items, output::ObjectColumns::now(args.show_labels))
-        ),
-        format => output::print_objects(format, &found.items, args.names.len() == 1)?,
-    }
-    Ok(found.exit_code())
+    crate::commands::get::<Restore>(global, args, "restore", table).await
 }
 
 fn table(restores: &[Restore], columns: output::ObjectColumns) -> String {
