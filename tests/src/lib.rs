@@ -537,13 +537,7 @@ impl ArkServer {
 
     /// The server's peak resident memory so far (VmHWM), in MiB.
     pub fn peak_rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
+        peak_rss_mib(self.child.id())
     }
 
     /// The directory the server's scratch directory (`work/`) is in.
@@ -560,4 +554,14 @@ impl Drop for ArkServer {
             eprintln!("--- ark server log ---\n{}", self.log());
         }
     }
+}
+
+/// A running process's peak resident memory so far (VmHWM), in MiB; 0 when it cannot be read.
+pub fn peak_rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
 }

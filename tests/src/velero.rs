@@ -102,6 +102,11 @@ pub struct VeleroServer {
 
 impl VeleroServer {
     pub async fn start(cluster: &Cluster, ns: &str) -> VeleroServer {
+        Self::start_from(&bin_dir(), cluster, ns).await
+    }
+
+    /// The same, with the Velero build in `bin` (`velero` and `velero-plugin-for-aws`).
+    pub async fn start_from(bin: &std::path::Path, cluster: &Cluster, ns: &str) -> VeleroServer {
         let turn = std::fs::File::create(std::env::temp_dir().join("ark-tests-velero-server.lock"))
             .expect("the Velero server lock file");
         // Blocks this test's own runtime thread only: every test has a runtime of its own.
@@ -131,7 +136,6 @@ impl VeleroServer {
             .await
             .expect("velero stand-in Deployment");
 
-        let bin = bin_dir();
         let dir = tempfile::tempdir().unwrap();
         let plugins = dir.path().join("plugins");
         std::fs::create_dir(&plugins).unwrap();
@@ -171,6 +175,11 @@ impl VeleroServer {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The server process's peak resident memory so far, in MiB (its plugin processes apart).
+    pub fn peak_rss_mib(&self) -> f64 {
+        crate::peak_rss_mib(self.child.id())
     }
 }
 
