@@ -255,6 +255,25 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     Ok(())
 }
 
+/// Whether `key` is in the bucket, asked until the bucket answers (every second at first, then
+/// less often, up to every 30 s): while it does not, whether the backup exists is not known,
+/// and it stays InProgress (a server restarted meanwhile decides from the bucket too).
+async fn landed(store: &ark_storage::BackupStore, key: &ark_storage::Path) -> bool {
+    let mut pause = std::time::Duration::from_secs(1);
+    loop {
+        match store.exists(key).await {
+            Ok(exists) => return exists,
+            Err(error) => {
+                tracing::warn!(
+                    "asking the bucket whether {key} was stored: {error}; again in {pause:?}"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(30));
+            }
+        }
+    }
+}
+
 /// Removes what a backup uploaded: `velero-backup.json` first (from then on no backup exists),
 /// then its other files; its log stays, for `ark backup logs`.
 async fn remove_uploaded(store: &ark_storage::BackupStore, name: &str, metadata: bool) {
@@ -437,10 +456,21 @@ async fn back_up(
         }
         let metadata_bytes =
             Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?);
-        store
-            .put(&layout.backup_metadata(name), metadata_bytes)
-            .await
-            .map_err(|e| upload_error("metadata", e))
+        let key = layout.backup_metadata(name);
+        match store.put(&key, metadata_bytes).await {
+            Ok(()) => Ok(()),
+            // A failed answer is not a failed write: the bucket may have stored it and the answer
+            // been lost. The backup exists exactly when the bucket has the file, so ask.
+            Err(error) => match landed(store, &key).await {
+                true => {
+                    tracing::warn!(
+                        "backup {name}: uploading {key} failed ({error}), but the bucket has it"
+                    );
+                    Ok(())
+                }
+                false => Err(upload_error("metadata", error)),
+            },
+        }
     };
     if let Err(error) = files.await {
         remove_uploaded(store, name, false).await;
