@@ -5,16 +5,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use ark_api::BackupSpec;
-use ark_storage::tarball::{group_resource, item_path, preferred_version_path};
+use ark_storage::tarball::group_resource;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
 use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client};
 
-use crate::shared::archive::TarballWriter;
+use super::writer::{self, ItemWriter, Page};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
-use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::Results;
 
 /// Items per list page: the API server's page is counted in items, but memory is spent in bytes.
@@ -80,8 +79,7 @@ pub async fn collect(
     };
     let plan = plan(client, spec, log, &mut results).await?;
     let included: BTreeSet<&str> = plan.namespaces.iter().map(String::as_str).collect();
-    let mut tarball = TarballWriter::create(scratch)?;
-    let mut resource_list = ResourceListWriter::create(scratch)?;
+    let mut writer = ItemWriter::start(scratch)?;
     let mut items = 0i64;
 
     for (resource, caps) in &plan.resources {
@@ -98,26 +96,22 @@ pub async fn collect(
                 // The Namespace objects of the namespaces backed up, whatever the selector says:
                 // a restore needs them.
                 if plan.namespace_resource_included {
+                    let mut page = Page {
+                        gr: gr.clone(),
+                        version: resource.version.clone(),
+                        key: key.clone(),
+                        items: Vec::new(),
+                    };
                     for name in &plan.namespaces {
                         let api: Api<Namespace> = Api::all(client.clone());
                         match api.get_opt(name).await {
-                            Ok(Some(namespace)) => {
-                                let mut value = serde_json::to_value(&namespace)
-                                    .map_err(std::io::Error::from)?;
-                                value["apiVersion"] = "v1".into();
-                                value["kind"] = "Namespace".into();
-                                write_item(
-                                    &mut tarball,
-                                    &mut resource_list,
-                                    &gr,
-                                    &resource.version,
-                                    &key,
-                                    None,
-                                    name,
-                                    &value,
-                                )?;
-                                items += 1;
-                            }
+                            // Serialized with its apiVersion and kind, as Velero writes it.
+                            Ok(Some(namespace)) => page.items.push(writer::Item {
+                                namespace: None,
+                                name: name.clone(),
+                                json: serde_json::to_vec(&namespace)
+                                    .map_err(std::io::Error::from)?,
+                            }),
                             Ok(None) => {}
                             Err(error) => {
                                 let message = format!("getting namespace {name}: {error}");
@@ -126,6 +120,8 @@ pub async fn collect(
                             }
                         }
                     }
+                    items += page.items.len() as i64;
+                    writer = writer.write(page).await?;
                 }
                 continue;
             }
@@ -155,6 +151,12 @@ pub async fn collect(
                 };
                 let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
                 let (listed, mut bytes) = (page.items.len(), 0);
+                let mut written = Page {
+                    gr: gr.clone(),
+                    version: resource.version.clone(),
+                    key: key.clone(),
+                    items: Vec::with_capacity(listed),
+                };
                 for mut object in page.items {
                     // Listed across the cluster, a namespaced item says its namespace itself.
                     let item_namespace = match (namespace, &caps.scope) {
@@ -168,21 +170,17 @@ pub async fn collect(
                         api_version: resource.api_version.clone(),
                         kind: resource.kind.clone(),
                     });
-                    let name = object.metadata.name.clone().unwrap_or_default();
-                    let value = serde_json::to_value(&object).map_err(std::io::Error::from)?;
-                    bytes += write_item(
-                        &mut tarball,
-                        &mut resource_list,
-                        &gr,
-                        &resource.version,
-                        &key,
-                        item_namespace.as_deref(),
-                        &name,
-                        &value,
-                    )?;
+                    let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
+                    bytes += json.len();
                     items += 1;
-                    *seen.entry(item_namespace).or_default() += 1;
+                    *seen.entry(item_namespace.clone()).or_default() += 1;
+                    written.items.push(writer::Item {
+                        namespace: item_namespace,
+                        name: object.metadata.name.unwrap_or_default(),
+                        json,
+                    });
                 }
+                writer = writer.write(written).await?;
                 progress.send_replace((items, items));
                 match next {
                     Some(token) => {
@@ -203,34 +201,13 @@ pub async fn collect(
             }
         }
     }
+    let written = writer.finish().await?;
     Ok(Collected {
-        tarball: tarball.finish()?,
-        resource_list: resource_list.finish()?,
+        tarball: written.tarball,
+        resource_list: written.resource_list,
         results,
         items,
     })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_item(
-    tarball: &mut TarballWriter,
-    resource_list: &mut ResourceListWriter,
-    gr: &str,
-    version: &str,
-    key: &str,
-    namespace: Option<&str>,
-    name: &str,
-    value: &serde_json::Value,
-) -> std::io::Result<usize> {
-    let json = serde_json::to_vec(value)?;
-    tarball.add(&item_path(gr, namespace, name), &json)?;
-    tarball.add(&preferred_version_path(gr, version, namespace, name), &json)?;
-    let entry = match namespace {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    };
-    resource_list.add(key, &entry)?;
-    Ok(json.len())
 }
 
 /// What to back up: the namespaces that exist and are included, and the resources to list.

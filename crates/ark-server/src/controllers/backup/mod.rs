@@ -2,6 +2,7 @@
 //! to its storage location; its status says how it went.
 
 mod engine;
+mod writer;
 
 use std::sync::Arc;
 

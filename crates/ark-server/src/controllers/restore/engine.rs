@@ -2,14 +2,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ark_api::RestoreSpec;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::SelectorExt;
 use kube::discovery::{ApiCapabilities, Scope};
 use kube::{Api, Client};
 use serde_json::Value;
+use tokio::sync::{OnceCell, Semaphore};
 
 use super::hooks::{self, PodHooks};
 use super::order::{is_restorable, restore_order};
@@ -34,9 +37,9 @@ pub struct PodWithHooks {
     pub created: tokio::time::Instant,
 }
 
-/// What one batch of items created at once may hold, in item file bytes (each is held about
-/// three times: parsed, as the object to send, and as the request), beside its count limit.
-const BATCH_BYTES: usize = 8 << 20;
+/// What the items being restored at once may hold, in item file bytes (each is held about three
+/// times: parsed, as the object to send, and as the request), beside their count limit.
+const BYTES_IN_FLIGHT: usize = 8 << 20;
 
 /// One item file of the unpacked backup.
 struct Item {
@@ -212,7 +215,8 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     };
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
     let mut done = 0i64;
-    let mut ensured = std::collections::BTreeSet::new();
+    let namespaces = EnsuredNamespaces::default();
+    let in_flight = Semaphore::new(BYTES_IN_FLIGHT);
     let mut pods_with_hooks = Vec::new();
     progress.send_replace((0, total));
 
@@ -227,57 +231,65 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             done += items.len() as i64;
             continue;
         };
-        // Items of one resource are independent of each other: they are created up to
-        // `items_at_once` at a time, and recorded in their order (the resource list, the log and
-        // the results read the same as one by one). Resources stay one after another.
-        let mut items = items.into_iter().peekable();
-        while items.peek().is_some() {
-            let (mut batch, mut batch_bytes) = (Vec::new(), 0);
-            for item in items.by_ref() {
-                done += 1;
-                let prepared =
-                    match prepare(&item, &gr, caps, &transform, &selector, spec, unpacked) {
-                        Ok(Some(prepared)) => prepared,
-                        Ok(None) => continue,
-                        Err(message) => {
-                            log.log(Level::Error, &message);
-                            results.errors.add(item.namespace.as_deref(), message);
-                            continue;
-                        }
-                    };
-                if let Some(ns) = &prepared.target_ns
-                    && ensured.insert(ns.clone())
-                {
-                    ensure_namespace(client, ns, &mut results).await;
+        // Items of one resource are independent of each other: up to `items_at_once` are created
+        // at a time, each starting as soon as one ends, and recorded in their order (the resource
+        // list, the log and the results read the same as one by one). Resources stay one after
+        // another.
+        let shared = ItemContext {
+            client,
+            resource,
+            caps,
+            gr: &gr,
+            transform: &transform,
+            selector: &selector,
+            spec,
+            unpacked,
+            update_existing,
+            namespaces: &namespaces,
+            in_flight: &in_flight,
+        };
+        let mut outcomes = futures::stream::iter(items)
+            .map(|item| restore_item(item, &shared))
+            .buffered(items_at_once.max(1));
+        while let Some(outcome) = outcomes.next().await {
+            done += 1;
+            let (prepared, created, namespace_error) = match outcome {
+                Outcome::Filtered => continue,
+                Outcome::Unrestorable { namespace, message } => {
+                    log.log(Level::Error, &message);
+                    results.errors.add(namespace.as_deref(), message);
+                    continue;
                 }
-                batch_bytes += prepared.bytes;
-                batch.push(prepared);
-                if batch.len() == items_at_once || batch_bytes >= BATCH_BYTES {
-                    break;
-                }
+                Outcome::Attempted {
+                    prepared,
+                    created,
+                    namespace_error,
+                } => (prepared, created, namespace_error),
+            };
+            let target_ns = prepared.target_ns.as_deref();
+            if let Some(error) = namespace_error {
+                log.log(Level::Error, &error);
+                results.errors.add(target_ns, error);
             }
-            let created =
-                futures::future::join_all(batch.iter().map(|prepared| {
-                    create(client, resource, caps, prepared, &gr, update_existing)
-                }))
-                .await;
-            for (prepared, created) in batch.into_iter().zip(created) {
-                let target_ns = prepared.target_ns.as_deref();
-                if let Some(warning) = created.warning {
-                    log.log(Level::Warning, &warning);
-                    results.warnings.add(target_ns, warning);
+            if let Some(warning) = created.warning {
+                log.log(Level::Warning, &warning);
+                results.warnings.add(target_ns, warning);
+            }
+            if let Some(error) = created.error {
+                log.log(Level::Error, &error);
+                results.errors.add(target_ns, error);
+            }
+            resource_list
+                .add(
+                    &created.key,
+                    &format!("{}({})", prepared.shown, created.outcome),
+                )
+                .map_err(|e| kube::Error::Service(Box::new(e)))?;
+            if created.outcome == "created" {
+                if gr == "namespaces" {
+                    namespaces.created(&prepared.name);
                 }
-                if let Some(error) = created.error {
-                    log.log(Level::Error, &error);
-                    results.errors.add(target_ns, error);
-                }
-                resource_list
-                    .add(
-                        &created.key,
-                        &format!("{}({})", prepared.shown, created.outcome),
-                    )
-                    .map_err(|e| kube::Error::Service(Box::new(e)))?;
-                if created.outcome == "created" && !prepared.pod_hooks.is_empty() {
+                if !prepared.pod_hooks.is_empty() {
                     pods_with_hooks.push(PodWithHooks {
                         namespace: prepared.target_ns.clone().unwrap_or_default(),
                         name: prepared.name,
@@ -297,10 +309,117 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     })
 }
 
+/// What every item of one resource is restored with.
+struct ItemContext<'a> {
+    client: &'a Client,
+    resource: &'a ApiResource,
+    caps: &'a ApiCapabilities,
+    gr: &'a str,
+    transform: &'a Transform<'a>,
+    selector: &'a Option<kube::core::Selector>,
+    spec: &'a RestoreSpec,
+    unpacked: &'a Path,
+    update_existing: bool,
+    namespaces: &'a EnsuredNamespaces,
+    in_flight: &'a Semaphore,
+}
+
+/// What restoring one item came to.
+enum Outcome {
+    /// The label selector leaves it out.
+    Filtered,
+    /// It could not be read or may not be restored; the error is recorded under `namespace`, the
+    /// item's namespace in the backup.
+    Unrestorable {
+        namespace: Option<String>,
+        message: String,
+    },
+    Attempted {
+        prepared: Box<Prepared>,
+        created: Created,
+        /// Why the namespace it goes into could not be made ready, the first time that was tried.
+        namespace_error: Option<String>,
+    },
+}
+
+async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
+    // The item is read only once its bytes fit in the budget (one larger than it alone).
+    let weight = std::fs::metadata(&item.path)
+        .map_or(1, |m| m.len().clamp(1, BYTES_IN_FLIGHT as u64) as u32);
+    // The semaphore is never closed; were it, the item would go on unbounded rather than fail.
+    let _permit = shared.in_flight.acquire_many(weight).await.ok();
+    let prepared = match prepare(
+        &item,
+        shared.gr,
+        shared.caps,
+        shared.transform,
+        shared.selector,
+        shared.spec,
+        shared.unpacked,
+    ) {
+        Ok(Some(prepared)) => prepared,
+        Ok(None) => return Outcome::Filtered,
+        Err(message) => {
+            return Outcome::Unrestorable {
+                namespace: item.namespace,
+                message,
+            };
+        }
+    };
+    let namespace_error = match &prepared.target_ns {
+        Some(ns) => shared.namespaces.ensure(shared.client, ns).await,
+        None => None,
+    };
+    let created = create(
+        shared.client,
+        shared.resource,
+        shared.caps,
+        &prepared,
+        shared.gr,
+        shared.update_existing,
+    )
+    .await;
+    Outcome::Attempted {
+        prepared: Box::new(prepared),
+        created,
+        namespace_error,
+    }
+}
+
+/// The namespaces items are restored into, each made ready once however many items go into it at
+/// once: created when neither it nor its backed-up object exists (a mapped namespace, or a backup
+/// without Namespace objects).
+#[derive(Default)]
+struct EnsuredNamespaces(std::sync::Mutex<BTreeMap<String, Arc<OnceCell<()>>>>);
+
+impl EnsuredNamespaces {
+    fn cell(&self, name: &str) -> Arc<OnceCell<()>> {
+        let mut cells = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cells.entry(name.to_string()).or_default().clone()
+    }
+
+    /// A namespace this restore created: nothing to check.
+    fn created(&self, name: &str) {
+        let _ = self.cell(name).set(());
+    }
+
+    /// Makes `name` ready on the first call; the error, to that first caller only.
+    async fn ensure(&self, client: &Client, name: &str) -> Option<String> {
+        let mut error = None;
+        self.cell(name)
+            .get_or_init(|| async {
+                error = ensure_namespace(client, name).await;
+            })
+            .await;
+        error
+    }
+}
+
 /// An item ready to be created: read, checked, filtered and transformed.
 struct Prepared {
-    /// The item file's size: what the batch holds in memory is bounded by it.
-    bytes: usize,
     target_ns: Option<String>,
     name: String,
     /// `namespace/name` (or `name`), as the log and the resource list show it.
@@ -363,7 +482,6 @@ fn prepare(
         None => name.clone(),
     };
     Ok(Some(Prepared {
-        bytes: file.len(),
         target_ns,
         name,
         shown,
@@ -500,27 +618,21 @@ fn at_version(resource: &ApiResource, api_version: Option<&str>) -> ApiResource 
     }
 }
 
-/// Creates a namespace the restore writes into when neither it nor its backed-up object exists
-/// (a mapped namespace, or a backup without Namespace objects).
-async fn ensure_namespace(client: &Client, name: &str, results: &mut Results) {
+/// Creates namespace `name` unless it exists; why it cannot take items, if so.
+async fn ensure_namespace(client: &Client, name: &str) -> Option<String> {
     let api: Api<Namespace> = Api::all(client.clone());
     if let Ok(Some(existing)) = api.get_opt(name).await {
-        if existing.metadata.deletion_timestamp.is_some() {
-            results.errors.add(
-                Some(name),
-                format!("namespace {name} is being deleted; its items cannot be restored yet"),
-            );
-        }
-        return;
+        return existing.metadata.deletion_timestamp.map(|_| {
+            format!("namespace {name} is being deleted; its items cannot be restored yet")
+        });
     }
     let mut namespace = Namespace::default();
     namespace.metadata.name = Some(name.to_string());
-    if let Err(error) = api.create(&PostParams::default(), &namespace).await
-        && !matches!(&error, kube::Error::Api(s) if s.code == 409)
-    {
-        results
-            .errors
-            .add(Some(name), format!("creating namespace {name}: {error}"));
+    match api.create(&PostParams::default(), &namespace).await {
+        Err(error) if !matches!(&error, kube::Error::Api(s) if s.code == 409) => {
+            Some(format!("creating namespace {name}: {error}"))
+        }
+        _ => None,
     }
 }
 
