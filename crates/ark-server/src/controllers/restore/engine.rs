@@ -248,57 +248,67 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             namespaces: &namespaces,
             in_flight: &in_flight,
         };
-        let mut outcomes = futures::stream::iter(items)
-            .map(|item| restore_item(item, &shared))
-            .buffered(items_at_once.max(1));
-        while let Some(outcome) = outcomes.next().await {
-            done += 1;
-            let (prepared, created, namespace_error) = match outcome {
-                Outcome::Filtered => continue,
-                Outcome::Unrestorable { namespace, message } => {
-                    log.log(Level::Error, &message);
-                    results.errors.add(namespace.as_deref(), message);
-                    continue;
-                }
-                Outcome::Attempted {
-                    prepared,
+        // Outcomes arrive as items end and are recorded in the items' order: those that end
+        // early wait, small (the objects themselves are dropped once created).
+        let mut outcomes = futures::stream::iter(items.into_iter().enumerate())
+            .map(|(index, item)| {
+                let shared = &shared;
+                async move { (index, restore_item(item, shared).await) }
+            })
+            .buffer_unordered(items_at_once.max(1));
+        let (mut waiting, mut next) = (BTreeMap::new(), 0);
+        while let Some((index, outcome)) = outcomes.next().await {
+            waiting.insert(index, outcome);
+            while let Some(outcome) = waiting.remove(&next) {
+                next += 1;
+                done += 1;
+                progress.send_replace((done, total));
+                let attempt = match outcome {
+                    Outcome::Filtered => continue,
+                    Outcome::Unrestorable { namespace, message } => {
+                        log.log(Level::Error, &message);
+                        results.errors.add(namespace.as_deref(), message);
+                        continue;
+                    }
+                    Outcome::Attempted(attempt) => *attempt,
+                };
+                let Attempt {
+                    target_ns,
+                    name,
+                    shown,
+                    pod_hooks,
                     created,
                     namespace_error,
-                } => (prepared, created, namespace_error),
-            };
-            let target_ns = prepared.target_ns.as_deref();
-            if let Some(error) = namespace_error {
-                log.log(Level::Error, &error);
-                results.errors.add(target_ns, error);
-            }
-            if let Some(warning) = created.warning {
-                log.log(Level::Warning, &warning);
-                results.warnings.add(target_ns, warning);
-            }
-            if let Some(error) = created.error {
-                log.log(Level::Error, &error);
-                results.errors.add(target_ns, error);
-            }
-            resource_list
-                .add(
-                    &created.key,
-                    &format!("{}({})", prepared.shown, created.outcome),
-                )
-                .map_err(|e| kube::Error::Service(Box::new(e)))?;
-            if created.outcome == "created" {
-                if gr == "namespaces" {
-                    namespaces.created(&prepared.name);
+                } = attempt;
+                if let Some(error) = namespace_error {
+                    log.log(Level::Error, &error);
+                    results.errors.add(target_ns.as_deref(), error);
                 }
-                if !prepared.pod_hooks.is_empty() {
-                    pods_with_hooks.push(PodWithHooks {
-                        namespace: prepared.target_ns.clone().unwrap_or_default(),
-                        name: prepared.name,
-                        hooks: prepared.pod_hooks,
-                        created: created.at,
-                    });
+                if let Some(warning) = created.warning {
+                    log.log(Level::Warning, &warning);
+                    results.warnings.add(target_ns.as_deref(), warning);
+                }
+                if let Some(error) = created.error {
+                    log.log(Level::Error, &error);
+                    results.errors.add(target_ns.as_deref(), error);
+                }
+                resource_list
+                    .add(&created.key, &format!("{shown}({})", created.outcome))
+                    .map_err(|e| kube::Error::Service(Box::new(e)))?;
+                if created.outcome == "created" {
+                    if gr == "namespaces" {
+                        namespaces.created(&name);
+                    }
+                    if !pod_hooks.is_empty() {
+                        pods_with_hooks.push(PodWithHooks {
+                            namespace: target_ns.unwrap_or_default(),
+                            name,
+                            hooks: pod_hooks,
+                            created: created.at,
+                        });
+                    }
                 }
             }
-            progress.send_replace((done, total));
         }
         log.info(&format!("restored {gr}"));
     }
@@ -334,12 +344,18 @@ enum Outcome {
         namespace: Option<String>,
         message: String,
     },
-    Attempted {
-        prepared: Box<Prepared>,
-        created: Created,
-        /// Why the namespace it goes into could not be made ready, the first time that was tried.
-        namespace_error: Option<String>,
-    },
+    Attempted(Box<Attempt>),
+}
+
+/// What is recorded of an item the restore tried to create.
+struct Attempt {
+    target_ns: Option<String>,
+    name: String,
+    shown: String,
+    pod_hooks: PodHooks,
+    created: Created,
+    /// Why the namespace it goes into could not be made ready, the first time that was tried.
+    namespace_error: Option<String>,
 }
 
 async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
@@ -379,11 +395,14 @@ async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
         shared.update_existing,
     )
     .await;
-    Outcome::Attempted {
-        prepared: Box::new(prepared),
+    Outcome::Attempted(Box::new(Attempt {
+        target_ns: prepared.target_ns,
+        name: prepared.name,
+        shown: prepared.shown,
+        pod_hooks: prepared.pod_hooks,
         created,
         namespace_error,
-    }
+    }))
 }
 
 /// The namespaces items are restored into, each made ready once however many items go into it at

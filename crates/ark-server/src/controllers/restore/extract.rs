@@ -1,5 +1,8 @@
 //! Unpacking a backup tarball into a scratch directory, refusing anything that could write outside
-//! it or fill the disk: absolute paths, `..`, links and devices, oversized entries.
+//! it or fill the disk: absolute paths, `..`, links and devices, oversized entries. Only the items
+//! a restore reads are written (`resources/<gr>/namespaces/<ns>/<name>.json` and
+//! `resources/<gr>/cluster/<name>.json`): not the preferred-version copies, which would double the
+//! files created, nor anything else a tarball holds.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -76,6 +79,8 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
     let mut rejected = crate::shared::results::Result::default();
     let mut total = 0u64;
     let mut entries = 0u64;
+    // Items come folder by folder: one create_dir_all per folder, not per item.
+    let mut created_folder: Option<PathBuf> = None;
     for entry in archive.entries().map_err(ExtractError::Corrupt)? {
         let mut entry = entry.map_err(ExtractError::Corrupt)?;
         entries += 1;
@@ -105,6 +110,15 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
                 continue;
             }
         };
+        // Safe paths are UTF-8; an item path has a fixed shape, so no item's file can be another
+        // item's folder.
+        if relative
+            .to_str()
+            .and_then(ark_storage::tarball::parse_item_path)
+            .is_none()
+        {
+            continue;
+        }
         if entry.size() > limits.max_entry_bytes {
             rejected.add_general(format!(
                 "tarball entry {shown:?}: {} bytes, more than the {} allowed for one item",
@@ -114,21 +128,13 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
             continue;
         }
         let target = dir.path().join(&relative);
-        let created = target
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| File::create(&target));
-        let mut out = match created {
-            Ok(out) => out,
-            // A file where a folder must be, or the other way round: that entry only.
-            Err(error) if is_name_clash(&error) => {
-                rejected.add_general(format!(
-                    "tarball entry {shown:?}: clashes with another entry's file or folder"
-                ));
-                continue;
-            }
-            Err(error) => return Err(ExtractError::Io(error)),
-        };
+        if let Some(folder) = target.parent()
+            && created_folder.as_deref() != Some(folder)
+        {
+            std::fs::create_dir_all(folder).map_err(ExtractError::Io)?;
+            created_folder = Some(folder.to_path_buf());
+        }
+        let mut out = File::create(&target).map_err(ExtractError::Io)?;
         // The header's size is the tarball's word: read no more than it says, whatever follows.
         let size = entry.size();
         let mut limited = (&mut entry).take(limits.max_entry_bytes.min(size));
@@ -136,11 +142,6 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
         out.flush().map_err(ExtractError::Io)?;
     }
     Ok(Extracted { dir, rejected })
-}
-
-fn is_name_clash(error: &std::io::Error) -> bool {
-    use std::io::ErrorKind::{AlreadyExists, IsADirectory, NotADirectory};
-    matches!(error.kind(), NotADirectory | IsADirectory | AlreadyExists)
 }
 
 #[cfg(test)]
@@ -209,10 +210,18 @@ mod tests {
             b.append(&escape, &b"{}"[..]).unwrap();
             b.append_data(
                 &mut file_header(100),
-                "resources/big.json",
+                "resources/configmaps/namespaces/a/big.json",
                 &[b' '; 100][..],
             )
             .unwrap();
+            // Not an item a restore reads: passed over, not written.
+            for other in [
+                "metadata/version",
+                "resources/configmaps/v1-preferredversion/namespaces/a/ok.json",
+            ] {
+                b.append_data(&mut file_header(2), other, &b"{}"[..])
+                    .unwrap();
+            }
         });
         let limits = Limits {
             max_entry_bytes: 50,
@@ -232,22 +241,39 @@ mod tests {
             [
                 "tarball entry \"resources/evil\": Symlink entries (links, devices) are not restored",
                 "tarball entry \"../x.json\": path contains '..'",
-                "tarball entry \"resources/big.json\": 100 bytes, more than the 50 allowed for one item",
+                "tarball entry \"resources/configmaps/namespaces/a/big.json\": 100 bytes, more than the 50 allowed for one item",
             ]
         );
         assert!(!scratch.path().join("x.json").exists());
+        let written: Vec<_> = walk(extracted.dir.path());
+        assert_eq!(written, ["resources/configmaps/namespaces/a/ok.json"]);
+    }
+
+    /// The files under `dir`, relative to it.
+    fn walk(dir: &Path) -> Vec<String> {
+        let mut files = Vec::new();
+        let mut folders = vec![dir.to_path_buf()];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else {
+                    files.push(path.strip_prefix(dir).unwrap().display().to_string());
+                }
+            }
+        }
+        files.sort();
+        files
     }
 
     #[test]
-    fn a_name_clash_fails_the_entry_and_the_entry_count_is_bounded() {
+    fn the_entry_count_is_bounded() {
         let scratch = tempfile::tempdir().unwrap();
         let build = |b: &mut tar::Builder<Vec<u8>>| {
-            for (path, size) in [
-                ("resources/a.json", 2),
-                ("resources/a.json/b.json", 2),
-                ("resources/c.json", 2),
-            ] {
-                b.append_data(&mut file_header(size), path, &b"{}"[..])
+            for name in ["a", "b", "c"] {
+                let path = format!("resources/configmaps/cluster/{name}.json");
+                b.append_data(&mut file_header(2), path, &b"{}"[..])
                     .unwrap();
             }
         };
@@ -257,13 +283,7 @@ mod tests {
             max_entries: 3,
         };
         let extracted = extract(tarball(scratch.path(), build), scratch.path(), limits).unwrap();
-        assert_eq!(
-            extracted.rejected.velero,
-            [
-                "tarball entry \"resources/a.json/b.json\": clashes with another entry's file or folder"
-            ]
-        );
-        assert!(extracted.dir.path().join("resources/c.json").is_file());
+        assert_eq!(walk(extracted.dir.path()).len(), 3);
         let fewer = Limits {
             max_entries: 2,
             ..limits
@@ -281,7 +301,7 @@ mod tests {
             for i in 0..5 {
                 b.append_data(
                     &mut file_header(40),
-                    format!("resources/{i}.json"),
+                    format!("resources/configmaps/cluster/{i}.json"),
                     &[b' '; 40][..],
                 )
                 .unwrap();
