@@ -154,8 +154,10 @@ async fn reconcile(
             processed(&requests, &name, vec![error]).await?;
             ctx.metrics.deletion_failed();
         }
+        // A deletion that succeeded removes its requests at once, without marking them Processed
+        // first as Velero does: nobody reads a request that is about to go, and a server stopped
+        // in between finds it again, the backup gone, and removes it then.
         Decision::AlreadyDone => {
-            processed(&requests, &name, vec![]).await?;
             remove_requests(&requests, &request).await?;
             ctx.metrics.deletion_succeeded();
         }
@@ -165,12 +167,11 @@ async fn reconcile(
                 // The backup changed since it was read: decide again.
                 return Ok(Action::requeue(Duration::from_secs(1)));
             };
-            let ok = errors.is_empty();
-            processed(&requests, &name, errors).await?;
-            if ok {
+            if errors.is_empty() {
                 remove_requests(&requests, &request).await?;
                 ctx.metrics.deletion_succeeded();
             } else {
+                processed(&requests, &name, errors).await?;
                 ctx.metrics.deletion_failed();
             }
         }
@@ -304,18 +305,21 @@ async fn delete(
     };
 
     let request_labels: BTreeMap<String, String> = labels::for_backup(&backup_name, &uid);
-    requests
-        .patch(
-            &request.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "metadata": { "labels": request_labels } })),
-        )
-        .await?;
     let in_progress = DeleteBackupRequestStatus {
         phase: Some(DeleteBackupRequestPhase::InProgress),
         errors: None,
     };
-    patch::object_status(requests, &request.name_any(), &in_progress).await?;
+    // Velero's DeleteBackupRequest has no status subresource: labels and phase in one write.
+    requests
+        .patch(
+            &request.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": { "labels": request_labels },
+                "status": in_progress,
+            })),
+        )
+        .await?;
     let previous_phase = backup.phase();
     if previous_phase != BackupPhase::Deleting {
         // Claimed at the version decided on: a backup the backup controller has claimed since
