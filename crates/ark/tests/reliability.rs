@@ -148,6 +148,37 @@ async fn a_backup_whose_name_is_taken_in_the_bucket_is_refused_and_the_old_one_k
     assert_eq!(before, after, "the backup in the bucket is untouched");
 }
 
+/// The answer to every upload of b1's `velero-backup.json` is lost (the bucket stores it, the
+/// server never hears so, and its retries meet the same fate): the backup exists in the bucket,
+/// so it ends Completed with every file kept, not Failed beside a backup the bucket holds whole
+/// and every other cluster syncing the bucket would show.
+#[tokio::test]
+async fn a_backup_whose_metadata_upload_lost_its_answer_but_landed_ends_completed() {
+    let cluster = Cluster::get();
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let setup = Setup::new(cluster, Some(&s3.url())).await;
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    let metadata = setup.store.layout.backup_metadata("b1");
+    s3.lose_answers_to("PUT", metadata.as_ref());
+
+    setup.start_backup("b1");
+    let ended = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    let backup = wait_for(setup.backups(), "b1", ended, WAIT).await.unwrap();
+    let status = backup.status.clone().unwrap_or_default();
+    assert_eq!(
+        status.phase,
+        Some(BackupPhase::Completed),
+        "{:?}",
+        status.failure_reason
+    );
+    // velero-backup.json, the tarball, log, resource list, results, volume snapshots and info.
+    assert_eq!(
+        setup.keys(&setup.store.layout.backup_dir("b1")).await,
+        7,
+        "every file of the backup is in the bucket"
+    );
+}
+
 /// b1's metadata, log and tarball, as they are in the bucket.
 async fn files_of_b1(setup: &Setup) -> Vec<Vec<u8>> {
     let layout = &setup.store.layout;
