@@ -99,6 +99,21 @@ pub struct WaitArgs {
     pub timeout: Option<std::time::Duration>,
 }
 
+/// Where a backup storage location keeps its backups: the flags `ark install` (for its default
+/// location) and `ark backup-location create` share.
+#[derive(Debug, Args)]
+pub struct BucketArgs {
+    /// Object storage provider
+    #[arg(long, value_enum)]
+    pub provider: Provider,
+    /// Bucket (for `file`: a directory the server can reach)
+    #[arg(long)]
+    pub bucket: String,
+    /// Folder inside the bucket
+    #[arg(long)]
+    pub prefix: Option<String>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Provider {
     Aws,

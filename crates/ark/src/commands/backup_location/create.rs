@@ -9,22 +9,15 @@ use clap::{Args, ValueEnum};
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::cli::{GlobalArgs, Provider, parse_key_value, parse_name};
+use crate::cli::{BucketArgs, GlobalArgs, parse_key_value, parse_name};
 
 #[derive(Debug, Args)]
 pub struct LocationCreateArgs {
     /// The location's name
     #[arg(value_parser = parse_name)]
     pub name: String,
-    /// Object storage provider
-    #[arg(long, value_enum)]
-    pub provider: Provider,
-    /// Bucket (for `file`: a directory the server can reach)
-    #[arg(long)]
-    pub bucket: String,
-    /// Folder inside the bucket
-    #[arg(long)]
-    pub prefix: Option<String>,
+    #[command(flatten)]
+    pub bucket: BucketArgs,
     /// Provider settings: region=us-east-1,s3Url=http://...,s3ForcePathStyle=true
     #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub config: Vec<(String, String)>,
@@ -48,9 +41,8 @@ pub enum AccessModeArg {
 }
 
 pub async fn run(global: &GlobalArgs, args: LocationCreateArgs) -> anyhow::Result<ExitCode> {
-    let provider = args.provider.name();
     let spec = BackupStorageLocationSpec {
-        provider: provider.to_string(),
+        provider: args.bucket.provider.name().to_string(),
         config: (!args.config.is_empty()).then(|| args.config.into_iter().collect()),
         credential: args.credential.map(|(name, key)| SecretKeySelector {
             name,
@@ -58,8 +50,8 @@ pub async fn run(global: &GlobalArgs, args: LocationCreateArgs) -> anyhow::Resul
             optional: None,
         }),
         object_storage: ObjectStorageLocation {
-            bucket: args.bucket,
-            prefix: args.prefix,
+            bucket: args.bucket.bucket,
+            prefix: args.bucket.prefix,
             ca_cert: None,
         },
         default: args.default,

@@ -17,7 +17,7 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 
-use crate::cli::{GlobalArgs, OutputFormat, Provider, WaitArgs, parse_key_value};
+use crate::cli::{BucketArgs, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
 use manifests::{FIELD_MANAGER, Manifest, Plan};
 
 /// The image `ark install` deploys unless `--image` names another (build it with the Dockerfile).
@@ -25,15 +25,8 @@ pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ark-backup/ark:", env!("CARGO_P
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// Object storage provider of the default location
-    #[arg(long, value_enum)]
-    pub provider: Provider,
-    /// Bucket of the default location (for `file`: a directory on the node)
-    #[arg(long)]
-    pub bucket: String,
-    /// Folder inside the bucket
-    #[arg(long)]
-    pub prefix: Option<String>,
+    #[command(flatten)]
+    pub bucket: BucketArgs,
     /// Credentials file for the provider, stored in the `cloud-credentials` Secret that the
     /// location reads (AWS: a credentials file; Azure: KEY=VALUE lines, as Velero's plugins take)
     #[arg(long, value_name = "FILE")]
@@ -67,9 +60,9 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
     };
     let plan = Plan {
         namespace: global.namespace.clone(),
-        provider: args.provider.name(),
-        bucket: args.bucket,
-        prefix: args.prefix,
+        provider: args.bucket.provider.name(),
+        bucket: args.bucket.bucket,
+        prefix: args.bucket.prefix,
         config: args.backup_location_config,
         credentials,
         image: args.image,
