@@ -38,6 +38,9 @@ pub struct BackupDeleteArgs {
 /// How many times a generateName collision is retried before giving up.
 const CREATE_ATTEMPTS: usize = 5;
 
+/// Requests created at once by `--all` or a selector.
+const SUBMITTED_AT_ONCE: usize = 16;
+
 pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
     let backups: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
@@ -55,8 +58,15 @@ pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<
     let requests: Api<DeleteBackupRequest> = Api::namespaced(client, &global.namespace);
     let mut submitted = Vec::new();
     let mut failed = missing;
-    for backup in &found {
-        match submit(&requests, backup).await {
+    // Submitted several at a time, reported in the order chosen.
+    let mut outcomes = futures::stream::iter(&found)
+        .map(|backup| {
+            let requests = &requests;
+            async move { (backup, submit(requests, backup).await) }
+        })
+        .buffered(SUBMITTED_AT_ONCE);
+    while let Some((backup, outcome)) = outcomes.next().await {
+        match outcome {
             Ok(request) => {
                 println!(
                     "Request to delete backup {:?} submitted successfully.\nThe backup will be fully deleted after all associated data (disk snapshots, backup files, restores) are removed.",
@@ -157,7 +167,15 @@ async fn submit(requests: &Api<DeleteBackupRequest>, backup: &Backup) -> anyhow:
     }
 }
 
-/// Follows the requests (a watch, not polling); returns how many deletions failed.
+/// What the wait watches: the requests (a failed one ends its backup's wait) and the backups (a
+/// deleted one is done).
+enum Watched {
+    Request(watcher::Event<DeleteBackupRequest>),
+    Backup(watcher::Event<Backup>),
+}
+
+/// Follows the requests and the backups (watches, not polling); returns how many deletions
+/// failed.
 async fn wait(
     requests: &Api<DeleteBackupRequest>,
     backups: &Api<Backup>,
@@ -174,27 +192,65 @@ async fn wait(
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let mut pending: BTreeMap<String, Backup> = submitted.into_iter().collect();
     let mut failures = Vec::new();
-    let mut events = watcher::watcher(requests.clone(), watcher::Config::default()).boxed();
-    let mut listed = Vec::new();
+    let request_events = watcher::watcher(requests.clone(), watcher::Config::default())
+        .map(|event| event.map(Watched::Request))
+        .boxed();
+    let backup_events = watcher::watcher(backups.clone(), watcher::Config::default())
+        .map(|event| event.map(Watched::Backup))
+        .boxed();
+    let mut events = futures::stream::select(request_events, backup_events);
+    let (mut listed, mut listed_backups) = (Vec::new(), Vec::new());
     while !pending.is_empty() {
         let event = events
             .next()
             .await
-            .context("the watch on DeleteBackupRequests ended")??;
+            .context("the watch on DeleteBackupRequests and Backups ended")??;
         // (request name, the request as seen, or None when it is gone)
         let seen: Vec<(String, Option<DeleteBackupRequest>)> = match event {
-            watcher::Event::Apply(r) => vec![(r.name_any(), Some(r))],
-            watcher::Event::Delete(r) => vec![(r.name_any(), None)],
-            watcher::Event::Init => {
+            Watched::Backup(event) => {
+                // Uids of backups now known to be gone.
+                let gone: Vec<String> = match event {
+                    watcher::Event::Delete(b) => b.metadata.uid.into_iter().collect(),
+                    watcher::Event::Init => {
+                        listed_backups.clear();
+                        vec![]
+                    }
+                    watcher::Event::InitApply(b) => {
+                        listed_backups.extend(b.metadata.uid);
+                        vec![]
+                    }
+                    watcher::Event::InitDone => pending
+                        .values()
+                        .filter_map(|b| b.metadata.uid.clone())
+                        .filter(|uid| !listed_backups.contains(uid))
+                        .collect(),
+                    watcher::Event::Apply(_) => vec![],
+                };
+                pending.retain(|_, backup| {
+                    let deleted = backup
+                        .metadata
+                        .uid
+                        .as_ref()
+                        .is_some_and(|u| gone.contains(u));
+                    if deleted {
+                        bar.inc(1);
+                    }
+                    !deleted
+                });
+                continue;
+            }
+            Watched::Request(watcher::Event::Apply(r)) => vec![(r.name_any(), Some(r))],
+            Watched::Request(watcher::Event::Delete(r)) => vec![(r.name_any(), None)],
+            Watched::Request(watcher::Event::Init) => {
                 listed.clear();
                 continue;
             }
-            watcher::Event::InitApply(r) => {
+            Watched::Request(watcher::Event::InitApply(r)) => {
                 listed.push(r.name_any());
                 vec![(r.name_any(), Some(r))]
             }
             // A request finished and removed before the watch began is gone as well.
-            watcher::Event::InitDone => pending
+            Watched::Request(watcher::Event::InitDone) => pending
                 .keys()
                 .filter(|n| !listed.contains(n))
                 .map(|n| (n.clone(), None))
@@ -215,8 +271,9 @@ async fn wait(
                     }
                 }
                 None => {
-                    // The server removes requests once their backup is deleted, and removes
-                    // duplicates of a request it is already carrying out: look at the backup.
+                    // The server removes requests once their backup is deleted (the backup's
+                    // own watch may not have said so yet), and removes duplicates of a request
+                    // it is already carrying out: look at the backup.
                     pending.remove(&request_name);
                     let uid = backup.metadata.uid.clone();
                     let still_there = backups
