@@ -170,8 +170,8 @@ async fn submit(requests: &Api<DeleteBackupRequest>, backup: &Backup) -> anyhow:
 /// What the wait watches: the requests (a failed one ends its backup's wait) and the backups (a
 /// deleted one is done).
 enum Watched {
-    Request(watcher::Event<DeleteBackupRequest>),
-    Backup(watcher::Event<Backup>),
+    Request(Box<watcher::Event<DeleteBackupRequest>>),
+    Backup(Box<watcher::Event<Backup>>),
 }
 
 /// Follows the requests and the backups (watches, not polling); returns how many deletions
@@ -193,10 +193,10 @@ async fn wait(
     let mut pending: BTreeMap<String, Backup> = submitted.into_iter().collect();
     let mut failures = Vec::new();
     let request_events = watcher::watcher(requests.clone(), watcher::Config::default())
-        .map(|event| event.map(Watched::Request))
+        .map(|event| event.map(|event| Watched::Request(Box::new(event))))
         .boxed();
     let backup_events = watcher::watcher(backups.clone(), watcher::Config::default())
-        .map(|event| event.map(Watched::Backup))
+        .map(|event| event.map(|event| Watched::Backup(Box::new(event))))
         .boxed();
     let mut events = futures::stream::select(request_events, backup_events);
     let (mut listed, mut listed_backups) = (Vec::new(), Vec::new());
@@ -209,7 +209,7 @@ async fn wait(
         let seen: Vec<(String, Option<DeleteBackupRequest>)> = match event {
             Watched::Backup(event) => {
                 // Uids of backups now known to be gone.
-                let gone: Vec<String> = match event {
+                let gone: Vec<String> = match *event {
                     watcher::Event::Delete(b) => b.metadata.uid.into_iter().collect(),
                     watcher::Event::Init => {
                         listed_backups.clear();
@@ -239,22 +239,24 @@ async fn wait(
                 });
                 continue;
             }
-            Watched::Request(watcher::Event::Apply(r)) => vec![(r.name_any(), Some(r))],
-            Watched::Request(watcher::Event::Delete(r)) => vec![(r.name_any(), None)],
-            Watched::Request(watcher::Event::Init) => {
-                listed.clear();
-                continue;
-            }
-            Watched::Request(watcher::Event::InitApply(r)) => {
-                listed.push(r.name_any());
-                vec![(r.name_any(), Some(r))]
-            }
-            // A request finished and removed before the watch began is gone as well.
-            Watched::Request(watcher::Event::InitDone) => pending
-                .keys()
-                .filter(|n| !listed.contains(n))
-                .map(|n| (n.clone(), None))
-                .collect(),
+            Watched::Request(event) => match *event {
+                watcher::Event::Apply(r) => vec![(r.name_any(), Some(r))],
+                watcher::Event::Delete(r) => vec![(r.name_any(), None)],
+                watcher::Event::Init => {
+                    listed.clear();
+                    continue;
+                }
+                watcher::Event::InitApply(r) => {
+                    listed.push(r.name_any());
+                    vec![(r.name_any(), Some(r))]
+                }
+                // A request finished and removed before the watch began is gone as well.
+                watcher::Event::InitDone => pending
+                    .keys()
+                    .filter(|n| !listed.contains(n))
+                    .map(|n| (n.clone(), None))
+                    .collect(),
+            },
         };
         for (request_name, request) in seen {
             let Some(backup) = pending.get(&request_name).cloned() else {
