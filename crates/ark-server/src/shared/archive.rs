@@ -68,6 +68,17 @@ pub(crate) fn gunzip(mut file: File) -> Vec<u8> {
     out
 }
 
+/// The entry names of a finished gzip tarball, in order.
+#[cfg(test)]
+pub(crate) fn entry_names(file: File) -> Vec<String> {
+    let bytes = gunzip(file);
+    tar::Archive::new(bytes.as_slice())
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,16 +90,8 @@ mod tests {
         tarball
             .add("resources/configmaps/namespaces/shop/a.json", b"{}")
             .unwrap();
-        let file = tarball.finish().unwrap();
-        let bytes = gunzip(file);
-        let mut archive = tar::Archive::new(bytes.as_slice());
-        let names: Vec<String> = archive
-            .entries()
-            .unwrap()
-            .map(|e| e.unwrap().path().unwrap().display().to_string())
-            .collect();
         assert_eq!(
-            names,
+            entry_names(tarball.finish().unwrap()),
             [
                 "metadata/version",
                 "resources/configmaps/namespaces/shop/a.json"

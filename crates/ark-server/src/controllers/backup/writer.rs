@@ -93,7 +93,7 @@ impl ItemWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::archive::gunzip;
+    use crate::shared::archive::{entry_names, gunzip};
 
     fn page(key: &str, names: &[&str]) -> Page {
         Page {
@@ -128,14 +128,8 @@ mod tests {
             list,
             serde_json::json!({ "v1/ConfigMap": ["shop/a", "shop/b", "shop/c"] })
         );
-        let tar = gunzip(written.tarball);
-        let names: Vec<String> = tar::Archive::new(tar.as_slice())
-            .entries()
-            .unwrap()
-            .map(|e| e.unwrap().path().unwrap().display().to_string())
-            .collect();
         assert_eq!(
-            names,
+            entry_names(written.tarball),
             [
                 "metadata/version",
                 "resources/configmaps/namespaces/shop/a.json",
