@@ -6,6 +6,7 @@ use std::path::Path;
 
 use ark_api::BackupSpec;
 use ark_storage::tarball::group_resource;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
 use kube::discovery::{ApiCapabilities, Scope, verbs};
@@ -17,11 +18,13 @@ use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::Results;
 
 /// Items per list page: the API server's page is counted in items, but memory is spent in bytes.
-/// A first small page measures the items' size; each next page holds what fits in
-/// `PAGE_BYTES`, between one item and `MAX_PAGE_SIZE`.
-const FIRST_PAGE_SIZE: u32 = 16;
+/// A first small page measures the items' size (4 of the largest objects etcd takes, 1.5 MiB,
+/// still fit in `PAGE_BYTES`); each next page holds what fits in `PAGE_BYTES`, between one item
+/// and `MAX_PAGE_SIZE`. A page is held up to four times over (its response, the parsed list, the
+/// page waiting for the tarball writer and the one being compressed).
+const FIRST_PAGE_SIZE: u32 = 4;
 const MAX_PAGE_SIZE: u32 = 500;
-const PAGE_BYTES: usize = 8 << 20;
+const PAGE_BYTES: usize = 4 << 20;
 
 /// The next page's size after a page of `items` items that took `bytes` bytes.
 fn next_page_size(items: usize, bytes: usize) -> u32 {
@@ -30,6 +33,28 @@ fn next_page_size(items: usize, bytes: usize) -> u32 {
     }
     let per_item = bytes.div_ceil(items);
     (PAGE_BYTES / per_item).clamp(1, MAX_PAGE_SIZE as usize) as u32
+}
+
+/// First pages asked for at once (each at most `FIRST_PAGE_SIZE` items).
+const LISTS_AT_ONCE: usize = 8;
+
+/// One list of a backup: a resource, in one namespace or across the cluster.
+struct Listing<'a> {
+    resource: &'a ApiResource,
+    caps: &'a ApiCapabilities,
+    gr: String,
+    /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
+    key: String,
+    namespace: Option<&'a str>,
+}
+
+impl Listing<'_> {
+    fn api(&self, client: &Client) -> Api<DynamicObject> {
+        match self.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, self.resource),
+            None => Api::all_with(client.clone(), self.resource),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +107,8 @@ pub async fn collect(
     let mut writer = ItemWriter::start(scratch)?;
     let mut items = 0i64;
 
+    // What to list, in the tarball's order; the Namespace objects (first) written on the way.
+    let mut listings = Vec::new();
     for (resource, caps) in &plan.resources {
         let gr = group_resource(&resource.group, &resource.plural);
         let key = if resource.group.is_empty() {
@@ -129,76 +156,111 @@ pub async fn collect(
             Scope::Cluster => continue,
         };
         for namespace in scopes {
-            let api: Api<DynamicObject> = match namespace {
-                Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
-                None => Api::all_with(client.clone(), resource),
+            listings.push(Listing {
+                resource,
+                caps,
+                gr: gr.clone(),
+                key: key.clone(),
+                namespace,
+            });
+        }
+    }
+    // The first pages are asked for several at a time: most resources have one page or none,
+    // and a backup of one namespace lists dozens of them. They are written in order, each
+    // listing's next pages asked for as it is written.
+    let first_params = || {
+        let params = ListParams::default().limit(FIRST_PAGE_SIZE);
+        match &selector {
+            Some(selector) => params.labels_from(selector),
+            None => params,
+        }
+    };
+    // The futures own what they use (not a borrowed `Listing`), so the stream stays `Send`.
+    let mut first_pages = futures::stream::iter(0..listings.len())
+        .map(|index| {
+            let params = first_params();
+            let api = listings[index].api(client);
+            async move {
+                let page = api.list(&params).await;
+                (index, api, params, page)
+            }
+        })
+        .buffered(LISTS_AT_ONCE);
+    while let Some((index, api, mut params, mut page)) = first_pages.next().await {
+        let Listing {
+            resource,
+            caps,
+            gr,
+            key,
+            namespace,
+        } = &listings[index];
+        let namespace = *namespace;
+        // Items kept per namespace (the key None for cluster-scoped ones), for the log.
+        let mut seen: BTreeMap<Option<String>, i64> = BTreeMap::new();
+        loop {
+            let listed_page = match page {
+                Ok(page) => page,
+                Err(error) => {
+                    let message = format!("listing {gr}: {error}");
+                    log.log(Level::Error, &message);
+                    results.errors.add(namespace, message);
+                    break;
+                }
             };
-            let mut params = ListParams::default().limit(FIRST_PAGE_SIZE);
-            if let Some(selector) = &selector {
-                params = params.labels_from(selector);
-            }
-            // Items kept per namespace (the key None for cluster-scoped ones), for the log.
-            let mut seen: BTreeMap<Option<String>, i64> = BTreeMap::new();
-            loop {
-                let page = match api.list(&params).await {
-                    Ok(page) => page,
-                    Err(error) => {
-                        let message = format!("listing {gr}: {error}");
-                        log.log(Level::Error, &message);
-                        results.errors.add(namespace, message);
-                        break;
-                    }
+            let next = listed_page
+                .metadata
+                .continue_
+                .clone()
+                .filter(|c| !c.is_empty());
+            let (listed, mut bytes) = (listed_page.items.len(), 0);
+            let mut written = Page {
+                gr: gr.clone(),
+                version: resource.version.clone(),
+                key: key.clone(),
+                items: Vec::with_capacity(listed),
+            };
+            for mut object in listed_page.items {
+                // Listed across the cluster, a namespaced item says its namespace itself.
+                let item_namespace = match (namespace, &caps.scope) {
+                    (None, Scope::Namespaced) => match object.metadata.namespace.clone() {
+                        Some(ns) if included.contains(ns.as_str()) => Some(ns),
+                        _ => continue,
+                    },
+                    (namespace, _) => namespace.map(str::to_string),
                 };
-                let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-                let (listed, mut bytes) = (page.items.len(), 0);
-                let mut written = Page {
-                    gr: gr.clone(),
-                    version: resource.version.clone(),
-                    key: key.clone(),
-                    items: Vec::with_capacity(listed),
-                };
-                for mut object in page.items {
-                    // Listed across the cluster, a namespaced item says its namespace itself.
-                    let item_namespace = match (namespace, &caps.scope) {
-                        (None, Scope::Namespaced) => match object.metadata.namespace.clone() {
-                            Some(ns) if included.contains(ns.as_str()) => Some(ns),
-                            _ => continue,
-                        },
-                        (namespace, _) => namespace.map(str::to_string),
-                    };
-                    object.types = Some(TypeMeta {
-                        api_version: resource.api_version.clone(),
-                        kind: resource.kind.clone(),
-                    });
-                    let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
-                    bytes += json.len();
-                    items += 1;
-                    *seen.entry(item_namespace.clone()).or_default() += 1;
-                    written.items.push(writer::Item {
-                        namespace: item_namespace,
-                        name: object.metadata.name.unwrap_or_default(),
-                        json,
-                    });
-                }
-                writer = writer.write(written).await?;
-                progress.send_replace((items, items));
-                match next {
-                    Some(token) => {
-                        params = params
-                            .continue_token(&token)
-                            .limit(next_page_size(listed, bytes));
-                    }
-                    None => break,
-                }
+                object.types = Some(TypeMeta {
+                    api_version: resource.api_version.clone(),
+                    kind: resource.kind.clone(),
+                });
+                let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
+                bytes += json.len();
+                items += 1;
+                *seen.entry(item_namespace.clone()).or_default() += 1;
+                written.items.push(writer::Item {
+                    namespace: item_namespace,
+                    name: object.metadata.name.unwrap_or_default(),
+                    json,
+                });
             }
-            for (namespace, count) in seen {
-                log.info(&format!(
-                    "backed up {count} {gr}{}",
-                    namespace
-                        .map(|ns| format!(" in namespace {ns}"))
-                        .unwrap_or_default()
-                ));
+            writer = writer.write(written).await?;
+            progress.send_replace((items, items));
+            match next {
+                Some(token) => {
+                    params = params
+                        .continue_token(&token)
+                        .limit(next_page_size(listed, bytes));
+                    page = api.list(&params).await;
+                }
+                None => break,
             }
+        }
+        for (namespace, count) in seen {
+            log.info(&format!(
+                "backed up {count} {gr}{}",
+                namespace
+                    .map(|ns| format!(" in namespace {ns}"))
+                    .unwrap_or_default()
+            ));
         }
     }
     let written = writer.finish().await?;
@@ -291,9 +353,9 @@ mod tests {
     #[test]
     fn pages_hold_what_fits_in_the_byte_budget() {
         // Small ConfigMaps: the largest page.
-        assert_eq!(next_page_size(16, 16 * 600), MAX_PAGE_SIZE);
-        // Secrets of 1 MiB: eight a page.
-        assert_eq!(next_page_size(16, 16 << 20), 8);
+        assert_eq!(next_page_size(4, 4 * 600), MAX_PAGE_SIZE);
+        // Secrets of 1 MiB: four a page.
+        assert_eq!(next_page_size(4, 4 << 20), 4);
         // One item larger than the budget: one a page, never none.
         assert_eq!(next_page_size(1, 20 << 20), 1);
         // An empty page says nothing of the sizes.
