@@ -417,6 +417,10 @@ impl EnsuredNamespaces {
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Looked up first: every item asks, and only the first of a namespace adds it.
+        if let Some(cell) = cells.get(name) {
+            return cell.clone();
+        }
         cells.entry(name.to_string()).or_default().clone()
     }
 

@@ -1,7 +1,7 @@
 //! `ark backup delete`: look every backup up, confirm, then one DeleteBackupRequest per backup;
 //! with `--wait`, follow the requests until each backup is gone or its request failed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -199,7 +199,7 @@ async fn wait(
         .map(|event| event.map(|event| Watched::Backup(Box::new(event))))
         .boxed();
     let mut events = futures::stream::select(request_events, backup_events);
-    let (mut listed, mut listed_backups) = (Vec::new(), Vec::new());
+    let (mut listed, mut listed_backups) = (BTreeSet::new(), BTreeSet::new());
     while !pending.is_empty() {
         let event = events
             .next()
@@ -247,13 +247,13 @@ async fn wait(
                     continue;
                 }
                 watcher::Event::InitApply(r) => {
-                    listed.push(r.name_any());
+                    listed.insert(r.name_any());
                     vec![(r.name_any(), Some(r))]
                 }
                 // A request finished and removed before the watch began is gone as well.
                 watcher::Event::InitDone => pending
                     .keys()
-                    .filter(|n| !listed.contains(n))
+                    .filter(|n| !listed.contains(*n))
                     .map(|n| (n.clone(), None))
                     .collect(),
             },
