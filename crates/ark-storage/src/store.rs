@@ -12,6 +12,10 @@ use tokio::io::{AsyncSeekExt, AsyncWriteExt};
 
 use crate::layout::{Layout, TOP_LEVEL_FOLDERS};
 
+/// A multipart upload's part: S3's least (every part but the last must be at least 5 MiB).
+const UPLOAD_PART: usize = 5 << 20;
+const UPLOADS_AT_ONCE: usize = 4;
+
 /// An object-store error with the key it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -131,7 +135,7 @@ impl BackupStore {
         }
     }
 
-    /// Uploads a local file without reading it into memory (multipart past the first chunk).
+    /// Uploads a local file without reading it into memory (multipart past the first part).
     pub async fn upload_file(&self, key: &Path, file: std::fs::File) -> Result<(), StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
@@ -139,7 +143,10 @@ impl BackupStore {
         };
         let mut reader = tokio::fs::File::from_std(file);
         reader.rewind().await.map_err(io_error)?;
-        let mut writer = BufWriter::new(self.store.clone(), key.clone());
+        // Parts of S3's least size, four in flight: 20 MiB at most, whatever the file's size
+        // (object_store's default, 10 MiB parts eight at a time, would hold 80).
+        let mut writer = BufWriter::with_capacity(self.store.clone(), key.clone(), UPLOAD_PART)
+            .with_max_concurrency(UPLOADS_AT_ONCE);
         if let Err(source) = tokio::io::copy(&mut reader, &mut writer).await {
             let _ = writer.abort().await;
             return Err(io_error(source));
