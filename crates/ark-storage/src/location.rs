@@ -18,7 +18,7 @@ use crate::layout::Layout;
 
 /// What ark needs to reach a location, read from its BackupStorageLocation (and its credential
 /// Secret, when it names one). Its Debug form never shows the credentials.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Location {
     /// The BackupStorageLocation's name, for error messages.
     pub name: String,
@@ -73,20 +73,76 @@ pub enum StorageError {
     },
 }
 
-/// The backup store behind a location.
+/// How long a store opened for a location is reused for the same location. Opening a cloud store
+/// builds an HTTP client (reading the system's TLS roots) whose connections start cold: deleting
+/// a thousand backups would pay that a thousand times. A Secret's credentials are part of the
+/// location, so a changed Secret opens a new store at once; credentials from the environment or
+/// a file are read again once this has passed.
+const REUSED_FOR: Duration = Duration::from_secs(60);
+/// Stores kept for reuse (the most recently opened locations).
+const STORES_KEPT: usize = 16;
+
+struct Opened {
+    location: Location,
+    at: std::time::Instant,
+    store: BackupStore,
+}
+
+static OPENED: std::sync::Mutex<Vec<Opened>> = std::sync::Mutex::new(Vec::new());
+
+/// The backup store behind a location: a cloud store opened for the same location within
+/// [`REUSED_FOR`] is reused; a local directory is opened (and created) every time.
 pub fn open(location: &Location) -> Result<BackupStore, StorageError> {
+    if provider(location) == "file" {
+        return open_new(location);
+    }
+    reuse(&OPENED, location, std::time::Instant::now(), || {
+        open_new(location)
+    })
+}
+
+fn reuse(
+    opened: &std::sync::Mutex<Vec<Opened>>,
+    location: &Location,
+    now: std::time::Instant,
+    open: impl FnOnce() -> Result<BackupStore, StorageError>,
+) -> Result<BackupStore, StorageError> {
+    let mut opened = opened
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    opened.retain(|o| now.duration_since(o.at) < REUSED_FOR);
+    if let Some(found) = opened.iter().find(|o| o.location == *location) {
+        return Ok(found.store.clone());
+    }
+    let store = open()?;
+    if opened.len() >= STORES_KEPT {
+        opened.remove(0);
+    }
+    opened.push(Opened {
+        location: location.clone(),
+        at: now,
+        store: store.clone(),
+    });
+    Ok(store)
+}
+
+fn provider(location: &Location) -> &str {
+    location
+        .provider
+        .strip_prefix("velero.io/")
+        .unwrap_or(&location.provider)
+}
+
+fn open_new(location: &Location) -> Result<BackupStore, StorageError> {
     let store_error = |source| StorageError::Store {
         location: location.name.clone(),
         bucket: location.bucket.clone(),
         source,
     };
-    let provider = location
-        .provider
-        .strip_prefix("velero.io/")
-        .unwrap_or(&location.provider);
     let env = |name: &str| std::env::var(name).ok();
     // The cloud stores also sign URLs (for Velero's DownloadRequests); a local directory cannot.
-    let (store, signer): (Arc<dyn ObjectStore>, Option<Arc<dyn Signer>>) = match provider {
+    let (store, signer): (Arc<dyn ObjectStore>, Option<Arc<dyn Signer>>) = match provider(location)
+    {
         "file" => {
             std::fs::create_dir_all(&location.bucket).map_err(|e| StorageError::Config {
                 location: location.name.clone(),
@@ -398,6 +454,51 @@ mod tests {
             credentials: credentials.map(str::to_string),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_store_is_reused_for_the_same_location_until_it_changes_or_a_minute_passes() {
+        let cache = std::sync::Mutex::new(Vec::new());
+        let opens = std::cell::Cell::new(0);
+        let open = |location: &Location, now| {
+            reuse(&cache, location, now, || {
+                opens.set(opens.get() + 1);
+                Ok(BackupStore::new(
+                    Arc::new(object_store::memory::InMemory::new()),
+                    Layout::new(None),
+                ))
+            })
+            .unwrap()
+        };
+        let start = std::time::Instant::now();
+        let with_key = s3(Some("[default]\naws_access_key_id=a\n"));
+        open(&with_key, start);
+        open(&with_key, start + Duration::from_secs(59));
+        assert_eq!(opens.get(), 1);
+        // A rotated key is a different location: opened anew at once.
+        open(&s3(Some("[default]\naws_access_key_id=b\n")), start);
+        assert_eq!(opens.get(), 2);
+        // Credentials read from the environment or a file are read again after a minute.
+        open(&with_key, start + REUSED_FOR);
+        assert_eq!(opens.get(), 3);
+        // A failed open keeps nothing.
+        let failed = reuse(&cache, &s3(None), start, || {
+            Err(StorageError::Config {
+                location: "default".into(),
+                reason: "refused".into(),
+            })
+        });
+        assert!(failed.is_err());
+        // Only the store opened last is left: the others were a minute old then.
+        assert_eq!(cache.lock().unwrap().len(), 1);
+        for bucket in 0..2 * STORES_KEPT {
+            let location = Location {
+                bucket: format!("b{bucket}"),
+                ..with_key.clone()
+            };
+            open(&location, start + REUSED_FOR);
+        }
+        assert_eq!(cache.lock().unwrap().len(), STORES_KEPT);
     }
 
     #[test]

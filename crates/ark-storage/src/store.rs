@@ -209,12 +209,29 @@ impl BackupStore {
             .list(Some(dir))
             .map_ok(|meta| meta.location)
             .boxed();
+        self.delete_stream(keys, dir).await
+    }
+
+    /// Deletes these keys with the store's batch delete; returns how many went.
+    pub async fn delete_keys(&self, keys: Vec<Path>) -> Result<usize, StoreError> {
+        let Some(first) = keys.first().cloned() else {
+            return Ok(0);
+        };
+        let keys = futures::stream::iter(keys.into_iter().map(Ok)).boxed();
+        self.delete_stream(keys, &first).await
+    }
+
+    async fn delete_stream(
+        &self,
+        keys: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+        what: &Path,
+    ) -> Result<usize, StoreError> {
         let deleted: Vec<Path> = self
             .store
             .delete_stream(keys)
             .try_collect()
             .await
-            .map_err(object_error(dir))?;
+            .map_err(object_error(what))?;
         Ok(deleted.len())
     }
 
