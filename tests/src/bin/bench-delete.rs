@@ -40,6 +40,7 @@ async fn populate(client: &Client, ns: &str, store: &BackupStore, count: usize) 
                     (layout.backup_resource_list(&backup), gzip(b"{}")),
                     (layout.backup_results(&backup), gzip(b"{}")),
                     (layout.backup_volume_snapshots(&backup), gzip(b"null")),
+                    (layout.backup_volume_info(&backup), gzip(b"[]")),
                     (layout.restore_log(&restore), gzip(b"")),
                     (layout.restore_results(&restore), gzip(b"{}")),
                     (layout.restore_resource_list(&restore), gzip(b"{}")),

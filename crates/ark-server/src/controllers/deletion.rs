@@ -3,7 +3,7 @@
 //! interrupted at any point is resumed from where it stopped. Deleting a Backup object alone never
 //! deletes anything.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -162,7 +162,6 @@ async fn reconcile(
             ctx.metrics.deletion_succeeded();
         }
         Decision::Delete(backup) => {
-            remove_earlier_requests(&requests, &request, backup).await?;
             let Some(errors) = delete(&ctx, &requests, &request, backup).await? else {
                 // The backup changed since it was read: decide again.
                 return Ok(Action::requeue(Duration::from_secs(1)));
@@ -171,6 +170,7 @@ async fn reconcile(
                 remove_requests(&requests, &request).await?;
                 ctx.metrics.deletion_succeeded();
             } else {
+                remove_earlier_requests(&requests, &request, backup).await?;
                 processed(&requests, &name, errors).await?;
                 ctx.metrics.deletion_failed();
             }
@@ -222,8 +222,9 @@ fn request_selector(request: &DeleteBackupRequest, backup_uid: Option<&str>) -> 
     labels::selector_for_backup(&request.spec.backup_name, uid)
 }
 
-/// Every other request for this backup (name and uid) goes when a new one starts, as in Velero:
-/// a pending one would only repeat this one, a processed one is superseded by it, and a deletion
+/// Every other request for this backup (name and uid) goes when a new one fails, as in Velero
+/// (which removes them when it starts; a deletion that succeeds removes them all anyway): a
+/// pending one would only repeat this one, a processed one is superseded by it, and a deletion
 /// that keeps failing keeps one request, not one per attempt.
 async fn remove_earlier_requests(
     requests: &Api<DynamicObject>,
@@ -256,9 +257,11 @@ async fn remove_requests(
         .list(&ListParams::default().labels(&selector))
         .await?
     {
-        let _ = requests
-            .delete(&other.name_any(), &DeleteParams::default())
-            .await;
+        if other.name_any() != request.name_any() {
+            let _ = requests
+                .delete(&other.name_any(), &DeleteParams::default())
+                .await;
+        }
     }
     let _ = requests
         .delete(&request.name_any(), &DeleteParams::default())
@@ -385,10 +388,15 @@ impl DataOutcome {
     }
 }
 
+/// A record of the backup's, if the listing of its folder has it.
 async fn optional(
     store: &ark_storage::BackupStore,
+    listed: &BTreeSet<ark_storage::Path>,
     key: &ark_storage::Path,
 ) -> Result<Option<bytes::Bytes>, String> {
+    if !listed.contains(key) {
+        return Ok(None);
+    }
     match store
         .get_at_most(key, snapshots::MAX_LIST_BYTES as usize)
         .await
@@ -399,19 +407,23 @@ async fn optional(
     }
 }
 
-/// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it.
+/// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it. Only
+/// the files the listing of the backup's folder has are read.
 async fn recorded_snapshots(
     ctx: &Context,
     store: &ark_storage::BackupStore,
+    listed: &BTreeSet<ark_storage::Path>,
     request: &DeleteBackupRequest,
     name: &str,
 ) -> Result<Recorded, String> {
     let layout = &store.layout;
-    let provider = optional(store, &layout.backup_volume_snapshots(name)).await?;
-    let csi = optional(store, &layout.backup_csi_snapshot_contents(name)).await?;
+    let provider = optional(store, listed, &layout.backup_volume_snapshots(name)).await?;
+    let csi = optional(store, listed, &layout.backup_csi_snapshot_contents(name)).await?;
     let mut recorded = snapshots::parse_recorded(provider.as_deref(), csi.as_deref())?;
-    let volume_info = optional(store, &layout.backup_volume_info(name)).await?;
-    if !snapshots::tarball_may_hold_csi_contents(volume_info.as_deref())? {
+    let volume_info = optional(store, listed, &layout.backup_volume_info(name)).await?;
+    if !snapshots::tarball_may_hold_csi_contents(volume_info.as_deref())?
+        || !listed.contains(&layout.backup_contents(name))
+    {
         return Ok(recorded);
     }
     let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
@@ -456,7 +468,16 @@ async fn delete_data(
 ) -> DataOutcome {
     let name = backup.name_any();
     let layout = &store.layout;
-    let recorded = match recorded_snapshots(ctx, store, request, &name).await {
+    // One listing of the backup's folder says which of its records there are to read, and is
+    // what is deleted afterwards.
+    let listed: BTreeSet<ark_storage::Path> =
+        match store.keys_under(&layout.backup_dir(&name)).await {
+            Ok(keys) => keys.into_iter().collect(),
+            Err(error) => {
+                return DataOutcome::failed(format!("listing the backup's data: {error}"));
+            }
+        };
+    let recorded = match recorded_snapshots(ctx, store, &listed, request, &name).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
@@ -520,12 +541,11 @@ async fn delete_data(
 
     // velero-backup.json first: from then on the backup no longer exists for sync.
     outcome.touched = true;
+    let metadata = layout.backup_metadata(&name);
+    let rest = listed.into_iter().filter(|key| *key != metadata).collect();
     for result in [
-        store.delete(&layout.backup_metadata(&name)).await,
-        store
-            .delete_under(&layout.backup_dir(&name))
-            .await
-            .map(|_| ()),
+        store.delete(&metadata).await,
+        store.delete_keys(rest).await.map(|_| ()),
     ] {
         if let Err(error) = result {
             outcome
