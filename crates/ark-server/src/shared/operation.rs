@@ -159,6 +159,12 @@ pub async fn claimable<K: Operation>(
     ctx: &Context,
     cached: &DynamicObject,
 ) -> kube::Result<Option<K>> {
+    // A phase moves only forward: an object the cache has past New is not New now either, and
+    // reading it again would cost a request for every event of every finished operation (each
+    // backup a deletion removes brings two).
+    if !matches!(objects::phase(cached), "" | "New") {
+        return Ok(None);
+    }
     let api = api::<K>(ctx);
     let Some(object) = api.get_opt(&cached.name_any()).await? else {
         return Ok(None);
@@ -250,5 +256,51 @@ impl ProgressReporter {
     /// only while the object is InProgress.
     pub fn stop(self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The regression behind a GET per event of every finished backup (2,500 GETs while 1,000
+    /// backups were deleted): an object the cache has past New is passed over without a request.
+    #[tokio::test]
+    async fn an_operation_the_cache_has_past_new_is_passed_over_without_a_request() {
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counting = {
+            let asked = asked.clone();
+            tower::service_fn(move |_: http::Request<kube::client::Body>| {
+                asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                async {
+                    Ok::<_, std::io::Error>(
+                        http::Response::builder()
+                            .status(404)
+                            .body(kube::client::Body::from(
+                                br#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#.to_vec(),
+                            ))
+                            .unwrap(),
+                    )
+                }
+            })
+        };
+        let (ctx, _stop) = Context::for_tests(kube::Client::new(counting, "velero"));
+        let cached = |phase: &str| -> DynamicObject {
+            serde_json::from_value(json!({
+                "apiVersion": "velero.io/v1", "kind": "Backup",
+                "metadata": { "name": "b1", "namespace": "velero" },
+                "status": { "phase": phase },
+            }))
+            .unwrap()
+        };
+        for phase in ["InProgress", "Completed", "Deleting", "FailedValidation"] {
+            let claim = claimable::<ark_api::Backup>(&ctx, &cached(phase)).await;
+            assert!(matches!(claim, Ok(None)), "{phase}");
+        }
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // A New one is read again: the cache may predate this server's own claim.
+        let claim = claimable::<ark_api::Backup>(&ctx, &cached("New")).await;
+        assert!(matches!(claim, Ok(None)));
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
