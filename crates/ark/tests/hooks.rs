@@ -14,7 +14,7 @@ use ark_tests::{
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/hooks");
 
@@ -507,7 +507,8 @@ async fn a_container_that_never_runs_does_not_hold_back_another_containers_hooks
 }
 
 /// The API server connection breaks while a hook waits for its pod to run (the pod runs 6 s after
-/// it is scheduled: scripts/kwok/stages.yaml): the watch is started again and the hook runs.
+/// it is scheduled: scripts/kwok/stages.yaml): the restore's watch of its pods is started again and
+/// the hook runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_error_while_waiting_for_a_pod_is_retried_and_the_hook_runs() {
     let cluster = Cluster::second();
@@ -551,9 +552,85 @@ async fn a_watch_error_while_waiting_for_a_pod_is_retried_and_the_hook_runs() {
     assert_eq!(HookedPod::hook_counts(&ended), (Some(1), None));
     assert!(hooked.ran("app"));
     assert!(
-        server.log().contains("watching pod late for its hooks: "),
+        server
+            .log()
+            .contains("watching the restored pods for their hooks: "),
         "the watch never failed: {}",
         server.log()
+    );
+}
+
+/// The restore waits for its pods on one watch of the pods labelled with its name. A pod deleted
+/// while its hook waits is reported deleted; a pod whose label was taken off meanwhile leaves
+/// that watch, and its hook still runs once it does (the pods run 6 s after they are scheduled:
+/// scripts/kwok/stages.yaml).
+#[tokio::test]
+async fn a_pod_deleted_or_unlabelled_while_its_hook_waits_is_told_apart() {
+    let cluster = Cluster::get();
+    let hooked = HookedPod::new(cluster.clone()).await;
+    let server = ArkServer::start(ARK, &cluster, &hooked.ns.name);
+    let late = serde_json::json!({ "ark.test/running-after": "6s" });
+    let app = Api::<Pod>::namespaced(hooked.client.clone(), &hooked.app.name);
+    app.create(
+        &PostParams::default(),
+        &pod("gone", "late", true, &[], late.clone()),
+    )
+    .await
+    .unwrap();
+    hooked.back_up(pod("moved", "late", true, &[], late)).await;
+    let hooks = format!(
+        r#"resources:
+- name: late
+  labelSelector: {{matchLabels: {{role: late}}}}
+  postHooks:
+  - exec: {{container: app, command: [sh, -c, "{app}"]}}
+"#,
+        app = hooked.leave("app"),
+    );
+    hooked.restore(&hooks, false);
+    for name in ["gone", "moved"] {
+        server
+            .wait_for_log(
+                &format!("pod {name}: waiting for container app to run its hooks"),
+                Duration::from_secs(60),
+            )
+            .await;
+    }
+    let restored = Api::<Pod>::namespaced(hooked.client.clone(), &hooked.target.name);
+    let unlabel =
+        serde_json::json!({ "metadata": { "labels": { "velero.io/restore-name": null } } });
+    restored
+        .patch("moved", &PatchParams::default(), &Patch::Merge(&unlabel))
+        .await
+        .unwrap();
+    restored
+        .delete(
+            "gone",
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let ended = hooked.ended().await;
+    assert_eq!(
+        ended.status.as_ref().unwrap().phase,
+        Some(RestorePhase::PartiallyFailed),
+        "{}",
+        hooked.describe()
+    );
+    assert_eq!(HookedPod::hook_counts(&ended), (Some(2), Some(1)));
+    assert!(hooked.ran("app"));
+    let describe = hooked.describe();
+    let expected = format!(
+        "pod {}/gone was deleted before its hooks ran",
+        hooked.target.name
+    );
+    assert!(
+        describe.contains(&expected),
+        "{expected:?} not in:\n{describe}"
     );
 }
 

@@ -28,9 +28,6 @@ use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::gzip_json;
 use crate::shared::{objects, patch};
 
-/// Pods whose containers are waited for at once (a watch each).
-const HOOK_PODS_WAITING: usize = 256;
-
 pub async fn run(ctx: Arc<Context>) {
     for restore in operation::interrupted::<Restore>(&ctx).await {
         operation::fail_interrupted::<Restore>(&ctx, &restore).await;
@@ -199,6 +196,7 @@ async fn restore_from(
     restored.results.errors.omitted += extracted.rejected.omitted;
     let hook_results = run_hooks(
         ctx,
+        name,
         std::mem::take(&mut restored.pods_with_hooks),
         &mut restored.results,
         &mut log,
@@ -284,17 +282,31 @@ async fn restore_from(
 /// hooks timeout; every hook's outcome goes into the log, failures into the restore's errors.
 async fn run_hooks(
     ctx: &Context,
+    restore_name: &str,
     pods: Vec<engine::PodWithHooks>,
     results: &mut crate::shared::results::Results,
     log: &mut OperationLog,
 ) -> Vec<ark_api::hooks::PodHookResults> {
+    if pods.is_empty() {
+        return Vec::new();
+    }
     let deadline = tokio::time::Instant::now() + ctx.hooks_timeout;
     let client = &ctx.client;
     let execs = &tokio::sync::Semaphore::new(ctx.hook_execs_at_once);
-    let mut done: Vec<ark_api::hooks::PodHookResults> = futures::stream::iter(pods)
+    // Every pod the restore created carries its label.
+    let selector = format!(
+        "{}={}",
+        labels::RESTORE_NAME,
+        labels::valid_label_value(restore_name)
+    );
+    let (restored, watching) = hooks::exec::RestoredPods::watch(client, &selector);
+    let restored = &restored;
+    let running = pods
+        .into_iter()
         .map(|pod| async move {
             let hooks = hooks::exec::run_pod(
                 client,
+                restored,
                 &pod.namespace,
                 &pod.name,
                 &pod.hooks.exec,
@@ -310,9 +322,12 @@ async fn run_hooks(
                 hooks,
             }
         })
-        .buffer_unordered(HOOK_PODS_WAITING)
-        .collect()
-        .await;
+        .collect::<futures::stream::FuturesUnordered<_>>()
+        .collect::<Vec<_>>();
+    let mut done = tokio::select! {
+        done = running => done,
+        never = watching => match never {},
+    };
     done.sort_by(|a, b| (&a.namespace, &a.pod).cmp(&(&b.namespace, &b.pod)));
     for pod in &done {
         for hook in &pod.hooks {

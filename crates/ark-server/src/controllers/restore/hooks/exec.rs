@@ -1,11 +1,16 @@
-//! Running exec hooks: wait (a watch) until the container runs, then exec through the API, each
-//! with its timeouts, never longer than the restore's overall bound.
+//! Running exec hooks: wait (one watch over the restore's pods) until the container runs, then
+//! exec through the API, each with its timeouts, never longer than the restore's overall bound.
+
+use std::sync::{Arc, Mutex};
 
 use ark_api::HookErrorMode;
 use ark_api::hooks::HookResult;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::AttachParams;
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::wait::await_condition;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
@@ -102,16 +107,111 @@ fn container_state(pod: &Pod, container: &str, want_ready: bool) -> Option<Readi
     (running && (!want_ready || container_status.ready)).then_some(Readiness::Ready)
 }
 
-/// Waits (a watch) until the container is up, the pod is gone or finished, or `until`. A watch
-/// that fails is started again: only a pod really deleted counts as deleted.
+/// The restore's pods, watched together while their hooks wait: one watch (and one connection)
+/// over the pods labelled with the restore's name, in every namespace, instead of one per pod.
+pub struct RestoredPods {
+    store: Store<Pod>,
+    /// Counts the watch's changes; None until its first listing is in.
+    changes: tokio::sync::watch::Receiver<Option<u64>>,
+    /// The watch's last error, for the message of a hook whose container never came up.
+    last_error: Arc<Mutex<Option<String>>>,
+}
+
+impl RestoredPods {
+    /// The watch over the pods `selector` selects, and the future that keeps it going (to be
+    /// polled for as long as hooks wait; it never ends).
+    pub fn watch(
+        client: &Client,
+        selector: &str,
+    ) -> (
+        Self,
+        impl Future<Output = std::convert::Infallible> + Send + 'static,
+    ) {
+        let (store, writer) = reflector::store();
+        let (tell, changes) = tokio::sync::watch::channel(None);
+        let last_error = Arc::new(Mutex::new(None));
+        let errors = last_error.clone();
+        let config = watcher::Config::default().labels(selector);
+        let events = reflector::reflector(writer, watcher(Api::<Pod>::all(client.clone()), config))
+            .default_backoff()
+            .for_each(move |event| {
+                match event {
+                    Ok(watcher::Event::InitDone) => {
+                        tell.send_modify(|seen| *seen = Some(seen.map_or(0, |n| n + 1)));
+                    }
+                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                        tell.send_modify(|seen| *seen = seen.map(|n| n + 1));
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!("watching the restored pods for their hooks: {error}");
+                        *errors.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+                    }
+                }
+                std::future::ready(())
+            });
+        let keep_going = async move {
+            events.await;
+            std::future::pending().await
+        };
+        let pods = RestoredPods {
+            store,
+            changes,
+            last_error,
+        };
+        (pods, keep_going)
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Waits until the container is up, the pod is gone or finished, or `until`, on the restore's
+/// watch. A pod that watch does not have (deleted, or no longer labelled) is waited for alone.
 async fn wait_for_container(
+    restored: &RestoredPods,
     pods: &Api<Pod>,
+    namespace: &str,
     pod: &str,
     container: &str,
     want_ready: bool,
     until: Instant,
 ) -> Readiness {
     tracing::info!("pod {pod}: waiting for container {container} to run its hooks");
+    let key = ObjectRef::<Pod>::new(pod).within(namespace);
+    let mut changes = restored.changes.clone();
+    loop {
+        if changes.borrow_and_update().is_some() {
+            match restored.store.get(&key) {
+                None => return wait_alone(pods, pod, container, want_ready, until).await,
+                Some(found) => {
+                    if let Some(readiness) = container_state(&found, container, want_ready) {
+                        return readiness;
+                    }
+                }
+            }
+        }
+        match tokio::time::timeout_at(until, changes.changed()).await {
+            Err(_) => return Readiness::TimedOut(restored.last_error()),
+            Ok(Err(_)) => return wait_alone(pods, pod, container, want_ready, until).await,
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// Waits on a watch of the pod's own. A watch that fails is started again: only a pod really
+/// deleted counts as deleted.
+async fn wait_alone(
+    pods: &Api<Pod>,
+    pod: &str,
+    container: &str,
+    want_ready: bool,
+    until: Instant,
+) -> Readiness {
     let mut last_error = None;
     loop {
         let name = container.to_string();
@@ -179,6 +279,7 @@ async fn exec(
 /// What a pod's hooks share: where they run, the bounds they run within, and the reason the pod's
 /// remaining hooks stop (set by a hook that fails with `onError: Fail`).
 struct PodRun<'a> {
+    restored: &'a RestoredPods,
     pods: Api<Pod>,
     namespace: &'a str,
     pod: &'a str,
@@ -196,8 +297,10 @@ struct PodRun<'a> {
 /// running a command takes a permit from `execs` (bounding commands at once), and the wait for a
 /// permit never counts against a hook's `execTimeout`. Nothing outlives `deadline`. Results come
 /// back in the hooks' order.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_pod(
     client: &Client,
+    restored: &RestoredPods,
     namespace: &str,
     pod: &str,
     hooks: &[ExecHook],
@@ -206,6 +309,7 @@ pub async fn run_pod(
     deadline: Instant,
 ) -> Vec<HookResult> {
     let run = PodRun {
+        restored,
         pods: Api::namespaced(client.clone(), namespace),
         namespace,
         pod,
@@ -252,7 +356,7 @@ impl PodRun<'_> {
             .unwrap_or(self.deadline);
         let mut stopped = self.stop.subscribe();
         let readiness = tokio::select! {
-            readiness = wait_for_container(&self.pods, self.pod, container, want_ready, wait_until) => Some(readiness),
+            readiness = wait_for_container(self.restored, &self.pods, self.namespace, self.pod, container, want_ready, wait_until) => Some(readiness),
             _ = stopped.wait_for(Option::is_some) => None,
         };
         let up_at = Instant::now();
