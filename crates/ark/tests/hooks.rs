@@ -353,6 +353,19 @@ impl HookedPod {
         format!("echo ran > /tmp/{}-{name}", self.marker)
     }
 
+    /// Hooks for the pods of role `late`: their `app` container leaves the marker `app`.
+    fn late_pods_leave_app(&self) -> String {
+        format!(
+            r#"resources:
+- name: late
+  labelSelector: {{matchLabels: {{role: late}}}}
+  postHooks:
+  - exec: {{container: app, command: [sh, -c, "{app}"]}}
+"#,
+            app = self.leave("app"),
+        )
+    }
+
     fn ran(&self, name: &str) -> bool {
         std::path::Path::new(&format!("/tmp/{}-{name}", self.marker)).exists()
     }
@@ -522,16 +535,7 @@ async fn a_watch_error_while_waiting_for_a_pod_is_retried_and_the_hook_runs() {
     );
     let late = serde_json::json!({ "ark.test/running-after": "6s" });
     hooked.back_up(pod("late", "late", true, &[], late)).await;
-    let hooks = format!(
-        r#"resources:
-- name: late
-  labelSelector: {{matchLabels: {{role: late}}}}
-  postHooks:
-  - exec: {{container: app, command: [sh, -c, "{app}"]}}
-"#,
-        app = hooked.leave("app"),
-    );
-    hooked.restore(&hooks, false);
+    hooked.restore(&hooked.late_pods_leave_app(), false);
     server
         .wait_for_log(
             "pod late: waiting for container app to run its hooks",
@@ -578,16 +582,7 @@ async fn a_pod_deleted_or_unlabelled_while_its_hook_waits_is_told_apart() {
     .await
     .unwrap();
     hooked.back_up(pod("moved", "late", true, &[], late)).await;
-    let hooks = format!(
-        r#"resources:
-- name: late
-  labelSelector: {{matchLabels: {{role: late}}}}
-  postHooks:
-  - exec: {{container: app, command: [sh, -c, "{app}"]}}
-"#,
-        app = hooked.leave("app"),
-    );
-    hooked.restore(&hooks, false);
+    hooked.restore(&hooked.late_pods_leave_app(), false);
     for name in ["gone", "moved"] {
         server
             .wait_for_log(

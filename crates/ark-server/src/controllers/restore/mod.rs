@@ -290,29 +290,28 @@ async fn run_hooks(
     if pods.is_empty() {
         return Vec::new();
     }
-    let deadline = tokio::time::Instant::now() + ctx.hooks_timeout;
-    let client = &ctx.client;
-    let execs = &tokio::sync::Semaphore::new(ctx.hook_execs_at_once);
     // Every pod the restore created carries its label.
     let selector = format!(
         "{}={}",
         labels::RESTORE_NAME,
         labels::valid_label_value(restore_name)
     );
-    let (restored, watching) = hooks::exec::RestoredPods::watch(client, &selector);
-    let restored = &restored;
+    let (restored, watching) = hooks::exec::RestoredPods::watch(&ctx.client, &selector);
+    let shared = &hooks::exec::Shared {
+        client: &ctx.client,
+        restored: &restored,
+        execs: &tokio::sync::Semaphore::new(ctx.hook_execs_at_once),
+        deadline: tokio::time::Instant::now() + ctx.hooks_timeout,
+    };
     let running = pods
         .into_iter()
         .map(|pod| async move {
             let hooks = hooks::exec::run_pod(
-                client,
-                restored,
+                shared,
                 &pod.namespace,
                 &pod.name,
                 &pod.hooks.exec,
                 pod.created,
-                execs,
-                deadline,
             )
             .await;
             ark_api::hooks::PodHookResults {

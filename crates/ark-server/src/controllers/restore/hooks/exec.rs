@@ -290,32 +290,37 @@ struct PodRun<'a> {
     stop: tokio::sync::watch::Sender<Option<String>>,
 }
 
+/// What the hooks of all the restore's pods share: the watch of its pods, the bound on commands
+/// at once and the restore's hooks deadline.
+pub struct Shared<'a> {
+    pub client: &'a Client,
+    pub restored: &'a RestoredPods,
+    pub execs: &'a tokio::sync::Semaphore,
+    pub deadline: Instant,
+}
+
 /// Runs a pod's exec hooks, grouped by container as Velero groups them: each container's hooks
 /// run in order as soon as that container is up, whatever the other containers do. A hook that
 /// fails with `onError: Fail` stops the pod's remaining hooks, in every container; those are
 /// recorded as failed ("not executed"), so every hook is counted. Waiting costs only a watch;
-/// running a command takes a permit from `execs` (bounding commands at once), and the wait for a
-/// permit never counts against a hook's `execTimeout`. Nothing outlives `deadline`. Results come
+/// running a command takes a permit from `shared.execs` (bounding commands at once), and the wait for a
+/// permit never counts against a hook's `execTimeout`. Nothing outlives `shared.deadline`. Results come
 /// back in the hooks' order.
-#[allow(clippy::too_many_arguments)]
 pub async fn run_pod(
-    client: &Client,
-    restored: &RestoredPods,
+    shared: &Shared<'_>,
     namespace: &str,
     pod: &str,
     hooks: &[ExecHook],
     created: Instant,
-    execs: &tokio::sync::Semaphore,
-    deadline: Instant,
 ) -> Vec<HookResult> {
     let run = PodRun {
-        restored,
-        pods: Api::namespaced(client.clone(), namespace),
+        restored: shared.restored,
+        pods: Api::namespaced(shared.client.clone(), namespace),
         namespace,
         pod,
         created,
-        execs,
-        deadline,
+        execs: shared.execs,
+        deadline: shared.deadline,
         stop: tokio::sync::watch::Sender::new(None),
     };
     let mut groups: Vec<(&str, Vec<(usize, &ExecHook)>)> = Vec::new();
