@@ -7,6 +7,9 @@
 //! - losing answers: a request with a given method and path reaches the server, and the server's
 //!   answer to it is dropped with the connection, as when a network fails after the server acted:
 //!   the client cannot know whether it did.
+//!
+//! It also notes each HTTP request's first line as it arrives, held or not, so that a test can
+//! wait until a client got as far as sending a given request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +31,24 @@ struct State {
     generation: AtomicU64,
     /// Requests of this method whose path contains this text lose their answer.
     lose_answers_to: Mutex<Option<(String, String)>>,
+    /// The first line of every plain HTTP request that arrived, in order.
+    requests: Mutex<Vec<String>>,
+}
+
+impl State {
+    fn note_request(&self, chunk: &[u8]) -> Option<String> {
+        let line = request_line(chunk)?;
+        self.requests.lock().unwrap().push(line.clone());
+        Some(line)
+    }
+}
+
+/// The first line of an HTTP/1.1 request (`PUT /bucket/key HTTP/1.1`) at the start of `chunk`:
+/// a request's first line comes in its first chunk.
+fn request_line(chunk: &[u8]) -> Option<String> {
+    let line = chunk.split(|&b| b == b'\n').next()?;
+    let line = String::from_utf8_lossy(line).trim_end().to_string();
+    line.ends_with(" HTTP/1.1").then_some(line)
 }
 
 pub struct PausableProxy {
@@ -79,6 +100,24 @@ impl PausableProxy {
         self.state.mode.store(UP, Ordering::SeqCst);
     }
 
+    /// Waits until a request whose first line contains `text` arrived (held while paused or not),
+    /// for at most `timeout`.
+    pub async fn wait_for_request(&self, text: &str, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let requests = self.state.requests.lock().unwrap().clone();
+            if requests.iter().any(|line| line.contains(text)) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no request {text:?} reached the proxy; it saw:\n{}",
+                requests.join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
     }
@@ -86,8 +125,17 @@ impl PausableProxy {
 
 async fn connection(inbound: TcpStream, target: SocketAddr, state: Arc<State>) {
     let generation = state.generation.load(Ordering::SeqCst);
-    // Held while paused, before connecting on.
+    // Held while paused, before connecting on; a request sent meanwhile is noted (peeked at, so
+    // that it still goes on once resumed).
+    let mut noted = false;
+    let mut first = vec![0; 4096];
     while state.mode.load(Ordering::SeqCst) == PAUSED {
+        if !noted
+            && let Ok(Ok(n)) =
+                tokio::time::timeout(Duration::from_millis(20), inbound.peek(&mut first)).await
+        {
+            noted = state.note_request(&first[..n]).is_some();
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let Ok(outbound) = TcpStream::connect(target).await else {
@@ -129,21 +177,20 @@ async fn pump(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        let line = match direction {
+            Direction::Request(_) => state.note_request(&buffer[..n]),
+            Direction::Answer(_) => None,
+        };
         while state.mode.load(Ordering::SeqCst) == PAUSED {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         match direction {
             Direction::Request(doomed) => {
                 let lost = state.lose_answers_to.lock().unwrap().clone();
-                // A request's first line (`PUT /bucket/key HTTP/1.1`) comes in its first chunk.
-                let first_line = buffer[..n]
-                    .split(|&b| b == b'\n')
-                    .next()
-                    .unwrap_or_default();
-                let first_line = String::from_utf8_lossy(first_line);
-                if lost.is_some_and(|(method, path)| {
-                    first_line.starts_with(&format!("{method} /")) && first_line.contains(&path)
-                }) {
+                if let (Some(line), Some((method, path))) = (&line, lost)
+                    && line.starts_with(&format!("{method} /"))
+                    && line.contains(&path)
+                {
                     doomed.store(true, Ordering::SeqCst);
                 }
             }
