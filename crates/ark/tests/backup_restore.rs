@@ -62,7 +62,7 @@ async fn delete_namespace(client: &Client, ns: &str) {
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes)
+    flate2::read::MultiGzDecoder::new(bytes)
         .read_to_end(&mut out)
         .unwrap();
     out

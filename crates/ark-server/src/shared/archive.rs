@@ -62,7 +62,7 @@ pub(crate) fn gunzip(mut file: File) -> Vec<u8> {
     use std::io::{Read, Seek};
     file.rewind().unwrap();
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(file)
+    flate2::read::MultiGzDecoder::new(file)
         .read_to_end(&mut out)
         .unwrap();
     out

@@ -196,7 +196,7 @@ pub const MAX_LIST_BYTES: u64 = 64 << 20;
 
 fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, String> {
     let mut unpacked = Vec::new();
-    flate2::read::GzDecoder::new(bytes)
+    flate2::read::MultiGzDecoder::new(bytes)
         .take(MAX_LIST_BYTES + 1)
         .read_to_end(&mut unpacked)
         .map_err(|e| format!("{what}: {e}"))?;
@@ -265,7 +265,7 @@ pub struct TarballContents {
 /// those items is kept.
 pub fn csi_contents_in_tarball(tarball: impl Read) -> TarballContents {
     let mut found = TarballContents::default();
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(tarball));
     let corrupt = |e: std::io::Error| format!("the backup tarball is not a valid gzip tar: {e}");
     let entries = match archive.entries() {
         Ok(entries) => entries,

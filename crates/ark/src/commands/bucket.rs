@@ -84,7 +84,7 @@ impl<'a> Source<'a> {
 
 fn gunzip(bytes: &[u8]) -> std::io::Result<String> {
     let mut text = String::new();
-    flate2::read::GzDecoder::new(bytes).read_to_string(&mut text)?;
+    flate2::read::MultiGzDecoder::new(bytes).read_to_string(&mut text)?;
     Ok(text)
 }
 

@@ -75,7 +75,7 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
         .prefix("restore-")
         .tempdir_in(scratch)
         .map_err(ExtractError::Io)?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(BufReader::new(tarball)));
+    let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(BufReader::new(tarball)));
     let mut rejected = crate::shared::results::Result::default();
     let mut total = 0u64;
     let mut entries = 0u64;
@@ -265,6 +265,38 @@ mod tests {
         }
         files.sort();
         files
+    }
+
+    /// gzip allows a file of several members (pigz writes them, ark's backups of large items have
+    /// them) and Velero's reader reads them all: every member's items are restored.
+    #[test]
+    fn a_tarball_of_several_gzip_members_is_extracted_in_full() {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        for name in ["a", "b"] {
+            let path = format!("resources/configmaps/namespaces/shop/{name}.json");
+            builder
+                .append_data(&mut file_header(2), path, &b"{}"[..])
+                .unwrap();
+        }
+        let tar = builder.into_inner().unwrap();
+        // The first member ends where entry b begins.
+        let path = scratch.path().join("backup.tar.gz");
+        let mut file = File::create(&path).unwrap();
+        for part in [&tar[..1024], &tar[1024..]] {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(part).unwrap();
+            file.write_all(&gz.finish().unwrap()).unwrap();
+        }
+        let extracted =
+            extract(File::open(path).unwrap(), scratch.path(), Limits::default()).unwrap();
+        assert_eq!(
+            walk(extracted.dir.path()),
+            [
+                "resources/configmaps/namespaces/shop/a.json",
+                "resources/configmaps/namespaces/shop/b.json"
+            ]
+        );
     }
 
     #[test]
