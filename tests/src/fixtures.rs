@@ -146,6 +146,20 @@ pub async fn deploy_shop(client: &Client, ns: &str) {
     wait_for_running_pods(client, ns, 2).await;
 }
 
+/// The ConfigMap `large`, whose JSON is large enough for ark's backups to compress it as a gzip
+/// member of its own: 200 KiB of text that does not repeat within gzip's window.
+pub fn large_config_map() -> ConfigMap {
+    object(serde_json::json!({
+        "metadata": { "name": "large" }, "data": { "text": large_text() },
+    }))
+}
+
+pub fn large_text() -> String {
+    (0..200 * 1024u64)
+        .map(|i| char::from(b'a' + ((i.wrapping_mul(2_654_435_761) >> 7) % 26) as u8))
+        .collect()
+}
+
 pub async fn wait_for_running_pods(client: &Client, ns: &str, count: usize) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let deadline = tokio::time::Instant::now() + WAIT;

@@ -15,7 +15,7 @@ use ark_tests::{ArkServer, Cluster, fixtures, wait_for};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, PostParams};
 use kube::runtime::wait::conditions;
 use kube::{Api, Client};
 
@@ -97,6 +97,10 @@ async fn round_trip(
         "Backup storage location \"default\" configured successfully.\n"
     );
     fixtures::deploy_shop(&client, &app.name).await;
+    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .create(&PostParams::default(), &fixtures::large_config_map())
+        .await
+        .unwrap();
 
     // Backup.
     let stdout = ark_ok(
@@ -203,6 +207,11 @@ async fn round_trip(
         .await
         .unwrap();
     assert_eq!(settings.data.unwrap()["color"], "blue");
+    let large = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get("large")
+        .await
+        .unwrap();
+    assert!(large.data.unwrap()["text"] == fixtures::large_text());
     let labels = settings.metadata.labels.unwrap();
     assert_eq!(labels["velero.io/backup-name"], "b1");
     assert_eq!(labels["velero.io/restore-name"], "r1");

@@ -26,18 +26,20 @@ use kube::{Api, Client};
 
 const WAIT: Duration = Duration::from_secs(90);
 
-/// An application namespace with a ConfigMap and a standalone pod (`app: db`, containers `db`
-/// and `sidecar`) Running on a kwok node.
+/// An application namespace with two ConfigMaps (`settings`, and `fixtures::large_config_map`)
+/// and a standalone pod
+/// (`app: db`, containers `db` and `sidecar`) Running on a kwok node.
 async fn application(cluster: &Cluster, client: &Client) -> TestNamespace {
     let app = cluster.namespace("app").await;
-    let config_map: ConfigMap = serde_json::from_value(serde_json::json!({
+    let settings = fixtures::object(serde_json::json!({
         "metadata": { "name": "settings" }, "data": { "color": "blue" },
-    }))
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
-        .create(&PostParams::default(), &config_map)
-        .await
-        .unwrap();
+    }));
+    for config_map in [settings, fixtures::large_config_map()] {
+        Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+    }
     let mut pod = ark_tests::kwok_pod("db", &["db", "sidecar"]);
     pod.metadata.labels = Some([("app".to_string(), "db".to_string())].into());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
@@ -420,6 +422,14 @@ async fn each_tool_restores_the_other_s_backup_with_hooks_in_the_restore_spec() 
             .await
             .unwrap();
         assert_eq!(settings.data.unwrap()["color"], "blue");
+        let large = Api::<ConfigMap>::namespaced(client.clone(), &target)
+            .get("large")
+            .await
+            .unwrap();
+        assert!(
+            large.data.unwrap()["text"] == fixtures::large_text(),
+            "{backup}"
+        );
         let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
             .delete(&target, &Default::default())
             .await;

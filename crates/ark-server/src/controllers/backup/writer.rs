@@ -9,7 +9,7 @@ use ark_storage::tarball::{item_path, preferred_version_path};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::shared::archive::TarballWriter;
+use crate::shared::archive::{GzipMember, OWN_MEMBER_BYTES, TarballWriter};
 use crate::shared::resource_list::ResourceListWriter;
 
 /// Items of one resource, as listed together.
@@ -47,13 +47,25 @@ impl ItemWriter {
         let (pages, mut received) = mpsc::channel::<Page>(1);
         let thread = tokio::task::spawn_blocking(move || {
             while let Some(page) = received.blocking_recv() {
+                let mut members = compress_large(&page.items)?.into_iter();
                 for item in &page.items {
                     let namespace = item.namespace.as_deref();
-                    tarball.add(&item_path(&page.gr, namespace, &item.name), &item.json)?;
-                    tarball.add(
-                        &preferred_version_path(&page.gr, &page.version, namespace, &item.name),
-                        &item.json,
-                    )?;
+                    let paths = [
+                        item_path(&page.gr, namespace, &item.name),
+                        preferred_version_path(&page.gr, &page.version, namespace, &item.name),
+                    ];
+                    match members.next().flatten() {
+                        Some(member) => {
+                            for path in &paths {
+                                tarball.add_member(path, &member)?;
+                            }
+                        }
+                        None => {
+                            for path in &paths {
+                                tarball.add(path, &item.json)?;
+                            }
+                        }
+                    }
                     let entry = match namespace {
                         Some(ns) => format!("{ns}/{}", item.name),
                         None => item.name.clone(),
@@ -90,10 +102,50 @@ impl ItemWriter {
     }
 }
 
+/// The page's items of at least `OWN_MEMBER_BYTES`, compressed as members of their own, on as
+/// many threads as the machine has cores (the first on this one); None for the others.
+fn compress_large(items: &[Item]) -> io::Result<Vec<Option<GzipMember>>> {
+    let large: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].json.len() >= OWN_MEMBER_BYTES)
+        .collect();
+    let mut members: Vec<Option<GzipMember>> = items.iter().map(|_| None).collect();
+    if large.is_empty() {
+        return Ok(members);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let share = large.len().div_ceil(threads.min(large.len()));
+    let compress = |indices: &[usize]| -> io::Result<Vec<(usize, GzipMember)>> {
+        indices
+            .iter()
+            .map(|&i| Ok((i, GzipMember::compress(&items[i].json)?)))
+            .collect()
+    };
+    let compressed: Vec<io::Result<Vec<(usize, GzipMember)>>> = std::thread::scope(|scope| {
+        let mut shares = large.chunks(share);
+        let first = shares.next().unwrap_or_default();
+        let others: Vec<_> = shares
+            .map(|indices| scope.spawn(move || compress(indices)))
+            .collect();
+        std::iter::once(compress(first))
+            .chain(others.into_iter().map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("compressing an item panicked")))
+            }))
+            .collect()
+    });
+    for share in compressed {
+        for (i, member) in share? {
+            members[i] = Some(member);
+        }
+    }
+    Ok(members)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::archive::{entry_names, gunzip};
+    use crate::shared::archive::{entries, entry_names, gunzip};
 
     fn page(key: &str, names: &[&str]) -> Page {
         Page {
@@ -140,6 +192,52 @@ mod tests {
                 "resources/configmaps/v1-preferredversion/namespaces/shop/c.json",
             ]
         );
+    }
+
+    /// Large items (compressed on their own, on several threads) and small ones, mixed in a
+    /// page, come out whole and in order under both of their paths.
+    #[tokio::test]
+    async fn large_items_among_small_ones_are_written_whole_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let sizes = [
+            10,
+            OWN_MEMBER_BYTES,
+            3 * OWN_MEMBER_BYTES + 7,
+            20,
+            OWN_MEMBER_BYTES + 1,
+        ];
+        let items: Vec<Item> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| Item {
+                namespace: Some("shop".into()),
+                name: format!("i{i}"),
+                json: (0..size).map(|b| b'a' + ((b * 7 + i) % 26) as u8).collect(),
+            })
+            .collect();
+        let expected: Vec<(String, Vec<u8>)> = items
+            .iter()
+            .flat_map(|item| {
+                [
+                    format!("resources/configmaps/namespaces/shop/{}.json", item.name),
+                    format!(
+                        "resources/configmaps/v1-preferredversion/namespaces/shop/{}.json",
+                        item.name
+                    ),
+                ]
+                .map(|path| (path, item.json.clone()))
+            })
+            .collect();
+        let writer = ItemWriter::start(dir.path()).unwrap();
+        let writer = writer
+            .write(Page {
+                items,
+                ..page("v1/ConfigMap", &[])
+            })
+            .await
+            .unwrap();
+        let written = writer.finish().await.unwrap();
+        assert_eq!(entries(written.tarball)[1..], expected);
     }
 
     #[tokio::test]
