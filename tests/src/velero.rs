@@ -192,3 +192,20 @@ impl Drop for VeleroServer {
         }
     }
 }
+
+/// Velero puts a finalizer on its Restores that only its server removes: a test's or a
+/// benchmark's namespace could not go once the server is stopped.
+pub async fn release_restores(client: &kube::Client, ns: &str) {
+    let restores: Api<ark_api::Restore> = Api::namespaced(client.clone(), ns);
+    for restore in restores.list(&Default::default()).await.unwrap() {
+        let name = restore.metadata.name.unwrap();
+        restores
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "metadata": { "finalizers": null } })),
+            )
+            .await
+            .unwrap();
+    }
+}

@@ -13,7 +13,7 @@ use ark_api::{
     Backup, BackupStorageLocation, BackupStorageLocationPhase, DeleteBackupRequest,
     DeleteBackupRequestPhase, Restore, RestorePhase,
 };
-use ark_tests::velero::{VeleroServer, velero_ok};
+use ark_tests::velero::{self, VeleroServer, velero_ok};
 use ark_tests::{
     ArkServer, Cluster, TestNamespace, allow_local_exec, fixtures, unique_name, wait_deleted,
     wait_for,
@@ -129,23 +129,6 @@ async fn keys_under(cluster: &Cluster, prefix: &str, dir: &str) -> Vec<String> {
         .into_iter()
         .map(|k| k.to_string())
         .collect()
-}
-
-/// Velero puts a finalizer on its Restores that only its server removes: the test's namespace
-/// could not go once the server is stopped.
-async fn release_restores(client: &Client, ns: &str) {
-    let restores: Api<Restore> = Api::namespaced(client.clone(), ns);
-    for restore in restores.list(&ListParams::default()).await.unwrap() {
-        let name = restore.metadata.name.unwrap();
-        restores
-            .patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({ "metadata": { "finalizers": null } })),
-            )
-            .await
-            .unwrap();
-    }
 }
 
 /// `velero backup delete` (Velero's CLI) is processed by ark's server, on Velero's CRDs: a refused
@@ -434,7 +417,7 @@ async fn each_tool_restores_the_other_s_backup_with_hooks_in_the_restore_spec() 
             .delete(&target, &Default::default())
             .await;
     }
-    release_restores(&client, &velero_ns.name).await;
+    velero::release_restores(&client, &velero_ns.name).await;
 }
 
 /// On the first cluster, where only ark runs (ark's CRDs, which are Velero's full set), Velero's
