@@ -540,6 +540,11 @@ impl ArkServer {
         peak_rss_mib(self.child.id())
     }
 
+    /// The server's CPU time so far, in seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        cpu_seconds(self.child.id())
+    }
+
     /// The directory the server's scratch directory (`work/`) is in.
     pub fn scratch_parent(&self) -> &std::path::Path {
         self._scratch.path()
@@ -564,4 +569,36 @@ pub fn peak_rss_mib(pid: u32) -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// CPU time (user and system) a process has used so far, in seconds; 0 when it cannot be read.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; Linux counts
+    // them in ticks of 1/100 s (USER_HZ).
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The CPU time of every process whose command name is `name`, summed, in seconds.
+pub fn cpu_seconds_of(name: &str) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+        })
+        .map(cpu_seconds)
+        .sum()
 }

@@ -124,6 +124,8 @@ async fn main() {
         &["--backup-sync-period", "1h"],
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let requests_before = api_requests(&client).await;
+    let cpu_before = cpu(&server);
     let started = Instant::now();
     let status = Command::new(&binary)
         .args([
@@ -140,6 +142,12 @@ async fn main() {
         .status()
         .unwrap();
     let ark_time = started.elapsed();
+    let cpu_used: Vec<f64> = cpu(&server)
+        .iter()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before)
+        .collect();
+    let requests_per_backup = (api_requests(&client).await - requests_before) / count as f64;
     assert!(
         status.success(),
         "ark backup delete failed; server log:\n{}",
@@ -169,6 +177,7 @@ async fn main() {
         fixtures::s3_location(&cluster, &client, &collection_ns.name, None, None).await;
     let collection_store = ark_storage::open(&collection_location).unwrap();
     populate(&client, &collection_ns.name, &collection_store, count).await;
+    let floor_cpu_before = cluster_cpu();
     let started = Instant::now();
     collection_store
         .delete_under(&ark_storage::Path::from(
@@ -191,16 +200,56 @@ async fn main() {
     let collection_time = started.elapsed();
 
     let floor = s3_time + collection_time;
+    let floor_cpu: Vec<f64> = cluster_cpu()
+        .iter()
+        .zip(floor_cpu_before)
+        .map(|(after, before)| after - before)
+        .collect();
+    let seconds = |cpu: &[f64]| Vec::from_iter(cpu.iter().map(|s| format!("{s:.1}"))).join(" / ");
     println!(
-        "| backups (+1 restore each) | ark delete --all --wait (s) | server peak RSS (MiB) | floor: S3 batch delete (s) | floor: deletecollection per kind (s) | floor (s) | ark / floor |"
+        "| backups (+1 restore each) | ark delete --all --wait (s) | server peak RSS (MiB) | floor: S3 batch delete (s) | floor: deletecollection per kind (s) | floor (s) | ark / floor | API requests per backup | CPU s, ark: {} | CPU s, floor: {} |",
+        CPU_OF.join(" / "),
+        CPU_OF[..3].join(" / ")
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|");
     println!(
-        "| {count} | {:.1} | {peak:.0} | {:.1} | {:.1} | {:.1} | {:.1} |",
+        "| {count} | {:.1} | {peak:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {requests_per_backup:.1} | {} | {} |",
         ark_time.as_secs_f64(),
         s3_time.as_secs_f64(),
         collection_time.as_secs_f64(),
         floor.as_secs_f64(),
-        ark_time.as_secs_f64() / floor.as_secs_f64()
+        ark_time.as_secs_f64() / floor.as_secs_f64(),
+        seconds(&cpu_used),
+        seconds(&floor_cpu),
     );
+}
+
+/// Whose CPU time the table shows while the command runs, besides the ark server's (the last
+/// column): the cluster's processes, which share the machine's cores with it.
+const CPU_OF: [&str; 4] = ["kube-apiserver", "etcd", "weed", "ark server"];
+
+fn cpu(server: &ArkServer) -> Vec<f64> {
+    let mut cpu = cluster_cpu();
+    cpu.push(server.cpu_seconds());
+    cpu
+}
+
+fn cluster_cpu() -> Vec<f64> {
+    CPU_OF[..3]
+        .iter()
+        .map(|name| ark_tests::cpu_seconds_of(name))
+        .collect()
+}
+
+/// Every request the API server has answered so far (`apiserver_request_total`).
+async fn api_requests(client: &Client) -> f64 {
+    let metrics = client
+        .request_text(http::Request::get("/metrics").body(vec![]).unwrap())
+        .await
+        .expect("the API server's metrics");
+    metrics
+        .lines()
+        .filter(|line| line.starts_with("apiserver_request_total{"))
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }
