@@ -83,6 +83,8 @@ pub(crate) struct Context {
     pub restores: kube::runtime::reflector::Store<kube::api::DynamicObject>,
     /// Backups being deleted now: a second request for one waits.
     pub deleting: Mutex<HashSet<String>>,
+    /// Deletion requests this server removed a moment ago.
+    pub removed_requests: controllers::deletion::RemovedRequests,
     /// Per location, the uids of its backups that sync's previous listing of the bucket lacked.
     pub sync_missing: Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
     /// Becomes true when the server is told to stop: controllers take no new work.
@@ -136,6 +138,7 @@ impl Context {
             restores: restores.as_reader(),
             running_backups: Mutex::default(),
             deleting: Mutex::default(),
+            removed_requests: Default::default(),
             sync_missing: Mutex::default(),
             stopping,
         };
@@ -201,6 +204,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         restores: restore_cache,
         running_backups: Mutex::default(),
         deleting: Mutex::default(),
+        removed_requests: Default::default(),
         sync_missing: Mutex::default(),
         stopping,
     });

@@ -5,13 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use ark_api::{
     Backup, BackupPhase, BackupStatus, DeleteBackupRequest, DeleteBackupRequestPhase,
     DeleteBackupRequestStatus, Restore, labels,
 };
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
@@ -98,34 +99,66 @@ fn lock<'a>(ctx: &'a Context, backup: &str) -> Option<Deleting<'a>> {
         })
 }
 
+/// Requests this server removed after their deletion succeeded, by uid, for a few minutes: the
+/// controller's cache may still hold one (its removal not yet watched) and run it again.
+#[derive(Default)]
+pub(crate) struct RemovedRequests(Mutex<BTreeMap<String, Instant>>);
+
+/// Longer than any watch takes to report a removal.
+const REMOVED_KEPT_FOR: Duration = Duration::from_secs(300);
+
+impl RemovedRequests {
+    fn insert(&self, uid: &str) {
+        let now = Instant::now();
+        let mut removed = self.0.lock().unwrap();
+        removed.retain(|_, at| now.duration_since(*at) < REMOVED_KEPT_FOR);
+        removed.insert(uid.to_string(), now);
+    }
+
+    fn contains(&self, uid: &str) -> bool {
+        self.0.lock().unwrap().contains_key(uid)
+    }
+}
+
 async fn reconcile(
     cached: Arc<DynamicObject>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let requests = objects::api::<DeleteBackupRequest>(&ctx.client, &ctx.namespace);
     let name = cached.name_any();
-    // Deleting is not idempotent for what it reports (a refused snapshot is asked again): decide
-    // on the request as it is now, not as the controller's cache last saw it, which may predate
-    // the Processed this server just wrote.
-    let Some(current) = requests.get_opt(&name).await? else {
+    if cached
+        .uid()
+        .is_some_and(|uid| ctx.removed_requests.contains(&uid))
+    {
         return Ok(Action::await_change());
-    };
-    if objects::phase(&current) == "Processed" {
-        return expire(&requests, &current, &ctx).await;
     }
-    let request: DeleteBackupRequest = match objects::typed(&current) {
+    if objects::phase(&cached) == "Processed" {
+        return expire(&requests, &cached, &ctx).await;
+    }
+    // Decided on the request as the controller's cache has it, which may predate a write of this
+    // server's (deleting is not idempotent for what it reports: a refused snapshot is asked
+    // again). So the first write of every decision names the version decided on, and a request
+    // that moved on since is decided again, as it is now.
+    let version = cached.resource_version();
+    let reject = async |errors: Vec<String>| -> Result<Action, ReconcileError> {
+        let status = json!({ "status": processed_status(errors) });
+        Ok(
+            match patch::claim(&requests, &name, version.as_deref(), status).await? {
+                patch::Claim::Won => {
+                    ctx.metrics.deletion_failed();
+                    Action::await_change()
+                }
+                patch::Claim::Lost => Action::requeue(Duration::from_secs(1)),
+            },
+        )
+    };
+    let request: DeleteBackupRequest = match objects::typed(&cached) {
         Ok(request) => request,
-        Err(unfit) => {
-            processed(&requests, &name, vec![unfit.to_string()]).await?;
-            ctx.metrics.deletion_failed();
-            return Ok(Action::await_change());
-        }
+        Err(unfit) => return reject(vec![unfit.to_string()]).await,
     };
     let backup_name = request.spec.backup_name.clone();
     if backup_name.is_empty() {
-        processed(&requests, &name, vec!["spec.backupName is required".into()]).await?;
-        ctx.metrics.deletion_failed();
-        return Ok(Action::await_change());
+        return reject(vec!["spec.backupName is required".into()]).await;
     }
     // Two requests for one backup never run at once: the second waits its turn.
     let Some(_lock) = lock(&ctx, &backup_name) else {
@@ -140,38 +173,36 @@ async fn reconcile(
     };
     let backup = match backup {
         Some(Err(unfit)) => {
-            let error = format!("backup {backup_name} cannot be read: {unfit}");
-            processed(&requests, &name, vec![error]).await?;
-            ctx.metrics.deletion_failed();
-            return Ok(Action::await_change());
+            return reject(vec![format!(
+                "backup {backup_name} cannot be read: {unfit}"
+            )])
+            .await;
         }
         Some(Ok(backup)) => Some(backup),
         None => None,
     };
     let running_here = ctx.running_backups.lock().unwrap().contains(&backup_name);
     match decide(&request, backup.as_ref(), running_here) {
-        Decision::Reject(error) => {
-            processed(&requests, &name, vec![error]).await?;
-            ctx.metrics.deletion_failed();
-        }
+        Decision::Reject(error) => return reject(vec![error]).await,
         // A deletion that succeeded removes its requests at once, without marking them Processed
         // first as Velero does: nobody reads a request that is about to go, and a server stopped
         // in between finds it again, the backup gone, and removes it then.
         Decision::AlreadyDone => {
-            remove_requests(&requests, &request).await?;
+            remove_requests(&ctx, &requests, &request, None).await?;
             ctx.metrics.deletion_succeeded();
         }
         Decision::Delete(backup) => {
             let Some(errors) = delete(&ctx, &requests, &request, backup).await? else {
-                // The backup changed since it was read: decide again.
+                // The request or the backup changed since it was read: decide again.
                 return Ok(Action::requeue(Duration::from_secs(1)));
             };
+            let uid = backup.metadata.uid.as_deref();
             if errors.is_empty() {
-                remove_requests(&requests, &request).await?;
+                remove_requests(&ctx, &requests, &request, uid).await?;
                 ctx.metrics.deletion_succeeded();
             } else {
                 remove_earlier_requests(&requests, &request, backup).await?;
-                processed(&requests, &name, errors).await?;
+                patch::object_status(&requests, &name, &processed_status(errors)).await?;
                 ctx.metrics.deletion_failed();
             }
         }
@@ -179,16 +210,11 @@ async fn reconcile(
     Ok(Action::await_change())
 }
 
-async fn processed(
-    requests: &Api<DynamicObject>,
-    name: &str,
-    errors: Vec<String>,
-) -> kube::Result<()> {
-    let status = DeleteBackupRequestStatus {
+fn processed_status(errors: Vec<String>) -> DeleteBackupRequestStatus {
+    DeleteBackupRequestStatus {
         phase: Some(DeleteBackupRequestPhase::Processed),
         errors: (!errors.is_empty()).then_some(errors),
-    };
-    patch::object_status(requests, name, &status).await
+    }
 }
 
 /// Processed requests are removed once older than the server's request TTL.
@@ -247,25 +273,24 @@ async fn remove_earlier_requests(
     Ok(())
 }
 
-/// After a successful deletion every request for that backup (name and uid) goes, this one too.
+/// After a successful deletion every request for that backup (name and uid) goes, this one too
+/// (labelled so when it was claimed), in one request.
 async fn remove_requests(
+    ctx: &Context,
     requests: &Api<DynamicObject>,
     request: &DeleteBackupRequest,
+    backup_uid: Option<&str>,
 ) -> kube::Result<()> {
-    let selector = request_selector(request, None);
-    for other in requests
-        .list(&ListParams::default().labels(&selector))
-        .await?
-    {
-        if other.name_any() != request.name_any() {
-            let _ = requests
-                .delete(&other.name_any(), &DeleteParams::default())
-                .await;
-        }
+    let selector = request_selector(request, backup_uid);
+    requests
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels(&selector),
+        )
+        .await?;
+    if let Some(uid) = request.uid() {
+        ctx.removed_requests.insert(&uid);
     }
-    let _ = requests
-        .delete(&request.name_any(), &DeleteParams::default())
-        .await;
     Ok(())
 }
 
@@ -312,17 +337,21 @@ async fn delete(
         phase: Some(DeleteBackupRequestPhase::InProgress),
         errors: None,
     };
-    // Velero's DeleteBackupRequest has no status subresource: labels and phase in one write.
-    requests
-        .patch(
-            &request.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({
-                "metadata": { "labels": request_labels },
-                "status": in_progress,
-            })),
-        )
-        .await?;
+    // Velero's DeleteBackupRequest has no status subresource: labels and phase in one write, at
+    // the version decided on.
+    let claim = patch::claim(
+        requests,
+        &request.name_any(),
+        request.metadata.resource_version.as_deref(),
+        json!({
+            "metadata": { "labels": request_labels },
+            "status": in_progress,
+        }),
+    )
+    .await?;
+    if claim == patch::Claim::Lost {
+        return Ok(None);
+    }
     let previous_phase = backup.phase();
     if previous_phase != BackupPhase::Deleting {
         // Claimed at the version decided on: a backup the backup controller has claimed since
@@ -459,7 +488,8 @@ async fn recorded_snapshots(
     Ok(recorded)
 }
 
-/// Snapshots, then bucket data, then restores; stops at the first step with errors.
+/// Snapshots, then bucket data (the backup's and its restores'), then the Restores; stops at the
+/// first step with errors. Nothing is deleted until everything there is to delete is known.
 async fn delete_data(
     ctx: &Context,
     store: &ark_storage::BackupStore,
@@ -482,6 +512,10 @@ async fn delete_data(
         Err(error) => {
             return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
         }
+    };
+    let restores = match restores_of(ctx, store, &name).await {
+        Ok(restores) => restores,
+        Err(error) => return DataOutcome::failed(error),
     };
     if !recorded.provider.is_empty() && ctx.volume_snapshotter.is_none() {
         return DataOutcome::failed(format!(
@@ -539,10 +573,15 @@ async fn delete_data(
         return outcome;
     }
 
-    // velero-backup.json first: from then on the backup no longer exists for sync.
+    // velero-backup.json first: from then on the backup no longer exists for sync. The rest of
+    // the backup's data and its restores' data go in one batch delete.
     outcome.touched = true;
     let metadata = layout.backup_metadata(&name);
-    let rest = listed.into_iter().filter(|key| *key != metadata).collect();
+    let rest = listed
+        .into_iter()
+        .filter(|key| *key != metadata)
+        .chain(restores.iter().flat_map(|(_, keys)| keys.iter().cloned()))
+        .collect();
     for result in [
         store.delete(&metadata).await,
         store.delete_keys(rest).await.map(|_| ()),
@@ -554,46 +593,50 @@ async fn delete_data(
             return outcome;
         }
     }
-
-    // From the watched cache: listing every Restore for every deletion would make deleting N
-    // backups with N restores cost N² objects from the API server. The cache holds untyped
-    // objects, so a Restore ark's types cannot read never keeps it from syncing.
-    let restores = objects::api::<Restore>(&ctx.client, &ctx.namespace);
-    if tokio::time::timeout(RESTORE_CACHE_WAIT, ctx.restores.wait_until_ready())
-        .await
-        .map_or(true, |ready| ready.is_err())
-    {
-        outcome.errors.push(
-            "the cache of restores is not ready: restores of the backup are not deleted yet".into(),
-        );
-        return outcome;
-    }
-    let of_backup: Vec<Arc<DynamicObject>> = ctx
-        .restores
-        .state()
-        .into_iter()
-        .filter(|r| r.data.pointer("/spec/backupName").and_then(|n| n.as_str()) == Some(&name))
-        .collect();
-    for restore in of_backup {
-        let restore_name = restore.name_any();
-        if let Err(error) = store.delete_under(&layout.restore_dir(&restore_name)).await {
-            outcome
-                .errors
-                .push(format!("deleting data of restore {restore_name}: {error}"));
-            continue;
-        }
-        if let Err(error) = patch::ignore_not_found(
-            restores
-                .delete(&restore_name, &DeleteParams::default())
-                .await,
-        ) {
+    let api = objects::api::<Restore>(&ctx.client, &ctx.namespace);
+    for (restore, _) in &restores {
+        if let Err(error) =
+            patch::ignore_not_found(api.delete(restore, &DeleteParams::default()).await)
+        {
             outcome.errors.push(format!(
-                "deleting restore {restore_name}: {}",
+                "deleting restore {restore}: {}",
                 objects::reason(&error)
             ));
         }
     }
     outcome
+}
+
+/// The backup's Restores, each with the keys of its data.
+async fn restores_of(
+    ctx: &Context,
+    store: &ark_storage::BackupStore,
+    backup: &str,
+) -> Result<Vec<(String, Vec<ark_storage::Path>)>, String> {
+    // From the watched cache: listing every Restore for every deletion would make deleting N
+    // backups with N restores cost N² objects from the API server. The cache holds untyped
+    // objects, so a Restore ark's types cannot read never keeps it from syncing.
+    if tokio::time::timeout(RESTORE_CACHE_WAIT, ctx.restores.wait_until_ready())
+        .await
+        .map_or(true, |ready| ready.is_err())
+    {
+        return Err(
+            "the cache of restores is not ready: the backup's restores cannot be found yet".into(),
+        );
+    }
+    let names = ctx.restores.state().into_iter().filter_map(|r| {
+        let of_backup = r.data.pointer("/spec/backupName").and_then(|n| n.as_str()) == Some(backup);
+        of_backup.then(|| r.name_any())
+    });
+    let mut restores = Vec::new();
+    for name in names {
+        let keys = store
+            .keys_under(&store.layout.restore_dir(&name))
+            .await
+            .map_err(|error| format!("listing data of restore {name}: {error}"))?;
+        restores.push((name, keys));
+    }
+    Ok(restores)
 }
 
 #[cfg(test)]

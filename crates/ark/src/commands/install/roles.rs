@@ -97,6 +97,12 @@ pub const SERVER_NAMESPACE: Role = Role {
             resources: OPERATIONS,
             verbs: &["create", "update", "patch", "delete"],
         },
+        // A finished deletion removes every request for its backup in one request
+        Rule {
+            groups: &["velero.io"],
+            resources: &["deletebackuprequests"],
+            verbs: &["deletecollection"],
+        },
         // Each location's phase is written after it is checked
         Rule {
             groups: &["velero.io"],
