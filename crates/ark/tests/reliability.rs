@@ -179,6 +179,50 @@ async fn a_backup_whose_metadata_upload_lost_its_answer_but_landed_ends_complete
     );
 }
 
+/// Every listing of restore r1's folder loses its answer: the deletion of its backup cannot know
+/// what of r1 there is to delete, so it deletes nothing, and the backup stays whole and usable
+/// (before, the backup's data went first and the deletion failed on r1 after it, leaving the
+/// backup Deleting with nothing left to restore from).
+// Multi-threaded: the proxy runs on the test's runtime while the test blocks on the ark CLI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_that_cannot_list_a_restores_data_deletes_nothing() {
+    let cluster = Cluster::get();
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let setup = Setup::new(cluster, Some(&s3.url())).await;
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", Some("r1"));
+    let layout = &setup.store.layout;
+    let backup_keys = setup.keys(&layout.backup_dir("b1")).await;
+    let restore_keys = setup.keys(&layout.restore_dir("r1")).await;
+    assert!(backup_keys > 0 && restore_keys > 0);
+    // The bucket read past the proxy, whose answers to these listings are lost from now on (a
+    // listing asks for its prefix in the query, its slashes encoded).
+    let prefix = layout.prefix().unwrap();
+    let direct = ark_storage::open(&setup.cluster.s3_location(prefix)).unwrap();
+    let keys = async |dir: ark_storage::Path| direct.keys_under(&dir).await.unwrap().len();
+    let listing = format!(
+        "prefix={}",
+        layout.restore_dir("r1").as_ref().replace('/', "%2F")
+    );
+    s3.lose_answers_to("GET", &listing);
+
+    let request = setup.request("b1", None).await;
+    let processed = setup.processed(&request).await;
+    let errors = processed.errors().join("; ");
+    let backup = setup.backups().get("b1").await.unwrap();
+    assert_eq!(backup.phase(), BackupPhase::Completed, "{errors}");
+    assert_eq!(keys(layout.backup_dir("b1")).await, backup_keys);
+    assert_eq!(keys(layout.restore_dir("r1")).await, restore_keys);
+    assert!(setup.restores().get_opt("r1").await.unwrap().is_some());
+    assert!(
+        errors.starts_with("listing data of restore r1: "),
+        "{errors}"
+    );
+    let _ = Api::<Namespace>::all(setup.client.clone())
+        .delete(&format!("{}-r1", setup.app.name), &DeleteParams::default())
+        .await;
+}
+
 /// b1's metadata, log and tarball, as they are in the bucket.
 async fn files_of_b1(setup: &Setup) -> Vec<Vec<u8>> {
     let layout = &setup.store.layout;
