@@ -431,6 +431,81 @@ async fn a_rule_taken_from_the_servers_role_makes_the_deletion_name_the_verb_and
     );
 }
 
+/// A server upgraded alone, under the Role of an install from before ark removed a backup's
+/// requests with one `deletecollection`: the deletion still ends with every request for the
+/// backup removed (before, the removal was refused and retried every 5 s for as long as the
+/// server ran, the request left InProgress).
+#[tokio::test]
+async fn a_role_without_deletecollection_still_has_a_finished_deletions_requests_removed() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = unique_name("ark-rbac-old");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = dir.path().join("bucket");
+    install(&cluster, &ns, &bucket, &[]);
+    Api::<Role>::namespaced(client.clone(), &ns)
+        .patch(
+            "ark",
+            &PatchParams::default(),
+            &Patch::<()>::Json(
+                serde_json::from_value(serde_json::json!([
+                    { "op": "test", "path": "/rules/1/verbs", "value": ["deletecollection"] },
+                    { "op": "remove", "path": "/rules/1" },
+                ]))
+                .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    let (server, _) = installed_server(&cluster, &ns, dir.path()).await;
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "b",
+            "--include-resources",
+            "configmaps",
+            "--wait",
+        ],
+    );
+    let uid = Api::<Backup>::namespaced(client.clone(), &ns)
+        .get("b")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+
+    ark_ok(
+        &cluster,
+        &ns,
+        &["backup", "delete", "b", "--confirm", "--wait"],
+    );
+    let requests = Api::<ark_api::DeleteBackupRequest>::namespaced(client.clone(), &ns);
+    let selector = ark_api::labels::selector_for_backup("b", &uid);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = requests
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items;
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "requests left: {:?}\n--- server ---\n{}",
+            left.iter().map(|r| r.status.clone()).collect::<Vec<_>>(),
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_which_role_to_ask_for()
  {

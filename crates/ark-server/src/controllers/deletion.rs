@@ -258,19 +258,7 @@ async fn remove_earlier_requests(
     backup: &Backup,
 ) -> kube::Result<()> {
     let selector = request_selector(request, backup.metadata.uid.as_deref());
-    for other in requests
-        .list(&ListParams::default().labels(&selector))
-        .await?
-    {
-        if other.name_any() != request.name_any() {
-            patch::ignore_not_found(
-                requests
-                    .delete(&other.name_any(), &DeleteParams::default())
-                    .await,
-            )?;
-        }
-    }
-    Ok(())
+    remove_each(requests, &selector, Some(&request.name_any())).await
 }
 
 /// After a successful deletion every request for that backup (name and uid) goes, this one too
@@ -282,14 +270,44 @@ async fn remove_requests(
     backup_uid: Option<&str>,
 ) -> kube::Result<()> {
     let selector = request_selector(request, backup_uid);
-    requests
+    let removed = requests
         .delete_collection(
             &DeleteParams::default(),
             &ListParams::default().labels(&selector),
         )
-        .await?;
+        .await;
+    match removed {
+        Ok(_) => {}
+        // A Role from an install before ark removed requests so (an image upgraded alone) lacks
+        // the verb: one by one, as the Role allows.
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            remove_each(requests, &selector, None).await?;
+        }
+        Err(error) => return Err(error),
+    }
     if let Some(uid) = request.uid() {
         ctx.removed_requests.insert(&uid);
+    }
+    Ok(())
+}
+
+/// Deletes the requests `selector` matches, but the one named `except`.
+async fn remove_each(
+    requests: &Api<DynamicObject>,
+    selector: &str,
+    except: Option<&str>,
+) -> kube::Result<()> {
+    for other in requests
+        .list(&ListParams::default().labels(selector))
+        .await?
+    {
+        if Some(other.name_any().as_str()) != except {
+            patch::ignore_not_found(
+                requests
+                    .delete(&other.name_any(), &DeleteParams::default())
+                    .await,
+            )?;
+        }
     }
     Ok(())
 }
