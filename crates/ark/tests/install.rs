@@ -368,35 +368,30 @@ async fn the_server_with_only_the_installed_rights_backs_up_restores_with_hooks_
     assert_eq!(files(&bucket), before);
 }
 
-#[tokio::test]
-async fn a_rule_taken_from_the_servers_role_makes_the_deletion_name_the_verb_and_resource_it_lacked()
- {
-    let cluster = Cluster::get();
-    let client = cluster.client().await;
-    let ns = unique_name("ark-rbac-rule");
-    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
-    let dir = tempfile::tempdir().unwrap();
-    let bucket = dir.path().join("bucket");
-    install(&cluster, &ns, &bucket, &[]);
-    // The Role's first rule: create, update, patch and delete on ark's operations.
-    Api::<Role>::namespaced(client.clone(), &ns)
+/// ark installed in `ns` (its bucket in `dir`), rule `index` of its Role taken out (after the
+/// JSON-patch `test` that says which rule it is), the server started with what is left, and a
+/// backup `b` of the cluster's ConfigMaps made.
+async fn server_lacking_rule(
+    cluster: &Cluster,
+    ns: &str,
+    dir: &Path,
+    index: usize,
+    test: serde_json::Value,
+) -> ArkServer {
+    install(cluster, ns, &dir.join("bucket"), &[]);
+    let remove = serde_json::json!({ "op": "remove", "path": format!("/rules/{index}") });
+    Api::<Role>::namespaced(cluster.client().await, ns)
         .patch(
             "ark",
             &PatchParams::default(),
-            &Patch::<()>::Json(
-                serde_json::from_value(serde_json::json!([
-                    { "op": "test", "path": "/rules/0/resources/0", "value": "backups" },
-                    { "op": "remove", "path": "/rules/0" },
-                ]))
-                .unwrap(),
-            ),
+            &Patch::<()>::Json(serde_json::from_value(serde_json::json!([test, remove])).unwrap()),
         )
         .await
         .unwrap();
-    let (server, _) = installed_server(&cluster, &ns, dir.path()).await;
+    let (server, _) = installed_server(cluster, ns, dir).await;
     ark_ok(
-        &cluster,
-        &ns,
+        cluster,
+        ns,
         &[
             "backup",
             "create",
@@ -406,6 +401,21 @@ async fn a_rule_taken_from_the_servers_role_makes_the_deletion_name_the_verb_and
             "--wait",
         ],
     );
+    server
+}
+
+#[tokio::test]
+async fn a_rule_taken_from_the_servers_role_makes_the_deletion_name_the_verb_and_resource_it_lacked()
+ {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = unique_name("ark-rbac-rule");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    // The Role's first rule: create, update, patch and delete on ark's operations.
+    let test =
+        serde_json::json!({ "op": "test", "path": "/rules/0/resources/0", "value": "backups" });
+    let server = server_lacking_rule(&cluster, &ns, dir.path(), 0, test).await;
 
     let deleted = ark(
         Some(&cluster),
@@ -442,35 +452,8 @@ async fn a_role_without_deletecollection_still_has_a_finished_deletions_requests
     let ns = unique_name("ark-rbac-old");
     let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
     let dir = tempfile::tempdir().unwrap();
-    let bucket = dir.path().join("bucket");
-    install(&cluster, &ns, &bucket, &[]);
-    Api::<Role>::namespaced(client.clone(), &ns)
-        .patch(
-            "ark",
-            &PatchParams::default(),
-            &Patch::<()>::Json(
-                serde_json::from_value(serde_json::json!([
-                    { "op": "test", "path": "/rules/1/verbs", "value": ["deletecollection"] },
-                    { "op": "remove", "path": "/rules/1" },
-                ]))
-                .unwrap(),
-            ),
-        )
-        .await
-        .unwrap();
-    let (server, _) = installed_server(&cluster, &ns, dir.path()).await;
-    ark_ok(
-        &cluster,
-        &ns,
-        &[
-            "backup",
-            "create",
-            "b",
-            "--include-resources",
-            "configmaps",
-            "--wait",
-        ],
-    );
+    let test = serde_json::json!({ "op": "test", "path": "/rules/1/verbs", "value": ["deletecollection"] });
+    let server = server_lacking_rule(&cluster, &ns, dir.path(), 1, test).await;
     let uid = Api::<Backup>::namespaced(client.clone(), &ns)
         .get("b")
         .await

@@ -531,16 +531,16 @@ async fn delete_data(
             return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
         }
     };
-    let restores = match restores_of(ctx, store, &name).await {
-        Ok(restores) => restores,
-        Err(error) => return DataOutcome::failed(error),
-    };
     if !recorded.provider.is_empty() && ctx.volume_snapshotter.is_none() {
         return DataOutcome::failed(format!(
             "unable to delete backup because it includes {} volume snapshots and this server has no volume snapshotter configured; nothing was deleted",
             recorded.provider.len()
         ));
     }
+    let restores = match restores_of(ctx, store, &name).await {
+        Ok(restores) => restores,
+        Err(error) => return DataOutcome::failed(error),
+    };
     let mut outcome = DataOutcome::default();
     if let Some(snapshotter) = &ctx.volume_snapshotter {
         for snapshot in &recorded.provider {
