@@ -131,15 +131,7 @@ async fn a_full_delete_on_velero_crds_removes_backup_restores_data_requests_and_
     assert_eq!(setup.keys(&layout.restore_dir("r1")).await, 0);
     assert_eq!(setup.keys(&layout.backup_dir("b2")).await, 7);
     assert_eq!(setup.keys(&layout.restore_dir("r2")).await, 3);
-    assert!(
-        setup
-            .requests()
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    setup.requests_removed("").await;
     assert!(
         volume_snapshot_contents(&setup.client)
             .get_opt(&content)
@@ -467,22 +459,9 @@ async fn long_names_missing_tarballs_and_duplicate_requests() {
         setup.request("dup", Some(("dup", &uid))).await;
     }
     setup.gone(&dup).await;
-    let selector = labels::selector_for_backup("dup", &uid);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !setup
-        .requests()
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .unwrap()
-        .items
-        .is_empty()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "duplicate requests were not removed"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    setup
+        .requests_removed(&labels::selector_for_backup("dup", &uid))
+        .await;
 }
 
 #[tokio::test]

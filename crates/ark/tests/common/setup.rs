@@ -131,6 +131,29 @@ impl Setup {
         wait_deleted(self.backups(), backup, WAIT).await;
     }
 
+    /// Waits until no request matches `selector` (every request: ""); the server removes a
+    /// deletion's requests just after its Backup, so a wait that saw the Backup go may be first.
+    pub async fn requests_removed(&self, selector: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let left = self
+                .requests()
+                .list(&kube::api::ListParams::default().labels(selector))
+                .await
+                .unwrap()
+                .items;
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "requests were not removed: {:?}",
+                Vec::from_iter(left.iter().map(|r| r.metadata.name.clone()))
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn put_gz(&self, key: &ark_storage::Path, json: &str) {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(json.as_bytes()).unwrap();
