@@ -90,6 +90,7 @@ async fn ark_crds_are_served() {
         "",
         DeleteBackupRequestSpec {
             backup_name: "nightly".into(),
+            ..Default::default()
         },
     );
     request.metadata.name = None;

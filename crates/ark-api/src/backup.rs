@@ -27,8 +27,6 @@ pub struct BackupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub or_label_selectors: Option<Vec<LabelSelector>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_volumes: Option<bool>,
     /// How long the backup is kept, as a Go duration ("720h0m0s").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -37,6 +35,15 @@ pub struct BackupSpec {
     pub storage_location: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_snapshot_locations: Option<Vec<String>>,
+    /// How long CSI snapshots may take to become ready; zero or absent is Velero's 10m.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csi_snapshot_timeout: Option<String>,
+    /// How long asynchronous item operations may take; zero or absent is the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_operation_timeout: Option<String>,
+    /// Velero's fields that ark does not model (hooks, datamover, ...), kept as they came.
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -72,6 +79,8 @@ pub struct BackupStatus {
     pub errors: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<BackupProgress>,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -118,5 +127,42 @@ impl Backup {
             .as_ref()
             .and_then(|s| s.phase)
             .unwrap_or(BackupPhase::New)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The regression behind a backup whose `velero-backup.json` lost Velero's fields: every
+    /// field, modelled or not, makes the round trip through ark's types.
+    #[test]
+    fn velero_s_fields_make_the_round_trip_through_ark_s_types() {
+        let velero: serde_json::Value = serde_json::json!({
+            "apiVersion": "velero.io/v1", "kind": "Backup",
+            "metadata": { "name": "b", "namespace": "velero" },
+            "spec": {
+                "includedNamespaces": ["shop"],
+                "ttl": "0s",
+                "defaultVolumesToFsBackup": true,
+                "datamover": "velero",
+                "csiSnapshotTimeout": "5m0s",
+                "itemOperationTimeout": "1h0m0s",
+                "uploaderConfig": { "parallelFilesUpload": 4 },
+                "orderedResources": { "pods": "shop/db,shop/web" },
+                "hooks": { "resources": [{ "name": "dump", "pre": [{ "exec": {
+                    "container": "db", "command": ["pg_dump"], "onError": "Fail", "timeout": "1m0s",
+                } }] }] },
+            },
+            "status": {
+                "phase": "Completed",
+                "backupItemOperationsAttempted": 2,
+                "hookStatus": { "hooksAttempted": 1 },
+            },
+        });
+        let backup: Backup = serde_json::from_value(velero.clone()).unwrap();
+        assert_eq!(backup.spec.ttl.as_deref(), Some("0s"));
+        assert!(backup.spec.unmodelled.contains_key("hooks"));
+        assert_eq!(serde_json::to_value(&backup).unwrap(), velero);
     }
 }

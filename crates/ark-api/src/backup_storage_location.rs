@@ -37,6 +37,8 @@ pub struct BackupStorageLocationSpec {
     pub backup_sync_period: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_frequency: Option<String>,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -78,6 +80,8 @@ pub struct BackupStorageLocationStatus {
     pub last_synced_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_validation_time: Option<Time>,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]

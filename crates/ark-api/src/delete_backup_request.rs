@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct DeleteBackupRequestSpec {
     pub backup_name: String,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -26,6 +28,8 @@ pub struct DeleteBackupRequestStatus {
     pub phase: Option<DeleteBackupRequestPhase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 /// Velero has no Failed phase: a request is Processed, with or without errors.
@@ -45,6 +49,7 @@ impl DeleteBackupRequest {
             "",
             DeleteBackupRequestSpec {
                 backup_name: name.clone(),
+                ..Default::default()
             },
         );
         request.metadata.name = None;

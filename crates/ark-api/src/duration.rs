@@ -59,6 +59,15 @@ pub fn parse(input: &str) -> Result<Duration, DurationError> {
     Ok(Duration::from_nanos(nanos.round() as u64))
 }
 
+/// A duration field of Velero's as Velero's controllers read it: absent or zero means `default`
+/// (the Velero CLI writes `ttl: 0s` when no `--ttl` is given, and means "the server's default").
+pub fn parse_or_default(input: Option<&str>, default: Duration) -> Result<Duration, DurationError> {
+    match input.map(parse).transpose()? {
+        Some(duration) if !duration.is_zero() => Ok(duration),
+        _ => Ok(default),
+    }
+}
+
 /// Formats as Go's `Duration.String()`: `720h0m0s`, `1m30s`, `1.5s`, `500ms`, `0s`.
 pub fn format(duration: Duration) -> String {
     let nanos = duration.as_nanos();
@@ -117,6 +126,19 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad:?} should be rejected");
         }
         assert_eq!(parse("5 minutes").unwrap_err().reason, "unknown unit");
+    }
+
+    #[test]
+    fn zero_or_absent_means_the_default() {
+        let default = Duration::from_secs(720 * 3600);
+        assert_eq!(parse_or_default(None, default), Ok(default));
+        assert_eq!(parse_or_default(Some("0s"), default), Ok(default));
+        assert_eq!(parse_or_default(Some("0"), default), Ok(default));
+        assert_eq!(
+            parse_or_default(Some("1h"), default),
+            Ok(Duration::from_secs(3600))
+        );
+        assert!(parse_or_default(Some("1 hour"), default).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod hooks;
 pub mod labels;
 pub mod read;
 mod restore;
+mod schedule;
 mod schema;
 pub mod selector;
 mod server_status_request;
@@ -19,9 +20,15 @@ pub use backup_storage_location::*;
 pub use delete_backup_request::*;
 pub use download_request::*;
 pub use restore::*;
+pub use schedule::*;
 pub use server_status_request::*;
 
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// The fields of a Velero object that ark does not model, kept as they came (`#[serde(flatten)]`)
+/// so that an object ark reads and writes back, or uploads, loses nothing Velero or a newer
+/// version put there.
+pub type Unmodelled = std::collections::BTreeMap<String, serde_json::Value>;
 
 /// The API group and version of every kind here.
 pub const API_VERSION: &str = "velero.io/v1";

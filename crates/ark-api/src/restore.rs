@@ -39,6 +39,12 @@ pub struct RestoreSpec {
     pub existing_resource_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<RestoreHooks>,
+    /// How long asynchronous item operations may take; zero or absent is the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_operation_timeout: Option<String>,
+    /// Velero's fields that ark does not model, kept as they came.
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 /// `spec.hooks` of a Restore, and the whole content of a `--hooks-file`.
@@ -135,6 +141,8 @@ pub struct RestoreStatus {
     pub progress: Option<RestoreProgress>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_status: Option<HookStatus>,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

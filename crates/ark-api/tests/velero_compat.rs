@@ -228,6 +228,7 @@ fn ark_types_fit_the_installed_crds() {
             "velero.io_serverstatusrequests.yaml",
             ark_api::ServerStatusRequest::crd(),
         ),
+        ("velero.io_schedules.yaml", ark_api::Schedule::crd()),
     ];
     let mut problems = Vec::new();
     for (file, crd) in derived {

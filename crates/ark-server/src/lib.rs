@@ -31,6 +31,8 @@ pub struct ServerOptions {
     pub validation_period: Duration,
     /// TTL of a backup that sets none.
     pub default_ttl: Duration,
+    /// `itemOperationTimeout` of a backup or restore that sets none.
+    pub default_item_operation_timeout: Duration,
     /// Backups (and restores) run at once.
     pub workers: u16,
     /// This replica's name in the leader-election Lease.
@@ -65,6 +67,7 @@ pub(crate) struct Context {
     pub namespace: String,
     pub scratch: PathBuf,
     pub default_ttl: Duration,
+    pub default_item_operation_timeout: Duration,
     pub workers: u16,
     pub sync_period: Duration,
     pub validation_period: Duration,
@@ -124,6 +127,7 @@ impl Context {
             namespace: "velero".into(),
             scratch: std::env::temp_dir(),
             default_ttl: Duration::from_secs(3600),
+            default_item_operation_timeout: Duration::from_secs(4 * 3600),
             workers: 1,
             sync_period: Duration::from_secs(60),
             validation_period: Duration::from_secs(60),
@@ -190,6 +194,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         namespace: options.namespace,
         scratch: scratch.path(),
         default_ttl: options.default_ttl,
+        default_item_operation_timeout: options.default_item_operation_timeout,
         workers: options.workers.max(1),
         sync_period: options.sync_period,
         validation_period: options.validation_period,
@@ -256,6 +261,7 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
                 "server status request",
                 controllers::server_status::run(ctx.clone()).boxed()
             ),
+            tracked("schedule", controllers::schedule::run(ctx.clone()).boxed()),
             ctx.until_stopping(controllers::gc::run(ctx.clone())),
             ctx.until_stopping(controllers::location_validation::run(ctx.clone())),
             ctx.until_stopping(controllers::sync::run(ctx.clone())),

@@ -10,6 +10,29 @@ pub enum CredentialsError {
     Malformed { line: usize, reason: &'static str },
     #[error("{0}")]
     Incomplete(String),
+    #[error("{variable} names {path:?}, which cannot be read: {reason}")]
+    Unreadable {
+        variable: &'static str,
+        path: String,
+        reason: String,
+    },
+}
+
+/// The credentials file of a location that names no Secret: the file the provider's variable
+/// names, as Velero's plugins read it (`velero install` mounts the Secret `cloud-credentials` at
+/// `/credentials/cloud` and sets `AWS_SHARED_CREDENTIALS_FILE` or `AZURE_CREDENTIALS_FILE` to it).
+/// A variable set to a file that cannot be read is an error, never a fall-back.
+pub fn file_named_by(variable: &'static str, env: Env) -> Result<Option<String>, CredentialsError> {
+    let Some(path) = env(variable).filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    std::fs::read_to_string(&path)
+        .map(Some)
+        .map_err(|e| CredentialsError::Unreadable {
+            variable,
+            path,
+            reason: e.to_string(),
+        })
 }
 
 /// The environment as credentials are looked up in it (a snapshot in tests).
@@ -359,6 +382,31 @@ mod tests {
             "AZURE_FEDERATED_TOKEN_FILE is set without AZURE_CLIENT_ID and AZURE_TENANT_ID"
         );
         assert_eq!(azure_source(None, None, &none), Ok(None));
+    }
+
+    #[test]
+    fn a_credentials_file_is_read_from_the_variable_that_names_it() {
+        let dir = std::env::temp_dir().join(format!("ark-credentials-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cloud");
+        std::fs::write(&file, "[default]\naws_access_key_id=a\n").unwrap();
+        let path = file.to_string_lossy().into_owned();
+        let vars = [("AWS_SHARED_CREDENTIALS_FILE", path.as_str())];
+        let env = env_of(&vars);
+        assert_eq!(
+            file_named_by("AWS_SHARED_CREDENTIALS_FILE", &env),
+            Ok(Some("[default]\naws_access_key_id=a\n".into()))
+        );
+        assert_eq!(file_named_by("AZURE_CREDENTIALS_FILE", &env), Ok(None));
+        let missing = env_of(&[("AZURE_CREDENTIALS_FILE", "/nonexistent/cloud")]);
+        assert_eq!(
+            file_named_by("AZURE_CREDENTIALS_FILE", &missing)
+                .unwrap_err()
+                .to_string(),
+            "AZURE_CREDENTIALS_FILE names \"/nonexistent/cloud\", which cannot be read: No such \
+             file or directory (os error 2)"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -13,7 +13,9 @@ use object_store::signer::Signer;
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 
 use crate::BackupStore;
-use crate::credentials::{AwsSource, AzureSource, CredentialsError, aws_source, azure_source};
+use crate::credentials::{
+    AwsSource, AzureSource, CredentialsError, aws_source, azure_source, file_named_by,
+};
 use crate::layout::Layout;
 
 /// What ark needs to reach a location, read from its BackupStorageLocation (and its credential
@@ -306,6 +308,19 @@ fn credentials_error(location: &Location) -> impl Fn(CredentialsError) -> Storag
     }
 }
 
+/// The location's credentials file: its Secret's, else the one `variable` names in the server's
+/// environment, as Velero's pod has it; `None` leaves the other variables.
+fn credentials_file(
+    location: &Location,
+    variable: &'static str,
+    env: crate::credentials::Env,
+) -> Result<Option<String>, StorageError> {
+    match &location.credentials {
+        Some(text) => Ok(Some(text.clone())),
+        None => file_named_by(variable, env).map_err(credentials_error(location)),
+    }
+}
+
 /// Velero's AWS plugin config keys: `region`, `s3Url`, `s3ForcePathStyle`, `profile`,
 /// `insecureSkipTLSVerify`. Nothing else comes from the environment but the credentials.
 fn s3_builder(
@@ -338,11 +353,12 @@ fn s3_builder(
         .config
         .get("profile")
         .map_or("default", String::as_str);
-    let source = aws_source(location.credentials.as_deref(), profile, env)
+    let file = credentials_file(location, "AWS_SHARED_CREDENTIALS_FILE", env)?;
+    let source = aws_source(file.as_deref(), profile, env)
         .map_err(credentials_error(location))?
         .ok_or_else(|| StorageError::NoCredentials {
             location: location.name.clone(),
-            env: "AWS_ACCESS_KEY_ID",
+            env: "AWS_SHARED_CREDENTIALS_FILE (a credentials file) or AWS_ACCESS_KEY_ID",
         })?;
     Ok(match source {
         AwsSource::Keys { id, secret, token } => {
@@ -386,11 +402,12 @@ fn azure_builder(
         .config
         .get("storageAccountKeyEnvVar")
         .map(String::as_str);
-    let source = azure_source(location.credentials.as_deref(), key_variable, env)
+    let file = credentials_file(location, "AZURE_CREDENTIALS_FILE", env)?;
+    let source = azure_source(file.as_deref(), key_variable, env)
         .map_err(credentials_error(location))?
         .ok_or_else(|| StorageError::NoCredentials {
             location: location.name.clone(),
-            env: "AZURE_STORAGE_ACCOUNT_KEY",
+            env: "AZURE_CREDENTIALS_FILE (a credentials file) or AZURE_STORAGE_ACCOUNT_KEY",
         })?;
     let mut builder = MicrosoftAzureBuilder::new()
         .with_account(account)
@@ -507,7 +524,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "backup storage location \"default\": no credentials: name a Secret in the location's spec.credential \
-             (ark backup-location create --credential SECRET=KEY) or set AWS_ACCESS_KEY_ID in the server's environment"
+             (ark backup-location create --credential SECRET=KEY) or set AWS_SHARED_CREDENTIALS_FILE (a credentials file) or AWS_ACCESS_KEY_ID in the server's environment"
         );
         assert!(
             open(&s3(Some(

@@ -65,6 +65,7 @@ fn options(
         sync_period: Duration::from_secs(2),
         validation_period: Duration::from_secs(2),
         default_ttl: Duration::from_secs(3600),
+        default_item_operation_timeout: Duration::from_secs(4 * 3600),
         workers: 2,
         identity: "in-process".into(),
         deletion_workers: 2,

@@ -214,6 +214,7 @@ fn processed_status(errors: Vec<String>) -> DeleteBackupRequestStatus {
     DeleteBackupRequestStatus {
         phase: Some(DeleteBackupRequestPhase::Processed),
         errors: (!errors.is_empty()).then_some(errors),
+        ..Default::default()
     }
 }
 
@@ -354,6 +355,7 @@ async fn delete(
     let in_progress = DeleteBackupRequestStatus {
         phase: Some(DeleteBackupRequestPhase::InProgress),
         errors: None,
+        ..Default::default()
     };
     // Velero's DeleteBackupRequest has no status subresource: labels and phase in one write, at
     // the version decided on.
@@ -676,6 +678,7 @@ mod tests {
         request.status = phase.map(|phase| DeleteBackupRequestStatus {
             phase: Some(phase),
             errors: None,
+            ..Default::default()
         });
         request
     }

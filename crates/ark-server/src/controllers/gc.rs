@@ -8,7 +8,7 @@ use std::time::Duration;
 use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
@@ -42,6 +42,21 @@ async fn collect(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
     })
 }
 
+/// Whether a backup expires at or before its own start: nobody asks for a backup to be deleted
+/// as it is made. That is a TTL of zero read as zero (Velero's CLI writes `ttl: 0s` for "the
+/// server's default", and ark's servers before it read it so kept none), and such a backup is
+/// warned about, never deleted by expiry.
+pub fn expires_at_its_start(backup: &Backup) -> bool {
+    let status = backup.status.as_ref();
+    match (
+        status.and_then(|s| s.start_timestamp.as_ref()),
+        status.and_then(|s| s.expiration.as_ref()),
+    ) {
+        (Some(start), Some(expiration)) => expiration.0 <= start.0,
+        _ => false,
+    }
+}
+
 /// Whether a backup is past its expiration and in a phase where deletion makes sense.
 pub fn is_expired(backup: &Backup, now: Timestamp) -> bool {
     let expired = backup
@@ -50,6 +65,7 @@ pub fn is_expired(backup: &Backup, now: Timestamp) -> bool {
         .and_then(|s| s.expiration.as_ref())
         .is_some_and(|e| e.0 <= now);
     expired
+        && !expires_at_its_start(backup)
         && !matches!(
             backup.phase(),
             BackupPhase::New | BackupPhase::InProgress | BackupPhase::Deleting
@@ -114,6 +130,29 @@ pub async fn request_deletion(ctx: &Context, backup: &Backup, why: &str) -> kube
 
 async fn collect_one(ctx: &Context, backup: &Backup) -> kube::Result<()> {
     let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
+    if expires_at_its_start(backup) && backup.phase().is_terminal() {
+        let note = format!(
+            "backup {} expires at or before its start (status.expiration {}): a TTL of 0 that \
+             meant the default; it is kept, not deleted (delete it with ark backup delete, or give \
+             it a later status.expiration)",
+            backup.name_any(),
+            backup
+                .status
+                .as_ref()
+                .and_then(|s| s.expiration.as_ref())
+                .map(|e| e.0.to_string())
+                .unwrap_or_default(),
+        );
+        ctx.events
+            .warn(
+                backup.object_ref(&()),
+                None,
+                "ExpiresAtItsStart",
+                "GarbageCollection",
+                note,
+            )
+            .await;
+    }
     // Expired backups, and half-deleted ones whose request is gone (removed by hand, or its
     // server stopped): a new request finishes what the last one started.
     if is_expired(backup, Timestamp::now()) || backup.phase() == BackupPhase::Deleting {
@@ -184,6 +223,24 @@ mod tests {
     }
 
     #[test]
+    fn a_backup_that_expires_at_its_own_start_is_never_expired() {
+        let now = Timestamp::now();
+        let mut zero_ttl = backup(BackupPhase::Completed, -10);
+        let status = zero_ttl.status.as_mut().unwrap();
+        status.start_timestamp = status.expiration.clone();
+        assert!(expires_at_its_start(&zero_ttl));
+        assert!(!is_expired(&zero_ttl, now));
+        // A start one second before its expiration: a TTL of 1s, which expires.
+        let mut one_second = backup(BackupPhase::Completed, -10);
+        let status = one_second.status.as_mut().unwrap();
+        status.start_timestamp = Some(Time(
+            status.expiration.as_ref().unwrap().0 - SignedDuration::from_secs(1),
+        ));
+        assert!(!expires_at_its_start(&one_second));
+        assert!(is_expired(&one_second, now));
+    }
+
+    #[test]
     fn a_failed_request_holds_back_new_ones_for_one_period() {
         let period = std::time::Duration::from_secs(3600);
         let now = Timestamp::now();
@@ -193,6 +250,7 @@ mod tests {
             r.status = Some(ark_api::DeleteBackupRequestStatus {
                 phase,
                 errors: Some(errors.iter().map(|e| e.to_string()).collect()),
+                ..Default::default()
             });
             r
         };

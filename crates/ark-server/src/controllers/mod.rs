@@ -8,5 +8,6 @@ pub mod download_requests;
 pub mod gc;
 pub mod location_validation;
 pub mod restore;
+pub mod schedule;
 pub mod server_status;
 pub mod sync;

@@ -17,4 +17,5 @@ pub mod resource_list;
 pub mod results;
 pub mod scratch;
 pub mod snapshots;
+pub mod unhonoured;
 pub mod velero_server;

@@ -16,9 +16,12 @@ pub struct ServerArgs {
     /// How often each location is checked
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
     pub store_validation_frequency: std::time::Duration,
-    /// TTL of backups that set none
+    /// TTL of backups that set none (or 0s, as Velero's CLI does without --ttl)
     #[arg(long, value_name = "DURATION", default_value = "720h", value_parser = parse_duration)]
     pub default_backup_ttl: std::time::Duration,
+    /// itemOperationTimeout of backups and restores that set none (or 0s, as Velero's CLI does)
+    #[arg(long, value_name = "DURATION", default_value = "4h", value_parser = parse_duration)]
+    pub default_item_operation_timeout: std::time::Duration,
     /// Backups and restores run at once
     #[arg(long, default_value_t = 2)]
     pub workers: u16,
@@ -76,6 +79,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         sync_period: args.backup_sync_period,
         validation_period: args.store_validation_frequency,
         default_ttl: args.default_backup_ttl,
+        default_item_operation_timeout: args.default_item_operation_timeout,
         workers: args.workers,
         identity: args.id.unwrap_or_else(default_identity),
         deletion_workers: args.deletion_workers,

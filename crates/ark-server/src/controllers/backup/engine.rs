@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use ark_api::BackupSpec;
+use ark_api::{BackupSpec, labels};
 use ark_storage::tarball::group_resource;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
+use kube::core::Expression;
 use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client};
 
@@ -95,13 +96,16 @@ pub async fn collect(
     progress: &tokio::sync::watch::Sender<(i64, i64)>,
 ) -> Result<Collected, EngineError> {
     let mut results = Results::default();
-    let selector = match &spec.label_selector {
-        Some(selector) => Some(
-            kube::core::Selector::try_from(selector.clone())
-                .map_err(|e| EngineError::Selector(e.to_string()))?,
-        ),
-        None => None,
+    let mut selector = match &spec.label_selector {
+        Some(selector) => kube::core::Selector::try_from(selector.clone())
+            .map_err(|e| EngineError::Selector(e.to_string()))?,
+        None => kube::core::Selector::default(),
     };
+    // Left out by the API server, whatever else selects them (an item without the label matches).
+    selector.extend([Expression::NotEqual(
+        labels::EXCLUDE_FROM_BACKUP.into(),
+        "true".into(),
+    )]);
     let plan = plan(client, spec, log, &mut results).await?;
     let included: BTreeSet<&str> = plan.namespaces.iter().map(String::as_str).collect();
     let mut writer = ItemWriter::start(scratch)?;
@@ -169,11 +173,9 @@ pub async fn collect(
     // and a backup of one namespace lists dozens of them. They are written in order, each
     // listing's next pages asked for as it is written.
     let first_params = || {
-        let params = ListParams::default().limit(FIRST_PAGE_SIZE);
-        match &selector {
-            Some(selector) => params.labels_from(selector),
-            None => params,
-        }
+        ListParams::default()
+            .limit(FIRST_PAGE_SIZE)
+            .labels_from(&selector)
     };
     // The futures own what they use (not a borrowed `Listing`), so the stream stays `Send`.
     let mut first_pages = futures::stream::iter(0..listings.len())
@@ -287,14 +289,27 @@ async fn plan(
         spec.included_resources.as_ref(),
         spec.excluded_resources.as_ref(),
     );
-    let all_namespaces: Vec<String> = Api::<Namespace>::all(client.clone())
+    let mut all_namespaces = Vec::new();
+    let mut labelled_out = BTreeSet::new();
+    for namespace in Api::<Namespace>::all(client.clone())
         .list(&ListParams::default())
         .await
         .map_err(EngineError::Namespaces)?
         .items
-        .into_iter()
-        .filter_map(|ns| ns.metadata.name)
-        .collect();
+    {
+        let excluded = namespace
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::EXCLUDE_FROM_BACKUP))
+            .is_some_and(|v| v == "true");
+        if let Some(name) = namespace.metadata.name {
+            if excluded {
+                labelled_out.insert(name.clone());
+            }
+            all_namespaces.push(name);
+        }
+    }
     for wanted in namespace_filter.unmatched_includes(&all_namespaces) {
         let message = format!("namespace {wanted} not found: nothing backed up from it");
         log.log(Level::Warning, &message);
@@ -304,6 +319,17 @@ async fn plan(
     let namespaces: Vec<String> = all_namespaces
         .into_iter()
         .filter(|ns| namespace_filter.should_include(ns))
+        .filter(|ns| {
+            // As if in excludedNamespaces, as Velero's backup controller makes it.
+            let out = labelled_out.contains(ns);
+            if out {
+                log.info(&format!(
+                    "namespace {ns} is labelled {}=true: left out with all it holds",
+                    labels::EXCLUDE_FROM_BACKUP
+                ));
+            }
+            !out
+        })
         .collect();
     let cluster_wide = namespaces.len() * 2 >= existing && !namespaces.is_empty();
 

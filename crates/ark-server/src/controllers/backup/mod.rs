@@ -6,7 +6,7 @@ mod writer;
 
 use std::sync::Arc;
 
-use ark_api::{Backup, BackupPhase, BackupProgress, BackupStatus, labels};
+use ark_api::{Backup, BackupPhase, BackupProgress, BackupSpec, BackupStatus, labels};
 use bytes::Bytes;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -20,7 +20,7 @@ use crate::shared::locations::{self, OpenLocation};
 use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
-use crate::shared::{objects, patch};
+use crate::shared::{objects, patch, unhonoured};
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
@@ -126,8 +126,56 @@ async fn reconcile(
     Ok(Action::await_change())
 }
 
-/// Validation errors of a backup's spec, before anything is done.
-fn validate(backup: &Backup) -> Vec<String> {
+/// Velero's CSI snapshot timeout, for a backup that sets none (Velero has no flag for it).
+const CSI_SNAPSHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+/// Velero's label key that groups claims into one VolumeGroupSnapshot, for a backup that sets none.
+const VOLUME_GROUP_SNAPSHOT_LABEL_KEY: &str = "velero.io/volume-group";
+
+/// A backup's durations as Velero's backup controller reads them: zero or absent means the
+/// default (`velero backup create` without `--ttl` writes `ttl: 0s`).
+struct Durations {
+    ttl: std::time::Duration,
+    csi_snapshot_timeout: std::time::Duration,
+    item_operation_timeout: std::time::Duration,
+}
+
+impl Durations {
+    fn of(spec: &BackupSpec, ctx: &Context) -> Result<Durations, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut read = |field: &str, value: &Option<String>, default| {
+            ark_api::duration::parse_or_default(value.as_deref(), default).unwrap_or_else(|e| {
+                errors.push(format!("{field}: {e}"));
+                default
+            })
+        };
+        let durations = Durations {
+            ttl: read("ttl", &spec.ttl, ctx.default_ttl),
+            csi_snapshot_timeout: read(
+                "csiSnapshotTimeout",
+                &spec.csi_snapshot_timeout,
+                CSI_SNAPSHOT_TIMEOUT,
+            ),
+            item_operation_timeout: read(
+                "itemOperationTimeout",
+                &spec.item_operation_timeout,
+                ctx.default_item_operation_timeout,
+            ),
+        };
+        if errors.is_empty() {
+            Ok(durations)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// A backup's spec, validated, with Velero's defaults applied.
+struct Validated {
+    durations: Durations,
+}
+
+/// Validates a backup's spec before anything is done: its settings, or every error found.
+fn validate(backup: &Backup, ctx: &Context) -> Result<Validated, Vec<String>> {
     let spec = &backup.spec;
     let mut errors = IncludesExcludes::new(
         spec.included_namespaces.as_ref(),
@@ -141,24 +189,54 @@ fn validate(backup: &Backup) -> Vec<String> {
         )
         .validate("resource"),
     );
-    if let Some(ttl) = &spec.ttl
-        && let Err(error) = ark_api::duration::parse(ttl)
-    {
-        errors.push(format!("ttl: {error}"));
-    }
+    errors.extend(unhonoured::refused(
+        &spec.unmodelled,
+        unhonoured::BACKUP_FILTERS,
+    ));
+    let durations = Durations::of(spec, ctx).map_err(|e| errors.extend(e)).ok();
     if let Some(selector) = &spec.label_selector
         && let Err(error) = kube::core::Selector::try_from(selector.clone())
     {
         errors.push(format!("labelSelector: {error}"));
     }
-    errors
+    match durations {
+        Some(durations) if errors.is_empty() => Ok(Validated { durations }),
+        _ => Err(errors),
+    }
+}
+
+/// What Velero's backup controller writes into a backup's spec as it starts it: the location
+/// chosen, and each default it applied (so that Velero, reading the backup, sees what ark did).
+fn defaulted_spec(spec: &BackupSpec, location: &str, durations: &Durations) -> serde_json::Value {
+    let kept_or = |field: &str, default: serde_json::Value| {
+        spec.unmodelled
+            .get(field)
+            .filter(|v| !v.is_null() && v.as_str() != Some(""))
+            .cloned()
+            .unwrap_or(default)
+    };
+    json!({
+        "storageLocation": location,
+        "ttl": ark_api::duration::format(durations.ttl),
+        "csiSnapshotTimeout": ark_api::duration::format(durations.csi_snapshot_timeout),
+        "itemOperationTimeout": ark_api::duration::format(durations.item_operation_timeout),
+        "defaultVolumesToFsBackup": kept_or("defaultVolumesToFsBackup", false.into()),
+        "snapshotMoveData": kept_or("snapshotMoveData", false.into()),
+        "volumeGroupSnapshotLabelKey": kept_or(
+            "volumeGroupSnapshotLabelKey",
+            VOLUME_GROUP_SNAPSHOT_LABEL_KEY.into(),
+        ),
+    })
 }
 
 async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     let api = operation::api::<Backup>(ctx);
     let resource_version = backup.metadata.resource_version.as_deref();
     let name = backup.metadata.name.clone().unwrap_or_default();
-    let mut errors = validate(backup);
+    let (validated, mut errors) = match validate(backup, ctx) {
+        Ok(validated) => (Some(validated), Vec::new()),
+        Err(errors) => (None, errors),
+    };
     let location_name = match &backup.spec.storage_location {
         Some(location) if !location.is_empty() => location.clone(),
         _ => match locations::default_name(&ctx.client, &ctx.namespace).await {
@@ -199,30 +277,20 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
             }
         }
     };
-    if !errors.is_empty() {
+    let (Some(validated), Some(location), true) = (validated, location, errors.is_empty()) else {
         let _ = failed_validation(&api, backup, errors, ctx.default_ttl).await?;
         return Ok(());
-    }
-    let location = location.expect("validated");
+    };
 
     let start = patch::now();
-    let ttl = backup
-        .spec
-        .ttl
-        .as_deref()
-        .map(|t| ark_api::duration::parse(t).expect("validated"))
-        .unwrap_or(ctx.default_ttl);
-    let expiration = expiration_after(ttl);
+    let expiration = expiration_after(validated.durations.ttl);
     let claim = patch::claim(
         &api,
         &name,
         resource_version,
         json!({
             "metadata": { "labels": { labels::STORAGE_LOCATION: labels::valid_label_value(&location_name) } },
-            "spec": {
-                "storageLocation": location_name,
-                "ttl": ark_api::duration::format(ttl),
-            },
+            "spec": defaulted_spec(&backup.spec, &location_name, &validated.durations),
             "status": BackupStatus {
                 phase: Some(BackupPhase::InProgress),
                 version: Some(1),
@@ -301,11 +369,7 @@ async fn failed_validation(
     errors: Vec<String>,
     default_ttl: std::time::Duration,
 ) -> kube::Result<patch::Claim> {
-    let ttl = backup
-        .spec
-        .ttl
-        .as_deref()
-        .and_then(|t| ark_api::duration::parse(t).ok())
+    let ttl = ark_api::duration::parse_or_default(backup.spec.ttl.as_deref(), default_ttl)
         .unwrap_or(default_ttl);
     patch::claim(
         api,
@@ -365,13 +429,17 @@ async fn back_up(
     )
     .await;
     reporter.stop();
-    let collected = match collected {
+    let mut collected = match collected {
         Ok(collected) => collected,
         Err(error) => {
             log.log(Level::Error, &error.to_string());
             return Err(error.to_string());
         }
     };
+    for ignored in unhonoured::ignored(&current.spec.unmodelled, unhonoured::BACKUP_BEHAVIOURS) {
+        log.log(Level::Warning, &ignored);
+        collected.results.warnings.add_general(ignored);
+    }
     let errors = collected.results.errors.count();
     let warnings = collected.results.warnings.count();
     let phase = if errors > 0 {

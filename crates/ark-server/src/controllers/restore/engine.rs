@@ -589,6 +589,19 @@ async fn create(
                 Some(format!("error restoring {gr} {shown}: {error}")),
             ),
         },
+        // No handler answered (the API server's own 404s say NotFound): the item's version of
+        // its resource is not served here.
+        Err(kube::Error::Api(status)) if status.code == 404 && status.reason != "NotFound" => {
+            created(
+                "failed",
+                None,
+                Some(format!(
+                    "error restoring {gr} {shown}: the cluster does not serve {} (group {:?}, \
+                     version {:?}, resource {:?})",
+                    resource.api_version, resource.group, resource.version, resource.plural
+                )),
+            )
+        }
         Err(error) => created(
             "failed",
             None,

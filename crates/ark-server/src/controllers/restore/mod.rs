@@ -26,7 +26,7 @@ use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::gzip_json;
-use crate::shared::{objects, patch};
+use crate::shared::{objects, patch, unhonoured};
 
 pub async fn run(ctx: Arc<Context>) {
     for restore in operation::interrupted::<Restore>(&ctx).await {
@@ -46,10 +46,16 @@ async fn reconcile(
     Ok(Action::await_change())
 }
 
-/// Validation of the restore's own spec (the backup is checked against the cluster afterwards).
-fn validate(restore: &Restore) -> Vec<String> {
+/// Validation of the restore's own spec (the backup is checked against the cluster afterwards):
+/// its item operation timeout, Velero's default applied, or every error found.
+fn validate(restore: &Restore, ctx: &Context) -> Result<std::time::Duration, Vec<String>> {
     let spec = &restore.spec;
-    let mut errors = Vec::new();
+    let mut errors = unhonoured::refused(&spec.unmodelled, unhonoured::RESTORE_FILTERS);
+    let item_operation_timeout = ark_api::duration::parse_or_default(
+        spec.item_operation_timeout.as_deref(),
+        ctx.default_item_operation_timeout,
+    )
+    .map_err(|e| errors.push(format!("itemOperationTimeout: {e}")));
     if spec.backup_name.is_empty() {
         errors.push("spec.backupName is required".to_string());
     }
@@ -85,16 +91,22 @@ fn validate(restore: &Restore) -> Vec<String> {
     {
         errors.push(format!("labelSelector: {error}"));
     }
-    errors
+    match item_operation_timeout {
+        Ok(timeout) if errors.is_empty() => Ok(timeout),
+        _ => Err(errors),
+    }
 }
 
 async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
     let api = operation::api::<Restore>(ctx);
     let name = restore.name_any();
     let resource_version = restore.metadata.resource_version.as_deref();
-    let mut errors = validate(restore);
+    let (item_operation_timeout, mut errors) = match validate(restore, ctx) {
+        Ok(timeout) => (Some(timeout), Vec::new()),
+        Err(errors) => (None, errors),
+    };
     let mut backup = None;
-    if errors.is_empty() {
+    if item_operation_timeout.is_some() {
         let backup_name = &restore.spec.backup_name;
         match objects::get::<Backup>(&ctx.client, &ctx.namespace, backup_name).await? {
             None => errors.push(format!("backup {backup_name:?} not found")),
@@ -105,7 +117,9 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
             Some(Ok(found)) => backup = Some(found),
         }
     }
-    let Some(backup) = backup.filter(|_| errors.is_empty()) else {
+    let (Some(backup), Some(item_operation_timeout), true) =
+        (backup, item_operation_timeout, errors.is_empty())
+    else {
         let status = <Restore as operation::Operation>::failed_validation(errors);
         let _ = patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
         return Ok(());
@@ -116,6 +130,8 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         resource_version,
         json!({
             "metadata": { "labels": { labels::BACKUP_NAME: labels::valid_label_value(&restore.spec.backup_name) } },
+            // Velero's default, written as Velero's restore controller writes it.
+            "spec": { "itemOperationTimeout": ark_api::duration::format(item_operation_timeout) },
             "status": RestoreStatus {
                 phase: Some(RestorePhase::InProgress),
                 start_timestamp: Some(patch::now()),
@@ -194,6 +210,10 @@ async fn restore_from(
         restored.results.errors.add_general(rejected.clone());
     }
     restored.results.errors.omitted += extracted.rejected.omitted;
+    for ignored in unhonoured::ignored(&restore.spec.unmodelled, unhonoured::RESTORE_BEHAVIOURS) {
+        log.log(Level::Warning, &ignored);
+        restored.results.warnings.add_general(ignored);
+    }
     let hook_results = run_hooks(
         ctx,
         name,

@@ -249,6 +249,7 @@ mod tests {
                 phase: Some(phase),
                 errors: (!errors.is_empty())
                     .then(|| errors.iter().map(|e| e.to_string()).collect()),
+                ..Default::default()
             });
             request
         };

@@ -115,6 +115,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
             .to_string(),
         ),
         hooks,
+        ..Default::default()
     };
     let api: Api<Restore> = Api::namespaced(client, &global.namespace);
     api.create(&PostParams::default(), &Restore::new(&name, spec))
