@@ -442,6 +442,17 @@ impl ArkServer {
         namespace: &str,
         extra: &[&str],
     ) -> ArkServer {
+        Self::start_with_env(binary, cluster, namespace, extra, &[])
+    }
+
+    /// The same, with these variables in the server's environment too.
+    pub fn start_with_env(
+        binary: &str,
+        cluster: &Cluster,
+        namespace: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> ArkServer {
         let scratch = tempfile::tempdir().expect("scratch dir");
         // Short periods so tests see sync and validation soon, unless `extra` sets them.
         let mut periods = Vec::new();
@@ -458,7 +469,7 @@ impl ArkServer {
         args.push("--scratch-dir".into());
         args.push(scratch.path().join("work").to_string_lossy().into_owned());
         args.extend(extra.iter().map(|a| a.to_string()));
-        Self::spawn(binary, cluster, &args, scratch)
+        Self::spawn(binary, cluster, &args, env, scratch)
     }
 
     /// `binary ARGS` exactly (an installed Deployment's command line, say).
@@ -467,6 +478,7 @@ impl ArkServer {
             binary,
             cluster,
             args,
+            &[],
             tempfile::tempdir().expect("scratch dir"),
         )
     }
@@ -475,6 +487,7 @@ impl ArkServer {
         binary: &str,
         cluster: &Cluster,
         args: &[String],
+        env: &[(&str, &str)],
         scratch: tempfile::TempDir,
     ) -> ArkServer {
         let log = scratch.path().join("server.log");
@@ -482,6 +495,7 @@ impl ArkServer {
             .args(args)
             .env("KUBECONFIG", &cluster.kubeconfig)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(&log).expect("server log"))
             .spawn()

@@ -206,3 +206,72 @@ async fn objects_are_created_at_their_backed_up_version_and_binding_subjects_are
         Some(target.name.as_str())
     );
 }
+
+/// The regression behind `ApiError: 404 page not found: Failed to parse error data`: an item at a
+/// version of its resource that the cluster does not serve (a HorizontalPodAutoscaler of
+/// `autoscaling/v2beta2`, gone since Kubernetes 1.26) fails, named by group, version and resource.
+#[tokio::test]
+async fn an_item_at_a_version_the_cluster_does_not_serve_is_named_by_group_version_and_resource() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let target = cluster.namespace("unserved").await;
+    let bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let source = &target.name;
+    let item = serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+        "metadata": { "name": "web", "namespace": source },
+        "spec": {
+            "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": "web" },
+            "minReplicas": 1, "maxReplicas": 3,
+        },
+    }))
+    .unwrap();
+    let tar_gz = fixtures::tarball(&[
+        ("metadata/version".into(), b"1.1.0".to_vec()),
+        (
+            format!("resources/horizontalpodautoscalers.autoscaling/namespaces/{source}/web.json"),
+            item,
+        ),
+    ]);
+    fixtures::put_file_backup(
+        bucket.path(),
+        "old",
+        serde_json::json!({ "includedNamespaces": [source] }),
+        &tar_gz,
+    );
+    wait_for(
+        Api::<Backup>::namespaced(client.clone(), &ns.name),
+        "old",
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let out = common::ark(
+        Some(&cluster),
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "old",
+            "--wait",
+            "-n",
+            &ns.name,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "describe", "r1", "--details"],
+    );
+    let named = format!(
+        "error restoring horizontalpodautoscalers.autoscaling {source}/web: the cluster does not \
+         serve autoscaling/v2beta2 (group \"autoscaling\", version \"v2beta2\", resource \
+         \"horizontalpodautoscalers\")"
+    );
+    assert!(described.contains(&named), "{named:?} not in:\n{described}");
+}

@@ -120,10 +120,11 @@ async fn processed_request(client: &Client, ns: &str) -> DeleteBackupRequest {
     }
 }
 
-async fn keys_under(cluster: &Cluster, prefix: &str, dir: &str) -> Vec<String> {
+/// The keys of backup `name`'s folder under `prefix` in the bucket.
+async fn backup_keys(cluster: &Cluster, prefix: &str, name: &str) -> Vec<String> {
     let store = ark_storage::open(&cluster.s3_location(prefix)).unwrap();
     store
-        .keys_under(&ark_storage::Path::from(dir))
+        .keys_under(&store.layout.backup_dir(name))
         .await
         .unwrap()
         .into_iter()
@@ -193,7 +194,7 @@ async fn velero_s_cli_deletes_through_ark_s_server_and_shows_ark_s_attempts() {
     )
     .await;
     assert_eq!(
-        keys_under(&cluster, &prefix, &format!("backups/{name}")).await,
+        backup_keys(&cluster, &prefix, &name).await,
         Vec::<String>::new()
     );
 }
@@ -269,7 +270,7 @@ async fn ark_s_cli_deletes_through_velero_s_server_and_shows_velero_s_attempts()
     )
     .await;
     assert_eq!(
-        keys_under(&cluster, &prefix, "backups/from-velero").await,
+        backup_keys(&cluster, &prefix, "from-velero").await,
         Vec::<String>::new()
     );
 }
@@ -591,5 +592,536 @@ async fn ark_s_server_refuses_to_start_beside_velero_s_server() {
             "is running in namespace {}: it answered ServerStatusRequest",
             ns.name
         ),
+    );
+}
+
+/// `velero backup-location create default --default` for an S3 location under `prefix` (its
+/// Secret created here), through Velero's CLI.
+async fn velero_location(cluster: &Cluster, client: &Client, ns: &str, prefix: &str) {
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    let flags = s3_flags(cluster, client, ns, prefix, &[]).await;
+    create.extend(flags.iter().map(String::as_str));
+    velero_ok(cluster, ns, &create);
+}
+
+/// What `velero backup create NAME` or `velero restore create` said it made.
+fn submitted(out: &str) -> String {
+    let quoted = out
+        .split_once("request \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .unwrap_or_else(|| panic!("no request named in:\n{out}"));
+    quoted.0.to_string()
+}
+
+fn seconds_between(
+    from: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    to: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> i64 {
+    to.0.duration_since(from.0).as_secs()
+}
+
+/// Velero's CLI, each command with no optional flag, against ark's server on Velero's CRDs. What
+/// Velero's CLI sends for "the default" (`ttl: 0s`, zero timeouts) is read as Velero's server reads
+/// it, and written back into the spec as it writes it; each command ends as it ends against
+/// Velero's server. (The backup that is restored and deleted names its namespace, so that the
+/// restore brings back one application, not the whole cluster.)
+#[tokio::test]
+async fn velero_s_cli_with_no_optional_flag_gets_velero_s_defaults_from_ark_s_server() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    velero_location(&cluster, &client, &ns.name, &prefix).await;
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    wait_available(&client, &ns.name, "default").await;
+
+    let out = velero_ok(&cluster, &ns.name, &["backup", "create", "everything"]);
+    assert_eq!(submitted(&out), "everything");
+    let everything = wait_completed(&client, &ns.name, "everything").await;
+    let spec = &everything.spec;
+    assert_eq!(
+        (
+            spec.ttl.as_deref(),
+            spec.csi_snapshot_timeout.as_deref(),
+            spec.item_operation_timeout.as_deref(),
+            spec.storage_location.as_deref(),
+        ),
+        (
+            Some("720h0m0s"),
+            Some("10m0s"),
+            Some("4h0m0s"),
+            Some("default")
+        )
+    );
+    for (field, value) in [
+        ("defaultVolumesToFsBackup", serde_json::json!(false)),
+        ("snapshotMoveData", serde_json::json!(false)),
+        (
+            "volumeGroupSnapshotLabelKey",
+            serde_json::json!("velero.io/volume-group"),
+        ),
+    ] {
+        assert_eq!(spec.unmodelled.get(field), Some(&value), "{field}");
+    }
+    let status = everything.status.clone().unwrap();
+    assert_eq!(
+        seconds_between(
+            status.start_timestamp.as_ref().unwrap(),
+            status.expiration.as_ref().unwrap()
+        ),
+        720 * 3600
+    );
+    let listed = velero_ok(&cluster, &ns.name, &["backup", "get"]);
+    assert!(
+        listed.contains("everything") && listed.contains("Completed"),
+        "{listed}"
+    );
+
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "create", "app", "--include-namespaces", &app.name],
+    );
+    wait_completed(&client, &ns.name, "app").await;
+    let described = velero_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "describe", "app", "--details"],
+    );
+    for expected in [
+        "Phase:  Completed".to_string(),
+        "TTL:  720h0m0s".to_string(),
+        "v1/ConfigMap:".to_string(),
+        format!("- {}/settings", app.name),
+    ] {
+        assert!(
+            described.contains(&expected),
+            "{expected:?} not in:\n{described}"
+        );
+    }
+    let logs = velero_ok(&cluster, &ns.name, &["backup", "logs", "app"]);
+    assert!(
+        logs.contains("starting backup to location default"),
+        "{logs}"
+    );
+
+    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+    let namespace = namespaces.get(&app.name).await.unwrap();
+    namespaces
+        .delete(&app.name, &Default::default())
+        .await
+        .unwrap();
+    wait_deleted(namespaces, &namespace, WAIT).await;
+    let out = velero_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "create", "--from-backup", "app"],
+    );
+    let restore_name = submitted(&out);
+    let restore = restored(&client, &ns.name, &restore_name).await;
+    assert_eq!(restore.phase(), RestorePhase::Completed, "{restore:#?}");
+    assert_eq!(
+        restore.spec.item_operation_timeout.as_deref(),
+        Some("4h0m0s")
+    );
+    let settings = Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(settings.data.unwrap()["color"], "blue");
+
+    let app_backup = Api::<Backup>::namespaced(client.clone(), &ns.name)
+        .get("app")
+        .await
+        .unwrap();
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "delete", "app", "--confirm"],
+    );
+    wait_deleted(
+        Api::<Backup>::namespaced(client.clone(), &ns.name),
+        &app_backup,
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        backup_keys(&cluster, &prefix, "app").await,
+        Vec::<String>::new()
+    );
+    assert!(
+        Api::<Restore>::namespaced(client.clone(), &ns.name)
+            .get_opt(&restore_name)
+            .await
+            .unwrap()
+            .is_none(),
+        "the restore of a deleted backup is deleted with it"
+    );
+
+    // Until ark runs schedules, a Schedule says so, and no backup is made from it.
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["schedule", "create", "daily", "--schedule", "0 3 * * *"],
+    );
+    wait_for(
+        Api::<ark_api::Schedule>::namespaced(client.clone(), &ns.name),
+        "daily",
+        |s: Option<&ark_api::Schedule>| {
+            s.is_some_and(|s| s.phase() == ark_api::SchedulePhase::FailedValidation)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let described = velero_ok(&cluster, &ns.name, &["schedule", "describe", "daily"]);
+    assert!(
+        described.contains("ark does not run schedules yet"),
+        "{described}"
+    );
+    let listed = velero_ok(&cluster, &ns.name, &["schedule", "get"]);
+    assert!(listed.contains("FailedValidation"), "{listed}");
+}
+
+/// The regression behind backups lost through Velero's CLI: `velero backup create` without
+/// `--ttl` writes `ttl: 0s`, which ark kept as zero, and garbage collection deleted the backup and
+/// its data within one period. Now zero is Velero's default (720h): the backup outlives three
+/// collection periods, a restart of the server and a sync into another cluster, its keys intact,
+/// while its twin with `--ttl 5s` is collected (so collection does run).
+#[tokio::test]
+async fn a_velero_cli_backup_without_ttl_outlives_collection_a_restart_and_a_sync() {
+    const GC: &[&str] = &["--garbage-collection-frequency", "2s"];
+    const THREE_PERIODS: Duration = Duration::from_secs(6);
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    velero_location(&cluster, &client, &ns.name, &prefix).await;
+    let server = ArkServer::start_with(ARK, &cluster, &ns.name, GC);
+    wait_available(&client, &ns.name, "default").await;
+    let create = |name: &'static str, more: &'static [&'static str]| {
+        let mut args = vec![
+            "backup",
+            "create",
+            name,
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ];
+        args.extend(more);
+        velero_ok(&cluster, &ns.name, &args);
+    };
+    create("kept", &[]);
+    create("collected", &["--ttl", "5s"]);
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    let kept = wait_completed(&client, &ns.name, "kept").await;
+    let keys = backup_keys(&cluster, &prefix, "kept").await;
+    assert!(keys.len() >= 5, "{keys:?}");
+    if let Some(collected) = backups.get_opt("collected").await.unwrap() {
+        wait_deleted(backups.clone(), &collected, WAIT).await;
+    }
+    assert_eq!(
+        backup_keys(&cluster, &prefix, "collected").await,
+        Vec::<String>::new()
+    );
+    let still_kept = || async {
+        let now = backups.get("kept").await.unwrap();
+        assert_eq!(now.metadata.uid, kept.metadata.uid);
+        assert_eq!(backup_keys(&cluster, &prefix, "kept").await, keys);
+    };
+    tokio::time::sleep(THREE_PERIODS).await;
+    still_kept().await;
+
+    drop(server);
+    let server = ArkServer::start_with(ARK, &cluster, &ns.name, GC);
+    server.wait_for_log("starting in namespace", WAIT).await;
+    tokio::time::sleep(THREE_PERIODS).await;
+    still_kept().await;
+
+    let other = Cluster::get();
+    let other_client = other.client().await;
+    let other_ns = other.namespace("ark").await;
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    let flags = s3_flags(&other, &other_client, &other_ns.name, &prefix, &[]).await;
+    create.extend(flags.iter().map(String::as_str));
+    ark_ok(&other, &other_ns.name, &create);
+    let _other_server = ArkServer::start_with(ARK, &other, &other_ns.name, GC);
+    let synced = wait_completed(&other_client, &other_ns.name, "kept").await;
+    tokio::time::sleep(THREE_PERIODS).await;
+    let synced_now = Api::<Backup>::namespaced(other_client.clone(), &other_ns.name)
+        .get("kept")
+        .await
+        .unwrap();
+    assert_eq!(synced_now.metadata.uid, synced.metadata.uid);
+    still_kept().await;
+}
+
+/// The regression behind credentials that reached the bucket: an item labelled
+/// `velero.io/exclude-from-backup=true` is not backed up (a Secret here, while its twin labelled
+/// `false` is), nor is anything in a namespace so labelled, as Velero's server leaves them out.
+#[tokio::test]
+async fn items_and_namespaces_labelled_exclude_from_backup_never_reach_the_bucket() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = application(&cluster, &client).await;
+    let excluded = cluster.namespace("excluded").await;
+    let label = |value: &str| serde_json::json!({ "velero.io/exclude-from-backup": value });
+    let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &app.name);
+    for (name, value) in [("credentials", "true"), ("kept", "false")] {
+        let secret = fixtures::object(serde_json::json!({
+            "metadata": { "name": name, "labels": label(value) },
+            "stringData": { "password": "s3cret" },
+        }));
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .patch(
+            &excluded.name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "metadata": { "labels": label("true") } })),
+        )
+        .await
+        .unwrap();
+    let inside = fixtures::object(serde_json::json!({ "metadata": { "name": "inside" } }));
+    Api::<ConfigMap>::namespaced(client.clone(), &excluded.name)
+        .create(&PostParams::default(), &inside)
+        .await
+        .unwrap();
+    let prefix = unique_name("interop");
+    velero_location(&cluster, &client, &ns.name, &prefix).await;
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    wait_available(&client, &ns.name, "default").await;
+    let both = format!("{},{}", app.name, excluded.name);
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &both,
+            "--wait",
+        ],
+    );
+    wait_completed(&client, &ns.name, "b1").await;
+
+    let store = ark_storage::open(&cluster.s3_location(&prefix)).unwrap();
+    let tarball = store
+        .get(&store.layout.backup_contents("b1"))
+        .await
+        .unwrap();
+    let mut unpacked = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::MultiGzDecoder::new(tarball.as_ref()),
+        &mut unpacked,
+    )
+    .unwrap();
+    let entries: Vec<String> = tar::Archive::new(unpacked.as_slice())
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    let kept = format!("resources/secrets/namespaces/{}/kept.json", app.name);
+    assert!(entries.contains(&kept), "{kept} not in {entries:#?}");
+    let leaked: Vec<&String> = entries
+        .iter()
+        .filter(|e| e.ends_with("/credentials.json") || e.contains(&excluded.name))
+        .collect();
+    assert_eq!(leaked, Vec::<&String>::new());
+    let logs = velero_ok(&cluster, &ns.name, &["backup", "logs", "b1"]);
+    let said = format!(
+        "namespace {} is labelled velero.io/exclude-from-backup=true: left out with all it holds",
+        excluded.name
+    );
+    assert!(logs.contains(&said), "{logs}");
+}
+
+/// The regression behind Velero's fields lost on the way to the bucket: a Backup made with kubectl
+/// carrying fields ark does not model keeps each in its `velero-backup.json` and in the Backup that
+/// sync brings back once the object is deleted. Those ark does not act on yet are warnings in the
+/// results, which `describe --details` shows; a filter ark cannot apply refuses the backup.
+#[tokio::test]
+async fn velero_s_spec_fields_survive_the_bucket_and_sync_and_unhonoured_ones_are_named() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    velero_location(&cluster, &client, &ns.name, &prefix).await;
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    wait_available(&client, &ns.name, "default").await;
+    let unmodelled = serde_json::json!({
+        "defaultVolumesToFsBackup": true,
+        "datamover": "velero",
+        "uploaderConfig": { "parallelFilesUpload": 2 },
+        "orderedResources": { "pods": format!("{}/db", app.name) },
+        "hooks": { "resources": [{
+            "name": "dump",
+            "includedNamespaces": [app.name],
+            "pre": [{ "exec": {
+                "container": "db", "command": ["sh", "-c", "true"], "onError": "Fail", "timeout": "30s",
+            } }],
+        }] },
+    });
+    let mut spec = unmodelled.clone();
+    spec["includedNamespaces"] = serde_json::json!([app.name]);
+    spec["csiSnapshotTimeout"] = serde_json::json!("5m0s");
+    spec["itemOperationTimeout"] = serde_json::json!("1h0m0s");
+    let raw = Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &kube::api::ApiResource::erase::<Backup>(&()),
+    );
+    let backup = |name: &str, spec: &serde_json::Value| {
+        serde_json::from_value::<kube::api::DynamicObject>(serde_json::json!({
+            "apiVersion": "velero.io/v1", "kind": "Backup",
+            "metadata": { "name": name }, "spec": spec,
+        }))
+        .unwrap()
+    };
+    raw.create(&PostParams::default(), &backup("b1", &spec))
+        .await
+        .unwrap();
+    let completed = wait_completed(&client, &ns.name, "b1").await;
+    let store = ark_storage::open(&cluster.s3_location(&prefix)).unwrap();
+    let uploaded: serde_json::Value = serde_json::from_slice(
+        &store
+            .get(&store.layout.backup_metadata("b1"))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    for (field, value) in spec.as_object().unwrap() {
+        assert_eq!(
+            &uploaded["spec"][field], value,
+            "velero-backup.json: spec.{field}"
+        );
+    }
+    // Five fields ark does not act on: five warnings, each naming its field.
+    assert_eq!(completed.status.as_ref().unwrap().warnings, Some(5));
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "describe", "b1", "--details"],
+    );
+    for field in unmodelled.as_object().unwrap().keys() {
+        let warning = format!("spec.{field} is not honoured by ark yet");
+        assert!(
+            described.contains(&warning),
+            "{warning:?} not in:\n{described}"
+        );
+    }
+
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    backups.delete("b1", &Default::default()).await.unwrap();
+    wait_deleted(backups.clone(), &completed, WAIT).await;
+    let synced = wait_completed(&client, &ns.name, "b1").await;
+    assert_ne!(synced.metadata.uid, completed.metadata.uid);
+    let synced = raw.get("b1").await.unwrap();
+    for (field, value) in spec.as_object().unwrap() {
+        assert_eq!(
+            &synced.data["spec"][field], value,
+            "synced Backup: spec.{field}"
+        );
+    }
+
+    let filtered = serde_json::json!({
+        "includedNamespaces": [app.name], "excludedNamespaceScopedResources": ["secrets"],
+    });
+    raw.create(&PostParams::default(), &backup("b2", &filtered))
+        .await
+        .unwrap();
+    let refused = wait_for(
+        backups.clone(),
+        "b2",
+        |b: Option<&Backup>| b.is_some_and(|b| b.phase() == ark_api::BackupPhase::FailedValidation),
+        WAIT,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("b2 not FailedValidation: {e:#}"));
+    let errors = refused.status.unwrap().validation_errors.unwrap();
+    assert_eq!(
+        errors,
+        [
+            "spec.excludedNamespaceScopedResources is not honoured by ark yet (Velero leaves these \
+          namespaced resources out): refused rather than taking what it would leave out"
+        ]
+    );
+}
+
+/// The regression behind locations made by `velero install` being Unavailable under ark: such a
+/// location names no Secret, and the server's pod has its credentials as a file that
+/// `AWS_SHARED_CREDENTIALS_FILE` names (`/credentials/cloud`). ark reads that file as Velero's AWS
+/// plugin does; a file that gives the keys only in part is refused by name.
+#[tokio::test]
+async fn a_location_without_a_secret_uses_the_credentials_file_the_environment_names() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let app = application(&cluster, &client).await;
+    let files = tempfile::tempdir().unwrap();
+    let location = cluster.s3_location(&unique_name("interop"));
+    let whole = files.path().join("cloud");
+    std::fs::write(&whole, location.credentials.as_deref().unwrap()).unwrap();
+    let partial = files.path().join("partial");
+    std::fs::write(&partial, "[default]\naws_access_key_id = only-the-id\n").unwrap();
+    // The flags of `velero install`'s location: provider, bucket, prefix and config, no Secret.
+    let mut flags = fixtures::location_flags(&location, "unused");
+    flags.truncate(flags.len() - 2);
+    assert!(!flags.iter().any(|f| f == "--credential"), "{flags:?}");
+
+    let mut namespaces = Vec::new();
+    let mut servers = Vec::new();
+    for file in [&whole, &partial] {
+        let ns = cluster.namespace("ark").await;
+        let mut create = vec!["backup-location", "create", "default", "--default"];
+        create.extend(flags.iter().map(String::as_str));
+        velero_ok(&cluster, &ns.name, &create);
+        servers.push(ArkServer::start_with_env(
+            ARK,
+            &cluster,
+            &ns.name,
+            &[],
+            &[("AWS_SHARED_CREDENTIALS_FILE", file.to_str().unwrap())],
+        ));
+        namespaces.push(ns);
+    }
+    let (with_file, with_part) = (&namespaces[0].name, &namespaces[1].name);
+    wait_available(&client, with_file, "default").await;
+    velero_ok(
+        &cluster,
+        with_file,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    wait_completed(&client, with_file, "b1").await;
+
+    let unavailable = wait_for(
+        Api::<BackupStorageLocation>::namespaced(client.clone(), with_part),
+        "default",
+        |l: Option<&BackupStorageLocation>| {
+            l.and_then(|l| l.status.as_ref()).and_then(|s| s.phase)
+                == Some(BackupStorageLocationPhase::Unavailable)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let message = unavailable.status.unwrap().message.unwrap_or_default();
+    assert!(
+        message.contains("profile [default] needs aws_access_key_id and aws_secret_access_key"),
+        "{message}"
     );
 }

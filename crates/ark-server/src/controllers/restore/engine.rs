@@ -589,9 +589,12 @@ async fn create(
                 Some(format!("error restoring {gr} {shown}: {error}")),
             ),
         },
-        // No handler answered (the API server's own 404s say NotFound): the item's version of
-        // its resource is not served here.
-        Err(kube::Error::Api(status)) if status.code == 404 && status.reason != "NotFound" => {
+        // A 404 that names no object (a missing namespace would be named) is the endpoint's: the
+        // item's version of its resource is not served here ("the server could not find the
+        // requested resource", or a bare "404 page not found").
+        Err(kube::Error::Api(status))
+            if status.code == 404 && status.details.as_ref().is_none_or(|d| d.name.is_empty()) =>
+        {
             created(
                 "failed",
                 None,
