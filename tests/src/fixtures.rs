@@ -66,6 +66,14 @@ pub fn s3_location_flags(
 
 /// `ark backup-location create` flags for `location`, its credentials in the Secret `secret`.
 pub fn location_flags(location: &ark_storage::Location, secret: &str) -> Vec<String> {
+    let mut flags = location_flags_without_credential(location);
+    flags.extend(["--credential".into(), format!("{secret}=cloud")]);
+    flags
+}
+
+/// The same flags without `--credential`: a location naming no Secret, as `velero install` makes
+/// it (the server's environment names a credentials file instead).
+pub fn location_flags_without_credential(location: &ark_storage::Location) -> Vec<String> {
     let config = location
         .config
         .iter()
@@ -84,8 +92,6 @@ pub fn location_flags(location: &ark_storage::Location, secret: &str) -> Vec<Str
     if !config.is_empty() {
         flags.extend(["--config", &config]);
     }
-    let credential = format!("{secret}=cloud");
-    flags.extend(["--credential", &credential]);
     flags.into_iter().map(String::from).collect()
 }
 

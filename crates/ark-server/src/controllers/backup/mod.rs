@@ -169,13 +169,9 @@ impl Durations {
     }
 }
 
-/// A backup's spec, validated, with Velero's defaults applied.
-struct Validated {
-    durations: Durations,
-}
-
-/// Validates a backup's spec before anything is done: its settings, or every error found.
-fn validate(backup: &Backup, ctx: &Context) -> Result<Validated, Vec<String>> {
+/// Validates a backup's spec before anything is done: its durations with Velero's defaults
+/// applied, or every error found.
+fn validate(backup: &Backup, ctx: &Context) -> Result<Durations, Vec<String>> {
     let spec = &backup.spec;
     let mut errors = IncludesExcludes::new(
         spec.included_namespaces.as_ref(),
@@ -200,7 +196,7 @@ fn validate(backup: &Backup, ctx: &Context) -> Result<Validated, Vec<String>> {
         errors.push(format!("labelSelector: {error}"));
     }
     match durations {
-        Some(durations) if errors.is_empty() => Ok(Validated { durations }),
+        Some(durations) if errors.is_empty() => Ok(durations),
         _ => Err(errors),
     }
 }
@@ -233,8 +229,8 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     let api = operation::api::<Backup>(ctx);
     let resource_version = backup.metadata.resource_version.as_deref();
     let name = backup.metadata.name.clone().unwrap_or_default();
-    let (validated, mut errors) = match validate(backup, ctx) {
-        Ok(validated) => (Some(validated), Vec::new()),
+    let (durations, mut errors) = match validate(backup, ctx) {
+        Ok(durations) => (Some(durations), Vec::new()),
         Err(errors) => (None, errors),
     };
     let location_name = match &backup.spec.storage_location {
@@ -277,20 +273,20 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
             }
         }
     };
-    let (Some(validated), Some(location), true) = (validated, location, errors.is_empty()) else {
+    let (Some(durations), Some(location), true) = (durations, location, errors.is_empty()) else {
         let _ = failed_validation(&api, backup, errors, ctx.default_ttl).await?;
         return Ok(());
     };
 
     let start = patch::now();
-    let expiration = expiration_after(validated.durations.ttl);
+    let expiration = expiration_after(durations.ttl);
     let claim = patch::claim(
         &api,
         &name,
         resource_version,
         json!({
             "metadata": { "labels": { labels::STORAGE_LOCATION: labels::valid_label_value(&location_name) } },
-            "spec": defaulted_spec(&backup.spec, &location_name, &validated.durations),
+            "spec": defaulted_spec(&backup.spec, &location_name, &durations),
             "status": BackupStatus {
                 phase: Some(BackupPhase::InProgress),
                 version: Some(1),
