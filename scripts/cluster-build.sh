@@ -3,7 +3,8 @@
 # outside the repository, so only the first run on a machine pays for the cold build.
 set -euo pipefail
 
-source "$(dirname "$0")/cluster-versions.sh"
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/cluster-versions.sh"
 
 bin="$ARK_CLUSTER_CACHE/bin"
 mkdir -p "$bin" "$ARK_CLUSTER_CACHE/logs"
@@ -18,10 +19,11 @@ fail() { echo "cluster-build: FAILED: $1 (log: $log)" >&2; tail -n 30 "$log" >&2
 # A module of our own that requires k8s.io/kubernetes and points every staging replace at the
 # published k8s.io/<name> module, because kubernetes' go.mod replaces them with ./staging paths.
 build_kubernetes() {
-  local want=(kube-apiserver kube-controller-manager kube-scheduler)
-  local missing=0
-  for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing=1; done
-  [ "$missing" = 1 ] || return 0
+  local want=()
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+    [ -x "$bin/$b" ] || want+=("$b")
+  done
+  [ ${#want[@]} -gt 0 ] || return 0
   step "building kubernetes $KUBE_VERSION (${want[*]}); cold build takes 10-25 minutes"
   local work="$ARK_CLUSTER_CACHE/src/kubernetes-$KUBE_VERSION"
   rm -rf "$work"; mkdir -p "$work"; cd "$work"
@@ -91,9 +93,53 @@ build_azurite() {
   } >>"$log" 2>&1 || fail "azurite $AZURITE_VERSION"
 }
 
+# The real node's runtime, from Debian's packages (see scripts/node.sh for why these).
+install_node_packages() {
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/loopback ] || missing+=(containernetworking-plugins)
+  dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+  command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+  command -v openssl >/dev/null || missing+=(openssl)
+  [ ${#missing[@]} -gt 0 ] || return 0
+  step "installing ${missing[*]} from Debian's packages"
+  {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  } >>"$log" 2>&1 || fail "apt-get install ${missing[*]}"
+}
+
+# The images the real node runs, with no registry: each a one-layer docker-archive tarball
+# (scripts/node/image.py) that scripts/node.sh imports into containerd. `pause` holds a pod's
+# namespaces (a static C program); `busybox` is the tests' tool image (Debian's static busybox).
+build_images() {
+  local images="$ARK_CLUSTER_CACHE/images" work="$ARK_CLUSTER_CACHE/src/images"
+  local stamp
+  stamp=$(cat "$here/node/pause.c" "$here/node/image.py" /usr/bin/busybox | sha256sum | cut -c1-16)
+  [ -f "$images/.stamp-$stamp" ] && return 0
+  step "building the real node's images (pause, busybox)"
+  rm -rf "$images" "$work"; mkdir -p "$images" "$work/pause" "$work/busybox/bin" "$work/busybox/etc" "$work/busybox/tmp"
+  {
+    gcc -static -O2 -o "$work/pause/pause" "$here/node/pause.c"
+    python3 "$here/node/image.py" "$work/pause" ark.local/pause:1 "$images/pause.tar"       --entrypoint '["/pause"]'
+    cp /usr/bin/busybox "$work/busybox/bin/busybox"
+    for applet in $(/usr/bin/busybox --list); do
+      [ "$applet" = busybox ] || ln -sf busybox "$work/busybox/bin/$applet"
+    done
+    chmod 1777 "$work/busybox/tmp"
+    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$work/busybox/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' >"$work/busybox/etc/group"
+    python3 "$here/node/image.py" "$work/busybox" ark.local/busybox:1 "$images/busybox.tar"       --cmd '["sh"]'
+    touch "$images/.stamp-$stamp"
+  } >>"$log" 2>&1 || fail "the real node's images"
+}
+
+install_node_packages
 build_seaweedfs
 build_azurite
 build_etcd
 build_kwok
 build_kubernetes
+build_images
 step "binaries ready in $bin"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The local test clusters: kube-apiserver + etcd + kube-controller-manager + kube-scheduler with kwok as
-# the kubelet (through kwokctl's binary runtime), and the storage servers (SeaweedFS as S3, Azurite
+# the kubelet (through kwokctl's binary runtime) and, in the first, one real node whose pods really
+# run (scripts/node.sh), and the storage servers (SeaweedFS as S3, Azurite
 # as Azure Blob), all on 127.0.0.1. A second, smaller-footprint cluster
 # beside the first (same storage) is where migration tests restore to.
 #   scripts/cluster.sh up      build (first time only) and start; a no-op when already running
@@ -54,6 +55,11 @@ start_kubernetes() {
   mkdir -p "$dir"
   say "starting kube-apiserver, etcd, controller-manager, scheduler and kwok ($dir)"
   local log="$dir/kwokctl-create.log"
+  # The API server reaches the real node's kubelet (exec, logs) as the cluster's admin; kwok acts
+  # only for its own nodes (annotated by `kwokctl scale`), never for the real node's. (kwokctl
+  # v0.8.0 indexes its patches by the flag's position: each component's flags alternate, or it
+  # panics.)
+  local pki="$dir/kwok/clusters/ark/pki"
   PATH="$bin:$PATH" kwokctl "$dir" create cluster \
     --runtime binary \
     --kube-apiserver-binary "$bin/kube-apiserver" \
@@ -63,6 +69,10 @@ start_kubernetes() {
     --kwok-controller-binary "$bin/kwok" \
     --kube-authorization=true \
     --enable-crds Exec,ClusterExec \
+    --extra-args "kube-apiserver=kubelet-client-certificate=$pki/admin.crt" \
+    --extra-args "kwok-controller=manage-all-nodes=false" \
+    --extra-args "kube-apiserver=kubelet-client-key=$pki/admin.key" \
+    --extra-args "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" \
     --kubeconfig "$dir/kubeconfig" \
     --wait 3m >"$log" 2>&1 || fail "kwokctl create cluster" "$log"
   add_test_stages "$dir"
@@ -215,12 +225,15 @@ case "${1:-}" in
       scale_nodes "$dir"
       install_crds "$dir"
     done
+    bash "$here/node.sh" up "$state"
     start_storage
     write_env "$state"
+    echo "ARK_REAL_NODE=127.0.0.1" >>"$state/cluster.env"
     write_env "$state/second"
     say "ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
     ;;
   down)
+    bash "$here/node.sh" down "$state"
     stop_kubernetes "$state/second"
     stop_kubernetes "$state"
     for server in seaweedfs azurite; do stop_server "$server"; done

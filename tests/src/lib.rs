@@ -33,7 +33,12 @@ pub struct Cluster {
     pub azure_key: String,
     /// How many kwok nodes (labelled `type: kwok`) the cluster has.
     pub kwok_nodes: usize,
+    /// The real node's name, where the cluster has one (scripts/node.sh: the first cluster).
+    pub real_node: Option<String>,
 }
+
+/// The tool image the real node has (built by scripts/cluster-build.sh: there is no registry).
+pub const BUSYBOX: &str = "ark.local/busybox:1";
 
 fn state_dir() -> PathBuf {
     std::env::var_os("ARK_CLUSTER_STATE").map_or_else(
@@ -80,7 +85,34 @@ impl Cluster {
             azure_account: var("ARK_AZURE_ACCOUNT"),
             azure_key: var("ARK_AZURE_KEY"),
             kwok_nodes: var("ARK_KWOK_NODES").parse().expect("a number of nodes"),
+            real_node: vars.get("ARK_REAL_NODE").map(|n| n.to_string()),
         }
+    }
+
+    /// `pod` (a Pod as JSON) placed on this cluster's real node, where containers really run: its
+    /// node selector and toleration, images never pulled (the node has them), and a short
+    /// termination grace so that a test's namespace goes quickly.
+    pub fn on_real_node(&self, mut pod: serde_json::Value) -> Pod {
+        assert!(
+            self.real_node.is_some(),
+            "this cluster has no real node (scripts/node.sh starts one in the first cluster)"
+        );
+        let spec = &mut pod["spec"];
+        spec["nodeSelector"] = serde_json::json!({ "ark.test/real-node": "true" });
+        spec["tolerations"] = serde_json::json!([
+            { "key": "ark.test/real-node", "operator": "Exists", "effect": "NoSchedule" }
+        ]);
+        if spec["terminationGracePeriodSeconds"].is_null() {
+            spec["terminationGracePeriodSeconds"] = serde_json::json!(1);
+        }
+        for list in ["initContainers", "containers"] {
+            for container in spec[list].as_array_mut().into_iter().flatten() {
+                if container["imagePullPolicy"].is_null() {
+                    container["imagePullPolicy"] = serde_json::json!("Never");
+                }
+            }
+        }
+        serde_json::from_value(pod).expect("a pod")
     }
 
     /// The admin (system:masters) client config of the local cluster.

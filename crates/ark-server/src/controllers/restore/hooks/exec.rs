@@ -81,8 +81,65 @@ enum Readiness {
     NoSuchContainer,
     Finished(String),
     Deleted,
-    /// Not up before the wait ended; the last watch error, if the watch kept failing.
-    TimedOut(Option<String>),
+    /// Not up before the wait ended.
+    TimedOut {
+        /// What the kubelet last said held the container back (see [`held_back`]).
+        held_back: Option<String>,
+        /// The last watch error, if the watch kept failing.
+        watch_error: Option<String>,
+    },
+}
+
+/// What holds a container back, as the kubelet last reported it: why it waits (a missing image,
+/// a crash loop) with the kubelet's message and the last exit, or how it ended, or that it runs but
+/// is not ready.
+fn held_back(pod: &Pod, container: &str) -> Option<String> {
+    let status = pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .iter()
+        .flatten()
+        .find(|s| s.name == container)?;
+    let state = status.state.as_ref();
+    let exit = |t: &k8s_openapi::api::core::v1::ContainerStateTerminated| {
+        format!(
+            "exited with code {}{}",
+            t.exit_code,
+            t.reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )
+    };
+    if let Some(waiting) = state.and_then(|s| s.waiting.as_ref()) {
+        let mut said = format!(
+            "it is waiting: {}",
+            waiting.reason.as_deref().unwrap_or("no reason given")
+        );
+        if let Some(message) = waiting.message.as_deref().filter(|m| !m.is_empty()) {
+            said.push_str(&format!(": {message}"));
+        }
+        if let Some(last) = status
+            .last_state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+        {
+            said.push_str(&format!(
+                "; it last {} and was restarted {} times",
+                exit(last),
+                status.restart_count
+            ));
+        }
+        return Some(said);
+    }
+    if let Some(terminated) = state.and_then(|s| s.terminated.as_ref()) {
+        return Some(format!("it {}", exit(terminated)));
+    }
+    state
+        .and_then(|s| s.running.as_ref())
+        .filter(|_| !status.ready)
+        .map(|_| "it runs but is not ready".to_string())
 }
 
 fn container_state(pod: &Pod, container: &str, want_ready: bool) -> Option<Readiness> {
@@ -196,7 +253,15 @@ async fn wait_for_container(
             }
         }
         match tokio::time::timeout_at(until, changes.changed()).await {
-            Err(_) => return Readiness::TimedOut(restored.last_error()),
+            Err(_) => {
+                return Readiness::TimedOut {
+                    held_back: restored
+                        .store
+                        .get(&key)
+                        .and_then(|pod| held_back(&pod, container)),
+                    watch_error: restored.last_error(),
+                };
+            }
             Ok(Err(_)) => return wait_alone(pods, pod, container, want_ready, until).await,
             Ok(Ok(())) => {}
         }
@@ -220,11 +285,20 @@ async fn wait_alone(
             Some(pod) => container_state(pod, &name, want_ready).is_some(),
         };
         match tokio::time::timeout_at(until, await_condition(pods.clone(), pod, condition)).await {
-            Err(_) => return Readiness::TimedOut(last_error),
+            Err(_) => {
+                return Readiness::TimedOut {
+                    held_back: None,
+                    watch_error: last_error,
+                };
+            }
             Ok(Ok(None)) => return Readiness::Deleted,
             Ok(Ok(Some(found))) => {
-                return container_state(&found, container, want_ready)
-                    .unwrap_or(Readiness::TimedOut(last_error));
+                return container_state(&found, container, want_ready).unwrap_or(
+                    Readiness::TimedOut {
+                        held_back: held_back(&found, container),
+                        watch_error: last_error,
+                    },
+                );
             }
             Ok(Err(error)) => {
                 tracing::warn!("watching pod {pod} for its hooks: {error}; watching again");
@@ -406,14 +480,19 @@ impl PodRun<'_> {
         } else {
             "running"
         };
-        let expired = |wait: std::time::Duration, watch_error: Option<&String>| {
+        // Why the container was not up, as the kubelet said, and the watch's failure if any.
+        let why = |held_back: Option<&String>, watch_error: Option<&String>| {
+            let held_back = held_back.map(|h| format!(": {h}")).unwrap_or_default();
+            let watch_error = watch_error
+                .map(|e| format!(" (the watch failed: {e})"))
+                .unwrap_or_default();
+            format!("{held_back}{watch_error}")
+        };
+        let expired = |wait: std::time::Duration, why: String| {
             format!(
-                "container {:?} was not {state} within the wait timeout {} of pod {namespace}/{pod}{}",
+                "container {:?} was not {state} within the wait timeout {} of pod {namespace}/{pod}{why}",
                 hook.container,
                 ark_api::duration::format(wait),
-                watch_error
-                    .map(|e| format!(" (the watch failed: {e})"))
-                    .unwrap_or_default()
             )
         };
         match readiness {
@@ -427,24 +506,24 @@ impl PodRun<'_> {
             Readiness::Finished(phase) => Some(format!(
                 "pod {namespace}/{pod} finished ({phase}) before its hooks ran"
             )),
-            Readiness::TimedOut(watch_error) => Some(match hook.wait_timeout {
-                Some(wait) if self.created + wait < self.deadline => {
-                    expired(wait, watch_error.as_ref())
-                }
-                _ => format!(
-                    "container {:?} was not {state} before the restore's hooks timeout{}",
-                    hook.container,
-                    watch_error
-                        .as_ref()
-                        .map(|e| format!(" (the watch failed: {e})"))
-                        .unwrap_or_default()
-                ),
-            }),
+            Readiness::TimedOut {
+                held_back,
+                watch_error,
+            } => {
+                let why = why(held_back.as_ref(), watch_error.as_ref());
+                Some(match hook.wait_timeout {
+                    Some(wait) if self.created + wait < self.deadline => expired(wait, why),
+                    _ => format!(
+                        "container {:?} was not {state} before the restore's hooks timeout{why}",
+                        hook.container,
+                    ),
+                })
+            }
             // Up, but later than this hook was willing to wait (another hook waited longer).
             Readiness::Ready => hook
                 .wait_timeout
                 .filter(|wait| up_at > self.created + *wait)
-                .map(|wait| expired(wait, None)),
+                .map(|wait| expired(wait, String::new())),
         }
     }
 
@@ -535,6 +614,50 @@ mod tests {
             }),
             None
         );
+    }
+
+    #[test]
+    fn what_holds_a_container_back_is_said_as_the_kubelet_says_it() {
+        let pod = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": { "name": "p" },
+                "status": { "containerStatuses": [status] },
+            }))
+            .unwrap()
+        };
+        let never_pulled = pod(serde_json::json!({
+            "name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": { "waiting": { "reason": "ErrImageNeverPull",
+                "message": "Container image \"ark.local/absent:1\" is not present with pull policy of Never" } },
+        }));
+        assert_eq!(
+            held_back(&never_pulled, "c").as_deref(),
+            Some(
+                "it is waiting: ErrImageNeverPull: Container image \"ark.local/absent:1\" is not \
+                 present with pull policy of Never"
+            )
+        );
+        let crashing = pod(serde_json::json!({
+            "name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 3,
+            "state": { "waiting": { "reason": "CrashLoopBackOff" } },
+            "lastState": { "terminated": { "exitCode": 1, "reason": "Error" } },
+        }));
+        assert_eq!(
+            held_back(&crashing, "c").as_deref(),
+            Some(
+                "it is waiting: CrashLoopBackOff; it last exited with code 1 (Error) and was \
+                 restarted 3 times"
+            )
+        );
+        let unready = pod(serde_json::json!({
+            "name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": { "running": {} },
+        }));
+        assert_eq!(
+            held_back(&unready, "c").as_deref(),
+            Some("it runs but is not ready")
+        );
+        assert_eq!(held_back(&unready, "other"), None);
     }
 
     #[test]
