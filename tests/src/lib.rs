@@ -35,6 +35,8 @@ pub struct Cluster {
     pub kwok_nodes: usize,
     /// The real node's name, where the cluster has one (scripts/node.sh: the first cluster).
     pub real_node: Option<String>,
+    /// The socket of the real node's containerd, which images are imported into.
+    pub real_node_containerd: Option<PathBuf>,
 }
 
 /// The tool image the real node has (built by scripts/cluster-build.sh: there is no registry).
@@ -86,7 +88,29 @@ impl Cluster {
             azure_key: var("ARK_AZURE_KEY"),
             kwok_nodes: var("ARK_KWOK_NODES").parse().expect("a number of nodes"),
             real_node: vars.get("ARK_REAL_NODE").map(|n| n.to_string()),
+            real_node_containerd: vars.get("ARK_REAL_NODE_CONTAINERD").map(PathBuf::from),
         }
+    }
+
+    /// Imports an image tarball (docker-archive) into the real node's containerd, the only way
+    /// an image reaches it: there is no registry.
+    pub fn import_image(&self, tarball: &std::path::Path) {
+        let socket = self.real_node_containerd.as_ref().expect(
+            "this cluster has no real node (scripts/node.sh starts one in the first cluster)",
+        );
+        let output = std::process::Command::new("ctr")
+            .arg("--address")
+            .arg(socket)
+            .args(["--namespace", "k8s.io", "images", "import"])
+            .arg(tarball)
+            .output()
+            .expect("run ctr");
+        assert!(
+            output.status.success(),
+            "ctr images import {}: {}",
+            tarball.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// `pod` (a Pod as JSON) placed on this cluster's real node, where containers really run: its

@@ -3,18 +3,21 @@
 //! inside the named container (its hostname is the pod's, not this host's) with the kubelet's exit
 //! codes and output, `waitForReady` waits for a real readiness probe, `onError: Fail` stops the
 //! pod's remaining hooks, and a container that crashes or whose image is missing fails its hooks
-//! with the kubelet's reason.
+//! with the kubelet's reason. And ark's server itself, installed from its own image, runs there.
 
 mod common;
 
 use std::time::Duration;
 
-use ark_api::{Restore, RestorePhase};
+use ark_api::{Backup, Restore, RestorePhase};
+use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, BUSYBOX, Cluster, wait_deleted, wait_for};
 use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
-use kube::api::{LogParams, PostParams};
+use kube::api::{ListParams, LogParams, Patch, PatchParams, PostParams};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -216,4 +219,261 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
             "{expected:?} not in:\n{described}"
         );
     }
+}
+
+/// What the test ground adds to the installed Deployment, and nothing else: its place (the real
+/// node) and its way to the API server. The local API server listens on 127.0.0.1 only, which it
+/// cannot publish as the `kubernetes` Service's endpoint, and there is no kube-proxy: the pod takes
+/// the host's network and is told the API server's address, as in-cluster clients read it.
+fn test_ground_patch(cluster: &Cluster) -> serde_json::Value {
+    let api_server = cluster.api_server_address();
+    serde_json::json!({ "spec": { "template": { "spec": {
+        "hostNetwork": true,
+        "nodeSelector": { "ark.test/real-node": "true" },
+        "tolerations": [{ "key": "ark.test/real-node", "operator": "Exists", "effect": "NoSchedule" }],
+        "containers": [{ "name": "ark", "env": [
+            { "name": "KUBERNETES_SERVICE_HOST", "value": api_server.ip().to_string() },
+            { "name": "KUBERNETES_SERVICE_PORT", "value": api_server.port().to_string() },
+        ] }],
+    } } } })
+}
+
+/// The pid of the server process that runs in namespace `ns`'s pod (seen from this host, as every
+/// container process on the real node is).
+fn server_pid(ns: &str) -> Option<u32> {
+    let wanted = format!("server\0--namespace={ns}\0");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (cmdline.starts_with(b"/ark\0") && String::from_utf8_lossy(&cmdline).contains(&wanted))
+                .then_some(pid)
+        })
+}
+
+/// `ark install --image` on the local cluster, the image built in this run from this checkout
+/// (scripts/image.sh): the Deployment runs on the real node with its ServiceAccount's token, the
+/// kubelet enforces its securityContext and calls its probes, and `install --wait` returns once it
+/// is ready. Through that pod a backup is made, restored with an exec hook in a real pod, and
+/// deleted; and a deletion cut by killing the server's process (S3 held meanwhile) is finished by
+/// the container the kubelet starts in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_replacement_finishes_the_work()
+ {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let image = common::ark_image(&cluster);
+    let ns = ark_tests::unique_name("ark-pod");
+    let _cleanup = (
+        cluster.delete_on_drop::<Namespace>(&ns),
+        cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:server")),
+        [
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:server")),
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:viewer")),
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:operator")),
+        ],
+    );
+    let app = cluster.namespace("pod-app").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    let db = cluster.on_real_node(serde_json::json!({
+        "metadata": { "name": "db", "labels": { "app": "db" } },
+        "spec": { "containers": [{ "name": "db", "image": BUSYBOX, "command": ["sleep", "3600"] }] },
+    }));
+    pods.create(&PostParams::default(), &db).await.unwrap();
+
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let prefix = ark_tests::unique_name("pod");
+    let location = cluster.s3_location(&prefix);
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("credentials");
+    std::fs::write(&secret_file, location.credentials.as_deref().unwrap()).unwrap();
+    let config = format!("region=us-east-1,s3ForcePathStyle=true,s3Url={}", s3.url());
+    let install = |more: &[&str]| {
+        let mut args = vec![
+            "install",
+            "--provider",
+            "aws",
+            "--bucket",
+            &location.bucket,
+            "--prefix",
+            &prefix,
+            "--secret-file",
+            secret_file.to_str().unwrap(),
+            "--backup-location-config",
+            &config,
+            "--image",
+            image,
+        ];
+        args.extend(more);
+        ark_ok(&cluster, &ns, &args)
+    };
+    install(&[]);
+    Api::<Deployment>::namespaced(client.clone(), &ns)
+        .patch(
+            "ark",
+            &PatchParams::default(),
+            &Patch::Strategic(test_ground_patch(&cluster)),
+        )
+        .await
+        .unwrap();
+    let waited = install(&["--wait", "--timeout", "2m"]);
+    assert!(
+        waited.ends_with(&format!("ark is running in namespace {ns}\n")),
+        "{waited}"
+    );
+
+    // The pod runs on the real node from the image, as user 65532 on a read-only root, and is ready.
+    let server_pods = Api::<Pod>::namespaced(client.clone(), &ns)
+        .list(&ListParams::default().labels("app.kubernetes.io/name=ark"))
+        .await
+        .unwrap()
+        .items;
+    let [server_pod] = server_pods.as_slice() else {
+        panic!("one server pod, not {server_pods:#?}")
+    };
+    assert_eq!(
+        server_pod.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("127.0.0.1")
+    );
+    let statuses = server_pod
+        .status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .clone()
+        .unwrap();
+    assert!(statuses[0].ready, "{statuses:#?}");
+    assert!(statuses[0].image.ends_with(image), "{statuses:#?}");
+    let pid = server_pid(&ns).expect("the server's process on this host");
+    let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(
+        proc_status.contains("\nUid:\t65532\t65532\t65532\t65532\n"),
+        "{proc_status}"
+    );
+    let root_mount = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap();
+    let root = root_mount
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some("/"))
+        .unwrap();
+    assert!(
+        root.split(' ')
+            .nth(5)
+            .unwrap()
+            .split(',')
+            .any(|o| o == "ro"),
+        "{root}"
+    );
+
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let dir_hooks = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &dir_hooks,
+        "resources:\n- name: db\n  postHooks:\n  - exec: {container: db, command: [hostname], waitTimeout: 1m}\n",
+    )
+    .unwrap();
+    let target = format!("{}-back", app.name);
+    let _target = cluster.delete_on_drop::<Namespace>(&target);
+    let mapping = format!("{}:{target}", app.name);
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--hooks-file",
+            dir_hooks.to_str().unwrap(),
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let described = ark_ok(&cluster, &ns, &["restore", "describe", "r1", "--details"]);
+    assert!(
+        described.contains("exec in db: \"hostname\": Succeeded (exit code 0, ")
+            && described.contains("      | db\n"),
+        "{described}"
+    );
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "delete",
+            "b1",
+            "--confirm",
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let store = ark_storage::open(&location).unwrap();
+    let keys = |name: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .keys_under(&store.layout.backup_dir(name))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(keys("b1").await, vec![]);
+
+    // A deletion cut short: S3 held, the server's process killed while the deletion waits on it.
+    ark_ok(
+        &cluster,
+        &ns,
+        &[
+            "backup",
+            "create",
+            "b2",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    assert!(!keys("b2").await.is_empty());
+    s3.pause();
+    ark_ok(&cluster, &ns, &["backup", "delete", "b2", "--confirm"]);
+    s3.wait_for_request("/backups/b2/", WAIT).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    s3.resume();
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns);
+    let b2 = backups.get_opt("b2").await.unwrap();
+    if let Some(b2) = b2 {
+        wait_deleted(backups, &b2, Duration::from_secs(180)).await;
+    }
+    assert_eq!(keys("b2").await, vec![]);
+    let restarted = Api::<Pod>::namespaced(client.clone(), &ns)
+        .get(server_pod.metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    let restarts = restarted.status.unwrap().container_statuses.unwrap()[0].restart_count;
+    assert!(restarts >= 1, "the container was restarted: {restarts}");
+    assert_ne!(server_pid(&ns), Some(pid));
 }

@@ -25,7 +25,7 @@ pub struct ServerArgs {
     /// Backups and restores run at once
     #[arg(long, default_value_t = 2)]
     pub workers: u16,
-    /// This replica's identity in the leader-election Lease (default: <hostname>-<pid>)
+    /// This replica's identity in the leader-election Lease (default: <$POD_NAME or hostname>-<pid>)
     #[arg(long, value_name = "NAME")]
     pub id: Option<String>,
     /// Backup deletions run at once
@@ -97,10 +97,18 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// `<hostname>-<pid>`: unique among replicas, recognisable in the Lease.
+/// `<pod or host name>-<pid>`: unique among replicas, recognisable in the Lease. The Deployment
+/// gives each replica its pod's name (`POD_NAME`): a pod on the host's network has the host's
+/// name, and every container's process is pid 1.
 fn default_identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "ark".to_string());
+    let host = std::env::var("POD_NAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| "ark".to_string());
     format!("{host}-{}", std::process::id())
 }

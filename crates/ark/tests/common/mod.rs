@@ -75,3 +75,28 @@ pub fn file_location(cluster: &Cluster, ns: &str) -> tempfile::TempDir {
     );
     bucket
 }
+
+/// ark's image, made from this build by scripts/image.sh (the binary the tests run, at /ark) and
+/// imported into the real node of `cluster`; its name. Made once per test process.
+pub fn ark_image(cluster: &Cluster) -> &'static str {
+    static IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let tarball = dir.path().join("ark.tar");
+        let tag = format!("ark.local/ark:test-{}", std::process::id());
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/image.sh");
+        let output = Command::new("bash")
+            .arg(script)
+            .arg(&tarball)
+            .args(["--binary", ARK, "--tag", &tag])
+            .output()
+            .expect("run scripts/image.sh");
+        assert!(
+            output.status.success(),
+            "scripts/image.sh: {}",
+            text(&output.stderr)
+        );
+        cluster.import_image(&tarball);
+        tag
+    })
+}

@@ -22,7 +22,10 @@ pub const METRICS_PORT: u16 = 8085;
 /// Where the image puts the binary (see the Dockerfile).
 pub const BINARY: &str = "/ark";
 /// The scratch volume's mount: the root filesystem is read-only.
-pub const SCRATCH: &str = "/scratch";
+pub const SCRATCH_VOLUME: &str = "/scratch";
+/// The server's scratch directory, which it makes inside the volume: an `emptyDir` is root's, and
+/// the server refuses a scratch directory that is not its own.
+pub const SCRATCH: &str = "/scratch/ark";
 
 /// Velero's CRDs, byte for byte (config/crd/README.md says why ark installs Velero's own).
 const CRDS: [&str; 13] = [
@@ -221,7 +224,7 @@ fn deployment(plan: &Plan) -> Value {
     pod_labels["app.kubernetes.io/component"] = json!("server");
     let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 });
     let mut volumes = vec![json!({ "name": "scratch", "emptyDir": {} })];
-    let mut mounts = vec![json!({ "name": "scratch", "mountPath": SCRATCH })];
+    let mut mounts = vec![json!({ "name": "scratch", "mountPath": SCRATCH_VOLUME })];
     if plan.provider == "file" {
         // A `file` bucket is a directory on the node: fit for one-node and test clusters only.
         volumes.push(json!({ "name": "bucket", "hostPath": { "path": plan.bucket, "type": "DirectoryOrCreate" } }));
@@ -250,6 +253,11 @@ fn deployment(plan: &Plan) -> Value {
                         "image": plan.image,
                         "command": [BINARY],
                         "args": server_args(plan),
+                        // Its identity in the Lease (see `ark server --id`).
+                        "env": [{
+                            "name": "POD_NAME",
+                            "valueFrom": { "fieldRef": { "fieldPath": "metadata.name" } },
+                        }],
                         "ports": [{ "name": "metrics", "containerPort": METRICS_PORT }],
                         "livenessProbe": probe("/healthz"),
                         "readinessProbe": probe("/readyz"),

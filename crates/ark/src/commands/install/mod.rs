@@ -97,7 +97,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
             Some(result) => result?,
             None => anyhow::bail!(
                 "gave up waiting after {}: the Deployment {}/{} is not available or the location \
-                 \"default\" is not Available (see `kubectl -n {0} get deploy,pods` and `ark \
+                 \"default\" is not Available (see `kubectl -n {1} get deploy,pods` and `ark -n {1} \
                  backup-location get`)",
                 ark_api::duration::format(args.wait.timeout.unwrap_or_default()),
                 plan.namespace,
