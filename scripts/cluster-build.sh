@@ -100,29 +100,49 @@ install_node_packages() {
   command -v runc >/dev/null || missing+=(runc)
   [ -x /usr/lib/cni/loopback ] || missing+=(containernetworking-plugins)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || missing+=(postgresql-15)
   command -v gcc >/dev/null || missing+=(gcc libc6-dev)
   command -v openssl >/dev/null || missing+=(openssl)
   [ ${#missing[@]} -gt 0 ] || return 0
   step "installing ${missing[*]} from Debian's packages"
   {
+    # PostgreSQL is only copied into an image: no database cluster of its own on this host.
+    mkdir -p /etc/postgresql-common
+    [ -f /etc/postgresql-common/createcluster.conf ] ||
+      echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
   } >>"$log" 2>&1 || fail "apt-get install ${missing[*]}"
 }
 
+# Copies each library the programs given link (and the loader) into the root `$1`, at its path.
+copy_libraries() {
+  local root="$1" lib
+  shift
+  for lib in $(ldd "$@" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
+    [ -f "$root$lib" ] && continue
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+}
+
 # The images the real node runs, with no registry: each a one-layer docker-archive tarball
 # (scripts/node/image.py) that scripts/node.sh imports into containerd. `pause` holds a pod's
-# namespaces (a static C program); `busybox` is the tests' tool image (Debian's static busybox).
+# namespaces (a static C program); `busybox` is the tests' tool image (Debian's static busybox);
+# `postgres` is Debian's PostgreSQL 15 (its server and client programs, the libraries they link,
+# zoneinfo and busybox for a shell; without LLVM, so `jit=off`), run as user 999.
 build_images() {
   local images="$ARK_CLUSTER_CACHE/images" work="$ARK_CLUSTER_CACHE/src/images"
-  local stamp
-  stamp=$(cat "$here/node/pause.c" "$here/node/image.py" /usr/bin/busybox | sha256sum | cut -c1-16)
+  local pg=/usr/lib/postgresql/15 stamp
+  stamp=$(cat "$here/node/pause.c" "$here/node/image.py" "$here/cluster-build.sh" /usr/bin/busybox \
+    "$pg/bin/postgres" | sha256sum | cut -c1-16)
   [ -f "$images/.stamp-$stamp" ] && return 0
-  step "building the real node's images (pause, busybox)"
+  step "building the real node's images (pause, busybox, postgres)"
   rm -rf "$images" "$work"; mkdir -p "$images" "$work/pause" "$work/busybox/bin" "$work/busybox/etc" "$work/busybox/tmp"
   {
     gcc -static -O2 -o "$work/pause/pause" "$here/node/pause.c"
-    python3 "$here/node/image.py" "$work/pause" ark.local/pause:1 "$images/pause.tar"       --entrypoint '["/pause"]'
+    python3 "$here/node/image.py" "$work/pause" ark.local/pause:1 "$images/pause.tar" \
+      --entrypoint '["/pause"]'
     cp /usr/bin/busybox "$work/busybox/bin/busybox"
     for applet in $(/usr/bin/busybox --list); do
       [ "$applet" = busybox ] || ln -sf busybox "$work/busybox/bin/$applet"
@@ -130,7 +150,21 @@ build_images() {
     chmod 1777 "$work/busybox/tmp"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$work/busybox/etc/passwd"
     printf 'root:x:0:\nnogroup:x:65534:\n' >"$work/busybox/etc/group"
-    python3 "$here/node/image.py" "$work/busybox" ark.local/busybox:1 "$images/busybox.tar"       --cmd '["sh"]'
+    python3 "$here/node/image.py" "$work/busybox" ark.local/busybox:1 "$images/busybox.tar" \
+      --cmd '["sh"]'
+    local root="$work/postgres"
+    cp -a "$work/busybox" "$root"
+    mkdir -p "$root$pg/lib" "$root/usr/share/postgresql" "$root/usr/share/zoneinfo" "$root/var/run/postgresql"
+    cp -a "$pg/bin" "$root$pg/"
+    find "$pg/lib" -maxdepth 1 -name '*.so' ! -name 'llvmjit*' -exec cp -a {} "$root$pg/lib/" \;
+    cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/"
+    cp -a /usr/share/zoneinfo/. "$root/usr/share/zoneinfo/"
+    copy_libraries "$root" "$pg"/bin/* "$root$pg"/lib/*.so
+    printf 'root:x:0:0:root:/root:/bin/sh\npostgres:x:999:999:postgres:/var/lib/postgresql:/bin/sh\n' >"$root/etc/passwd"
+    printf 'root:x:0:\npostgres:x:999:\n' >"$root/etc/group"
+    chown 999:999 "$root/var/run/postgresql"
+    python3 "$here/node/image.py" "$root" ark.local/postgres:15 "$images/postgres.tar" \
+      --env "PATH=$pg/bin:/bin" --user 999:999 --cmd '["postgres"]'
     touch "$images/.stamp-$stamp"
   } >>"$log" 2>&1 || fail "the real node's images"
 }

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# The main job, end to end on the local cluster, with a `file` bucket:
-#   install ark (its manifests checked by the API server first) and run the server as a process
-#   with nothing but the installed ServiceAccount's token (kwok runs no containers);
-#   back up an application, lose its namespace, restore it with a hooks file (an init container
-#   that rehydrates the database, an exec hook that checks it) and describe each hook's result;
+# The main job, end to end on the local cluster's real node, with a `file` bucket:
+#   build ark's image from this checkout and install it (its manifests checked by the API server
+#   first); the server runs as a pod from that image;
+#   back up an application with a real PostgreSQL database (its rows in the backup as a dump),
+#   lose its namespace, restore it with a hooks file (an init container loads the dump before the
+#   database starts, an exec hook reads the rows back with psql) and describe each hook's result;
 #   delete the backup while its location is read-only (the attempt fails and shows in `backup
 #   describe`), then again with the location writable; show the bucket empty; uninstall.
+# It relies on nothing a test leaves behind: it starts the cluster if it does not run, and makes
+# and removes everything else it uses. ARK_BIN names an ark binary to use instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh >/dev/null
+if [ -z "${ARK_BIN:-}" ]; then
+  cargo build --quiet -p ark --bin ark
+  ARK_BIN=$PWD/target/debug/ark
+fi
 bash scripts/cluster.sh up
 set -a; source .cluster/cluster.env; set +a
 
-export PATH=$PWD/target/debug:$PATH
+ark() { "$ARK_BIN" "$@"; }
 export ARK_NAMESPACE=ark-demo
 work=.cluster/demo
 bucket=$PWD/$work/bucket
@@ -22,61 +28,81 @@ say() { printf '\n# %s\n' "$*"; }
 show() { printf '$ %s\n' "$*"; }
 step() { show "$*"; "$@"; }
 
-kubectl delete namespace shop "$ARK_NAMESPACE" --ignore-not-found --wait >/dev/null
+kubectl delete namespace shop "$ARK_NAMESPACE" --ignore-not-found --wait --timeout 2m >/dev/null
 rm -rf "$work" && mkdir -p "$bucket"
+# The bucket is a directory on the node, where the server runs as user 65532.
+chown 65532:65532 "$bucket"
+
+say "ark's image, made from this checkout and given to the node (there is no registry)"
+show "bash scripts/image.sh $work/ark.tar --binary $ARK_BIN --tag ark.local/ark:demo"
+bash scripts/image.sh "$work/ark.tar" --binary "$ARK_BIN" --tag ark.local/ark:demo
+bash scripts/node.sh import "$PWD/.cluster" "$work/ark.tar"
+install=(install --provider file --bucket "$bucket" --image ark.local/ark:demo)
 
 say "Install: the manifests, checked by the API server without applying them"
 step kubectl create namespace "$ARK_NAMESPACE"
-show "ark install --provider file --bucket $bucket --dry-run -o yaml | kubectl apply --dry-run=server -f - | grep -c '(server dry run)'"
-ark install --provider file --bucket "$bucket" --dry-run -o yaml \
-  | kubectl apply --dry-run=server -f - 2>/dev/null | grep -c "(server dry run)"
+show "ark ${install[*]} --dry-run -o yaml | kubectl apply --dry-run=server -f - | grep -c '(server dry run)'"
+ark "${install[@]}" --dry-run -o yaml | kubectl apply --dry-run=server -f - 2>/dev/null | grep -c "(server dry run)"
 say "Install for real (server-side apply; a second run would print 'unchanged' for each)"
-show "ark install --provider file --bucket $bucket | grep -v customresourcedefinition"
-ark install --provider file --bucket "$bucket" | grep -v customresourcedefinition
+show "ark ${install[*]} | grep -v customresourcedefinition"
+ark "${install[@]}" | grep -v customresourcedefinition
 
-say "The server runs here with the installed ServiceAccount's token and nothing else"
-kubectl config view --raw --minify >"$work/kubeconfig"
-token=$(kubectl -n "$ARK_NAMESPACE" create token ark)
-kubectl --kubeconfig "$work/kubeconfig" config set-credentials ark --token="$token" >/dev/null
-kubectl --kubeconfig "$work/kubeconfig" config set-context --current --user=ark >/dev/null
-KUBECONFIG=$work/kubeconfig ark server --scratch-dir "$work/scratch" \
-  --backup-sync-period 10s --store-validation-frequency 5s 2>"$work/server.log" &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-show "ark install --provider file --bucket $bucket --wait --timeout 1m | tail -1"
-ark install --provider file --bucket "$bucket" --wait --timeout 1m | tail -1
+say "The test ground's networking: the local API server listens on 127.0.0.1 only, so the pod takes the host's network and is told its address"
+api=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+api=${api#https://}
+patch=$(cat <<JSON
+{"spec":{"template":{"spec":{"hostNetwork":true,
+  "nodeSelector":{"ark.test/real-node":"true"},
+  "tolerations":[{"key":"ark.test/real-node","operator":"Exists","effect":"NoSchedule"}],
+  "containers":[{"name":"ark","env":[{"name":"KUBERNETES_SERVICE_HOST","value":"${api%:*}"},
+    {"name":"KUBERNETES_SERVICE_PORT","value":"${api##*:}"}]}]}}}}
+JSON
+)
+kubectl -n "$ARK_NAMESPACE" patch deployment ark --patch "$patch" >/dev/null
+show "ark ${install[*]} --wait --timeout 2m | tail -1"
+ark "${install[@]}" --wait --timeout 2m | tail -1
+step kubectl -n "$ARK_NAMESPACE" get pods -o wide
 
-say "An application with a database"
+say "An application with a database (PostgreSQL 15, on the real node)"
 kubectl apply -f examples/shop.yaml >/dev/null
-kubectl -n shop wait --for=condition=Ready pod/db --timeout=60s >/dev/null
+kubectl -n shop wait --for=condition=Ready pod/db --timeout=2m >/dev/null
+kubectl -n shop rollout status deployment/web --timeout=2m >/dev/null
+psql=(kubectl -n shop exec db -- psql -q -h /tmp -U postgres)
+"${psql[@]}" -c "create database shop"
+"${psql[@]}" -d shop -c "create table customers (id int primary key, name text);
+  create table orders (id int primary key, customer int references customers, item text);
+  insert into customers values (1, 'ada'), (2, 'grace');
+  insert into orders values (1, 1, 'tea'), (2, 1, 'scones'), (3, 2, 'coffee');"
 step kubectl -n shop get pods
-step ark backup create nightly --include-namespaces shop --wait
+say "Until ark backs up volume data, the rows go into the backup as a dump"
+show "kubectl -n shop exec db -- pg_dump -h /tmp -U postgres shop > $work/shop.sql"
+kubectl -n shop exec db -- pg_dump -h /tmp -U postgres shop >"$work/shop.sql"
+step kubectl -n shop create configmap db-dump --from-file=shop.sql="$work/shop.sql"
+step ark backup create nightly --include-namespaces shop --wait --timeout 2m
 
 say "Disaster"
-step kubectl delete namespace shop --wait
+step kubectl delete namespace shop --wait --timeout 2m
 
-say "Restore with hooks: restore-data runs before the database starts, then the check runs in it"
-step ark restore create back --from-backup nightly --hooks-file examples/hooks/demo-database.yaml --wait
-step kubectl -n shop get pod db -o jsonpath='{range .spec.initContainers[*]}{.name}{"\n"}{end}'
-step ark restore describe back
+say "Restore with hooks: restore-data loads the dump before the database starts, then psql reads the rows"
+step ark restore create back --from-backup nightly --hooks-file examples/hooks/demo-database.yaml --wait --timeout 3m
+step kubectl -n shop logs db -c restore-data
+step ark restore describe back --details
 
 say "Delete the backup while its location is read-only: refused, and recorded"
 kubectl -n "$ARK_NAMESPACE" patch backupstoragelocation default --type merge \
   -p '{"spec":{"accessMode":"ReadOnly"}}' >/dev/null
-step ark backup delete nightly --confirm --wait || echo "(exit code $?)"
+step ark backup delete nightly --confirm --wait --timeout 2m || echo "(exit code $?)"
 step ark backup describe nightly
 
 say "Writable again: the deletion goes through"
 kubectl -n "$ARK_NAMESPACE" patch backupstoragelocation default --type merge \
   -p '{"spec":{"accessMode":"ReadWrite"}}' >/dev/null
-sleep 6 # one validation period, so that the server sees the location writable
-step ark backup delete nightly --confirm --wait
+step ark backup delete nightly --confirm --wait --timeout 2m
 step ark backup get
 show "find $bucket -type f | wc -l"
 find "$bucket" -type f | wc -l
 
 say "Uninstall: everything ark installed goes, the bucket is not touched"
-kill $server
 show "ark uninstall --confirm | grep -v customresourcedefinition"
 ark uninstall --confirm | grep -v customresourcedefinition
-step kubectl delete namespace "$ARK_NAMESPACE"
+step kubectl delete namespace "$ARK_NAMESPACE" shop --wait --timeout 2m

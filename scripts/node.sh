@@ -19,6 +19,7 @@
 # CAP_SYS_RESOURCE).
 #
 #   scripts/node.sh up STATE     start containerd and the kubelet; wait for the node to be Ready
+#   scripts/node.sh import STATE TARBALL...   import images (docker-archive tarballs) into the node
 #   scripts/node.sh down STATE   stop the pods, the kubelet, the shims and containerd; unmount what
 #                                they mounted; remove their cgroups and network namespaces; then
 #                                check that nothing of theirs is left
@@ -159,6 +160,15 @@ registerWithTaints: [{ key: ark.test/real-node, value: "true", effect: NoSchedul
 YAML
 }
 
+# Images reach the node only this way: there is no registry.
+import() {
+  local image
+  for image in "$@"; do
+    ctr images import "$image" >>"$dir/images.log" 2>&1 ||
+      fail "importing $(basename "$image")" "$dir/images.log"
+  done
+}
+
 up() {
   if running kubelet && running containerd && ready; then
     say "already running ($dir)"
@@ -176,10 +186,7 @@ up() {
     sleep 0.25
   done
   ctr version >/dev/null 2>&1 || fail "containerd did not answer within 15s" "$dir/containerd.log"
-  for image in "$images"/*.tar; do
-    ctr images import "$image" >>"$dir/images.log" 2>&1 ||
-      fail "importing $(basename "$image")" "$dir/images.log"
-  done
+  import "$images"/*.tar
   start kubelet "$ARK_CLUSTER_CACHE/bin/kubelet" --config "$dir/kubelet.yaml" \
     --kubeconfig "$dir/kubelet.kubeconfig" --root-dir "$dir/kubelet" \
     --hostname-override "$node" --node-labels ark.test/real-node=true
@@ -227,12 +234,13 @@ check_gone() {
 
 case "${1:-}" in
   up) up ;;
+  import) import "${@:3}" ;;
   down)
     down_quietly
     check_gone
     ;;
   *)
-    echo "usage: $0 up|down STATE" >&2
+    echo "usage: $0 up|down STATE, or import STATE TARBALL..." >&2
     exit 2
     ;;
 esac

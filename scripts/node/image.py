@@ -33,11 +33,13 @@ def main():
     p.add_argument("--env", action="append", default=[])
     a = p.parse_args()
     data = layer(a.rootfs)
+    env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+    env = [e for e in env if e.split("=")[0] not in {v.split("=")[0] for v in a.env}] + a.env
     diff_id = "sha256:" + hashlib.sha256(data).hexdigest()
     config = {
         "architecture": "amd64", "os": "linux",
         "config": {
-            "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"] + a.env,
+            "Env": env,
             "Entrypoint": json.loads(a.entrypoint) if a.entrypoint else None,
             "Cmd": json.loads(a.cmd) if a.cmd else None,
             "User": a.user,

@@ -39,6 +39,51 @@ pub struct Cluster {
     pub real_node_containerd: Option<PathBuf>,
 }
 
+/// How long one CLI command of a test may run: a command that waits on a server (`--wait`) ends
+/// by then or the test fails, never hangs.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs `command` to its end, for at most `limit`: past it the command is killed and the test
+/// fails, with what the command printed so far.
+pub fn output_within(command: &mut std::process::Command, limit: Duration) -> std::process::Output {
+    use std::io::Read as _;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the command") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{command:?} still ran after {limit:?}: killed\n{}{}",
+                String::from_utf8_lossy(&stdout.join().unwrap_or_default()),
+                String::from_utf8_lossy(&stderr.join().unwrap_or_default())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
 /// The tool image the real node has (built by scripts/cluster-build.sh: there is no registry).
 pub const BUSYBOX: &str = "ark.local/busybox:1";
 

@@ -39,15 +39,15 @@ pub fn bin_dir() -> PathBuf {
 
 /// Runs Velero's CLI, `velero ARGS -n NS`, against a local cluster.
 pub fn velero(cluster: &Cluster, ns: &str, args: &[&str]) -> Output {
-    Command::new(bin_dir().join("velero"))
+    let mut command = Command::new(bin_dir().join("velero"));
+    command
         .args(args)
         .args(["-n", ns])
         .env("KUBECONFIG", &cluster.kubeconfig)
         // Velero's CLI keeps its settings here; a test must not read a developer's.
         .env("HOME", std::env::temp_dir())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run velero")
+        .stdin(std::process::Stdio::null());
+    crate::output_within(&mut command, crate::COMMAND_LIMIT)
 }
 
 /// Runs Velero's CLI and insists that it succeeds and writes nothing to stderr; its output comes

@@ -33,7 +33,7 @@ pub fn ark_with_config(
         None => command.env("KUBECONFIG", "/nonexistent/kubeconfig"),
     };
     command.stdin(std::process::Stdio::null());
-    command.output().expect("run ark")
+    ark_tests::output_within(&mut command, ark_tests::COMMAND_LIMIT)
 }
 
 /// Runs ark in namespace `ns` and insists that it succeeds.
