@@ -86,13 +86,15 @@ step kubectl delete namespace shop --wait --timeout 2m
 say "Restore with hooks: restore-data loads the dump before the database starts, then psql reads the rows"
 step ark restore create back --from-backup nightly --hooks-file examples/hooks/demo-database.yaml --wait --timeout 3m
 step kubectl -n shop logs db -c restore-data
-step ark restore describe back --details
+show "ark restore describe back --details | sed -n '/^Hooks:/,/^\$/p'"
+ark restore describe back --details | sed -n '/^Hooks:/,/^$/p'
 
 say "Delete the backup while its location is read-only: refused, and recorded"
 kubectl -n "$ARK_NAMESPACE" patch backupstoragelocation default --type merge \
   -p '{"spec":{"accessMode":"ReadOnly"}}' >/dev/null
 step ark backup delete nightly --confirm --wait --timeout 2m || echo "(exit code $?)"
-step ark backup describe nightly
+show "ark backup describe nightly | sed -n '/^Deletion Attempts/,\$p'"
+ark backup describe nightly | sed -n '/^Deletion Attempts/,$p'
 
 say "Writable again: the deletion goes through"
 kubectl -n "$ARK_NAMESPACE" patch backupstoragelocation default --type merge \

@@ -56,7 +56,7 @@ pub enum Rules {
     Velero,
     /// Also what Velero accepts and then ignores or fails at restore time: a hook that is both or
     /// neither init and exec, an init hook without containers, a blank exec command, a resource
-    /// without a name. `--hooks-file` is held to these (README, "Restore hooks").
+    /// without a name. `--hooks-file` is held to these (docs/restores-and-hooks.md).
     Strict,
 }
 

@@ -1,6 +1,6 @@
 //! Restore hooks: which apply to a restored pod (spec hooks, or its annotations, which replace the
 //! spec hooks of their own kind), init containers injected before the pod is created, exec hooks
-//! run once their container runs. Velero v1.18's rules throughout; README's table lists them.
+//! run once their container runs. Velero v1.18's rules throughout; docs/velero-compatibility.md's table lists them.
 
 pub(crate) mod annotations;
 pub mod exec;
