@@ -237,8 +237,13 @@ case "${1:-}" in
     stop_kubernetes "$state/second"
     stop_kubernetes "$state"
     for server in seaweedfs azurite; do stop_server "$server"; done
+    # Nothing `up` started may outlive `down` (the real node checked its own mounts and cgroups).
+    for _ in $(seq 1 20); do pgrep -f -- "$state/" >/dev/null || break; sleep 0.25; done
+    if pgrep -f -- "$state/" >/dev/null; then
+      fail "still running after down: $(pgrep -af -- "$state/" | cut -c1-120 | tr '\n' ';')"
+    fi
     rm -rf "$state"
-    say "stopped and removed $state"
+    say "stopped and removed $state; nothing of it runs or is mounted"
     ;;
   status)
     up=0

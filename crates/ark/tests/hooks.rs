@@ -505,7 +505,8 @@ async fn a_container_that_never_runs_does_not_hold_back_another_containers_hooks
     let target = &hooked.target.name;
     for expected in [
         format!(
-            "container \"sidecar\" was not running within the wait timeout 20s of pod {target}/split\n"
+            "container \"sidecar\" was not running within the wait timeout 20s of pod {target}/split: \
+             it is waiting: ContainerCreating\n"
         ),
         format!(
             "    exec in app: \"sh -c {}\": Succeeded (exit code 0, ",
