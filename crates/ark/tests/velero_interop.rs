@@ -604,6 +604,39 @@ async fn velero_location(cluster: &Cluster, client: &Client, ns: &str, prefix: &
     velero_ok(cluster, ns, &create);
 }
 
+/// What the tests of Velero's CLI against ark's server start from, on the second cluster (Velero's
+/// CRDs): an application namespace, a namespace with an S3 location `default` made with Velero's
+/// CLI under a prefix of its own, and ark's server there, once it found the location Available.
+struct VeleroCli {
+    cluster: Cluster,
+    client: Client,
+    ns: TestNamespace,
+    app: TestNamespace,
+    prefix: String,
+    server: ArkServer,
+}
+
+impl VeleroCli {
+    async fn start(server_args: &[&str]) -> VeleroCli {
+        let cluster = Cluster::second();
+        let client = cluster.client().await;
+        let ns = cluster.namespace("ark").await;
+        let app = application(&cluster, &client).await;
+        let prefix = unique_name("interop");
+        velero_location(&cluster, &client, &ns.name, &prefix).await;
+        let server = ArkServer::start_with(ARK, &cluster, &ns.name, server_args);
+        wait_available(&client, &ns.name, "default").await;
+        VeleroCli {
+            cluster,
+            client,
+            ns,
+            app,
+            prefix,
+            server,
+        }
+    }
+}
+
 /// What `velero backup create NAME` or `velero restore create` said it made.
 fn submitted(out: &str) -> String {
     let quoted = out
@@ -627,14 +660,14 @@ fn seconds_between(
 /// restore brings back one application, not the whole cluster.)
 #[tokio::test]
 async fn velero_s_cli_with_no_optional_flag_gets_velero_s_defaults_from_ark_s_server() {
-    let cluster = Cluster::second();
-    let client = cluster.client().await;
-    let ns = cluster.namespace("ark").await;
-    let app = application(&cluster, &client).await;
-    let prefix = unique_name("interop");
-    velero_location(&cluster, &client, &ns.name, &prefix).await;
-    let _server = ArkServer::start(ARK, &cluster, &ns.name);
-    wait_available(&client, &ns.name, "default").await;
+    let VeleroCli {
+        cluster,
+        client,
+        ns,
+        app,
+        prefix,
+        server: _server,
+    } = VeleroCli::start(&[]).await;
 
     let out = velero_ok(&cluster, &ns.name, &["backup", "create", "everything"]);
     assert_eq!(submitted(&out), "everything");
@@ -793,14 +826,14 @@ async fn velero_s_cli_with_no_optional_flag_gets_velero_s_defaults_from_ark_s_se
 async fn a_velero_cli_backup_without_ttl_outlives_collection_a_restart_and_a_sync() {
     const GC: &[&str] = &["--garbage-collection-frequency", "2s"];
     const THREE_PERIODS: Duration = Duration::from_secs(6);
-    let cluster = Cluster::second();
-    let client = cluster.client().await;
-    let ns = cluster.namespace("ark").await;
-    let app = application(&cluster, &client).await;
-    let prefix = unique_name("interop");
-    velero_location(&cluster, &client, &ns.name, &prefix).await;
-    let server = ArkServer::start_with(ARK, &cluster, &ns.name, GC);
-    wait_available(&client, &ns.name, "default").await;
+    let VeleroCli {
+        cluster,
+        client,
+        ns,
+        app,
+        prefix,
+        server,
+    } = VeleroCli::start(GC).await;
     let create = |name: &'static str, more: &'static [&'static str]| {
         let mut args = vec![
             "backup",
@@ -836,7 +869,8 @@ async fn a_velero_cli_backup_without_ttl_outlives_collection_a_restart_and_a_syn
 
     drop(server);
     let server = ArkServer::start_with(ARK, &cluster, &ns.name, GC);
-    server.wait_for_log("starting in namespace", WAIT).await;
+    // It leads (its collection runs) once the killed one's lease has expired.
+    server.wait_for_log(" leads (lease ", WAIT).await;
     tokio::time::sleep(THREE_PERIODS).await;
     still_kept().await;
 
@@ -863,10 +897,14 @@ async fn a_velero_cli_backup_without_ttl_outlives_collection_a_restart_and_a_syn
 /// `false` is), nor is anything in a namespace so labelled, as Velero's server leaves them out.
 #[tokio::test]
 async fn items_and_namespaces_labelled_exclude_from_backup_never_reach_the_bucket() {
-    let cluster = Cluster::second();
-    let client = cluster.client().await;
-    let ns = cluster.namespace("ark").await;
-    let app = application(&cluster, &client).await;
+    let VeleroCli {
+        cluster,
+        client,
+        ns,
+        app,
+        prefix,
+        server: _server,
+    } = VeleroCli::start(&[]).await;
     let excluded = cluster.namespace("excluded").await;
     let label = |value: &str| serde_json::json!({ "velero.io/exclude-from-backup": value });
     let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &app.name);
@@ -893,10 +931,6 @@ async fn items_and_namespaces_labelled_exclude_from_backup_never_reach_the_bucke
         .create(&PostParams::default(), &inside)
         .await
         .unwrap();
-    let prefix = unique_name("interop");
-    velero_location(&cluster, &client, &ns.name, &prefix).await;
-    let _server = ArkServer::start(ARK, &cluster, &ns.name);
-    wait_available(&client, &ns.name, "default").await;
     let both = format!("{},{}", app.name, excluded.name);
     velero_ok(
         &cluster,
@@ -949,14 +983,14 @@ async fn items_and_namespaces_labelled_exclude_from_backup_never_reach_the_bucke
 /// results, which `describe --details` shows; a filter ark cannot apply refuses the backup.
 #[tokio::test]
 async fn velero_s_spec_fields_survive_the_bucket_and_sync_and_unhonoured_ones_are_named() {
-    let cluster = Cluster::second();
-    let client = cluster.client().await;
-    let ns = cluster.namespace("ark").await;
-    let app = application(&cluster, &client).await;
-    let prefix = unique_name("interop");
-    velero_location(&cluster, &client, &ns.name, &prefix).await;
-    let _server = ArkServer::start(ARK, &cluster, &ns.name);
-    wait_available(&client, &ns.name, "default").await;
+    let VeleroCli {
+        cluster,
+        client,
+        ns,
+        app,
+        prefix,
+        server: _server,
+    } = VeleroCli::start(&[]).await;
     let unmodelled = serde_json::json!({
         "defaultVolumesToFsBackup": true,
         "datamover": "velero",
