@@ -113,32 +113,42 @@ impl Context {
     }
 }
 
-#[cfg(test)]
+/// The Restore cache's writer: its reflector runs with the term's controllers.
+type RestoreWriter = kube::runtime::reflector::store::Writer<kube::api::DynamicObject>;
+
 impl Context {
-    /// A context over `client` with the server's defaults, and the sender that tells it to stop.
-    pub fn for_tests(client: kube::Client) -> (Context, tokio::sync::watch::Sender<bool>) {
+    /// The context of one term of leadership, built from the server's options; the sender that
+    /// tells its controllers to stop, and the writer of its Restore cache.
+    fn new(
+        client: &kube::Client,
+        options: &ServerOptions,
+        scratch: PathBuf,
+        metrics: Arc<shared::metrics::Metrics>,
+    ) -> (
+        Arc<Context>,
+        tokio::sync::watch::Sender<bool>,
+        RestoreWriter,
+    ) {
         let (stop, stopping) = tokio::sync::watch::channel(false);
-        let restores = kube::runtime::reflector::store::Writer::new(shared::objects::resource::<
-            ark_api::Restore,
-        >());
+        let restores = RestoreWriter::new(shared::objects::resource::<ark_api::Restore>());
         let context = Context {
-            events: shared::events::Events::new(client.clone(), "test"),
-            client,
-            namespace: "velero".into(),
-            scratch: std::env::temp_dir(),
-            default_ttl: Duration::from_secs(3600),
-            default_item_operation_timeout: Duration::from_secs(4 * 3600),
-            workers: 1,
-            sync_period: Duration::from_secs(60),
-            validation_period: Duration::from_secs(60),
-            deletion_workers: 1,
-            deletion_request_ttl: Duration::from_secs(3600),
-            gc_frequency: Duration::from_secs(3600),
-            hooks_timeout: Duration::from_secs(60),
-            hook_execs_at_once: 1,
-            restore_items_at_once: 1,
-            volume_snapshotter: None,
-            metrics: Arc::default(),
+            events: shared::events::Events::new(client.clone(), &options.identity),
+            client: client.clone(),
+            namespace: options.namespace.clone(),
+            scratch,
+            default_ttl: options.default_ttl,
+            default_item_operation_timeout: options.default_item_operation_timeout,
+            workers: options.workers.max(1),
+            sync_period: options.sync_period,
+            validation_period: options.validation_period,
+            deletion_workers: options.deletion_workers.max(1),
+            deletion_request_ttl: options.deletion_request_ttl,
+            gc_frequency: options.gc_frequency,
+            hooks_timeout: options.restore_hooks_timeout,
+            hook_execs_at_once: options.restore_hook_execs_at_once.max(1).into(),
+            restore_items_at_once: options.restore_items_at_once.max(1).into(),
+            volume_snapshotter: options.volume_snapshotter.clone(),
+            metrics,
             restores: restores.as_reader(),
             running_backups: Mutex::default(),
             deleting: Mutex::default(),
@@ -146,6 +156,37 @@ impl Context {
             sync_missing: Mutex::default(),
             stopping,
         };
+        (Arc::new(context), stop, restores)
+    }
+}
+
+#[cfg(test)]
+impl Context {
+    /// A context over `client` with short test settings, and the sender that tells it to stop.
+    pub fn for_tests(client: kube::Client) -> (Context, tokio::sync::watch::Sender<bool>) {
+        let options = ServerOptions {
+            namespace: "velero".into(),
+            scratch_dir: std::env::temp_dir(),
+            sync_period: Duration::from_secs(60),
+            validation_period: Duration::from_secs(60),
+            default_ttl: Duration::from_secs(3600),
+            default_item_operation_timeout: Duration::from_secs(4 * 3600),
+            workers: 1,
+            identity: "test".into(),
+            deletion_workers: 1,
+            deletion_request_ttl: Duration::from_secs(3600),
+            gc_frequency: Duration::from_secs(3600),
+            restore_hooks_timeout: Duration::from_secs(60),
+            restore_hook_execs_at_once: 1,
+            restore_items_at_once: 1,
+            metrics_address: None,
+            volume_snapshotter: None,
+            velero_answer_timeout: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(5),
+        };
+        let (context, stop, _) =
+            Context::new(&client, &options, std::env::temp_dir(), Arc::default());
+        let context = Arc::try_unwrap(context).unwrap_or_else(|_| unreachable!("just made"));
         (context, stop)
     }
 }
@@ -154,15 +195,16 @@ impl Context {
 pub enum ServerError {
     #[error("scratch directory {0}: {1}")]
     Scratch(PathBuf, std::io::Error),
-    #[error("lost the leader lease {0}/{1}: stopping so that another replica takes over")]
-    LostLeadership(String, &'static str),
     #[error("serving metrics on {0}: {1}")]
     Metrics(SocketAddr, std::io::Error),
     #[error(transparent)]
     VeleroServerActive(#[from] shared::velero_server::VeleroServerActive),
 }
 
-/// Runs the controllers until the process is told to stop.
+/// Runs the controllers while this replica leads, until the process is told to stop. A replica
+/// that loses the lease (the API server gone for longer than the renew deadline, or another
+/// replica holding it) stops its work at once, since another may take over, and goes back to
+/// standing by: it campaigns again and leads again once it may. The process never ends for it.
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
     let scratch = shared::scratch::Scratch::create(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
@@ -172,69 +214,85 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         options.velero_answer_timeout,
     )
     .await?;
-    let restore_writer = kube::runtime::reflector::store::Writer::new(shared::objects::resource::<
-        ark_api::Restore,
-    >());
-    let restore_cache = restore_writer.as_reader();
-    let restore_api = shared::objects::api::<ark_api::Restore>(&client, &options.namespace);
-    let restore_reflector = {
-        use futures::StreamExt;
-        use kube::runtime::WatchStreamExt;
-        kube::runtime::reflector(
-            restore_writer,
-            kube::runtime::watcher(restore_api, Default::default()),
-        )
-        .default_backoff()
-        .for_each(|_| std::future::ready(()))
-    };
-    let (stop, stopping) = tokio::sync::watch::channel(false);
-    let ctx = Arc::new(Context {
-        events: shared::events::Events::new(client.clone(), &options.identity),
-        client,
-        namespace: options.namespace,
-        scratch: scratch.path(),
-        default_ttl: options.default_ttl,
-        default_item_operation_timeout: options.default_item_operation_timeout,
-        workers: options.workers.max(1),
-        sync_period: options.sync_period,
-        validation_period: options.validation_period,
-        deletion_workers: options.deletion_workers.max(1),
-        deletion_request_ttl: options.deletion_request_ttl,
-        gc_frequency: options.gc_frequency,
-        hooks_timeout: options.restore_hooks_timeout,
-        hook_execs_at_once: options.restore_hook_execs_at_once.max(1).into(),
-        restore_items_at_once: options.restore_items_at_once.max(1).into(),
-        volume_snapshotter: options.volume_snapshotter,
-        metrics: Arc::default(),
-        restores: restore_cache,
-        running_backups: Mutex::default(),
-        deleting: Mutex::default(),
-        removed_requests: Default::default(),
-        sync_missing: Mutex::default(),
-        stopping,
-    });
     tracing::info!(
         "ark server {} starting in namespace {}",
         options.identity,
-        ctx.namespace
+        options.namespace
     );
-    let metrics = async {
-        match options.metrics_address {
-            Some(address) => shared::metrics::serve(address, ctx.metrics.clone())
-                .await
-                .map_err(|e| ServerError::Metrics(address, e)),
-            None => std::future::pending().await,
+    let metrics = Arc::new(shared::metrics::Metrics::default());
+    // Metrics and health are served for the process's whole life, standing by too: its probes
+    // must answer.
+    let serving = {
+        let metrics = metrics.clone();
+        async move {
+            match options.metrics_address {
+                Some(address) => shared::metrics::serve(address, metrics)
+                    .await
+                    .map_err(|e| ServerError::Metrics(address, e)),
+                None => std::future::pending().await,
+            }
         }
     };
-    let lost = || ServerError::LostLeadership(ctx.namespace.clone(), shared::leader::LEASE_NAME);
-    let election = shared::leader::Election::new(options.identity);
-    // Metrics and health are served while the replica waits for the lease too: its probes must
-    // answer.
-    tokio::pin!(metrics);
-    let mut leadership = tokio::select! {
-        leadership = shared::leader::acquire(&ctx.client, &ctx.namespace, election) => leadership,
-        result = &mut metrics => return result,
-        () = shutdown_signal() => return Ok(()),
+    let shutdown = shutdown_signal();
+    tokio::pin!(serving, shutdown);
+    loop {
+        let election = shared::leader::Election::new(options.identity.clone());
+        let leadership = tokio::select! {
+            leadership = shared::leader::acquire(&client, &options.namespace, election) => leadership,
+            result = &mut serving => return result,
+            () = &mut shutdown => return Ok(()),
+        };
+        metrics.set_leading(true);
+        let term = lead(
+            Context::new(&client, &options, scratch.path(), metrics.clone()),
+            leadership,
+            &options,
+            &mut serving,
+            &mut shutdown,
+        )
+        .await;
+        metrics.set_leading(false);
+        match term {
+            Term::Lost => tracing::warn!(
+                "lost the leader lease {}/{}: this replica's work is stopped (another may take \
+                 over); standing by to lead again",
+                options.namespace,
+                shared::leader::LEASE_NAME
+            ),
+            Term::Ended(result) => return result,
+        }
+    }
+}
+
+/// How one term of leadership ended.
+enum Term {
+    /// The lease was lost: stand by and campaign again.
+    Lost,
+    /// The process is to end, with this result.
+    Ended(Result<(), ServerError>),
+}
+
+/// One term of leadership: every controller, over a context of the term's own (nothing a stopped
+/// term left half-done, such as the backups it was running, carries over), until the lease is
+/// lost or the process is told to stop.
+async fn lead(
+    (ctx, stop, restores): (
+        Arc<Context>,
+        tokio::sync::watch::Sender<bool>,
+        RestoreWriter,
+    ),
+    mut leadership: shared::leader::Leadership,
+    options: &ServerOptions,
+    serving: &mut std::pin::Pin<&mut impl Future<Output = Result<(), ServerError>>>,
+    shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> Term {
+    let restore_reflector = {
+        use futures::StreamExt;
+        use kube::runtime::WatchStreamExt;
+        let api = shared::objects::api::<ark_api::Restore>(&ctx.client, &ctx.namespace);
+        kube::runtime::reflector(restores, kube::runtime::watcher(api, Default::default()))
+            .default_backoff()
+            .for_each(|_| std::future::ready(()))
     };
     // The controllers that have not ended yet, named if the shutdown grace runs out.
     let running = Mutex::new(std::collections::BTreeSet::new());
@@ -269,45 +327,37 @@ pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), Ser
         )
     };
     tokio::pin!(controllers);
-    enum Stopped {
-        Done(Result<(), ServerError>),
-        Signalled,
-        LostLeadership,
+    // Lost: dropping the controllers (when this returns) stops every piece of work at once.
+    tokio::select! {
+        _ = &mut controllers => return Term::Ended(Ok(())),
+        result = &mut *serving => return Term::Ended(result),
+        () = leadership.hold() => return Term::Lost,
+        () = &mut *shutdown => {}
     }
-    let stopped = tokio::select! {
-        _ = &mut controllers => Stopped::Done(Ok(())),
-        result = &mut metrics => Stopped::Done(result),
-        () = leadership.hold() => Stopped::LostLeadership,
-        () = shutdown_signal() => Stopped::Signalled,
+    let grace = options.shutdown_grace;
+    tracing::info!("stopping: no new work is taken; waiting up to {grace:?} for what runs");
+    let _ = stop.send(true);
+    let finished = tokio::select! {
+        _ = &mut controllers => Some(true),
+        () = tokio::time::sleep(grace) => Some(false),
+        () = leadership.hold() => None,
     };
-    let outcome = match stopped {
+    match finished {
         // Another replica may take over now: stop at once, whatever runs.
-        Stopped::LostLeadership => return Err(lost()),
-        Stopped::Done(result) => result,
-        Stopped::Signalled => {
-            let grace = options.shutdown_grace;
-            tracing::info!("stopping: no new work is taken; waiting up to {grace:?} for what runs");
-            let _ = stop.send(true);
-            let finished = tokio::select! {
-                _ = &mut controllers => Some(true),
-                () = tokio::time::sleep(grace) => Some(false),
-                () = leadership.hold() => None,
-            };
-            match finished {
-                None => return Err(lost()),
-                Some(true) => tracing::info!("all work finished"),
-                Some(false) => tracing::warn!(
-                    "work still running after {grace:?} (controllers: {}; backups: {}) is left to \
-                     the next leader, which fails it",
-                    Vec::from_iter(running.lock().unwrap().iter().copied()).join(", "),
-                    Vec::from_iter(ctx.running_backups.lock().unwrap().iter().cloned()).join(", "),
-                ),
-            }
-            Ok(())
+        None => {
+            tracing::warn!("lost the leader lease while stopping: stopped at once");
+            return Term::Ended(Ok(()));
         }
-    };
+        Some(true) => tracing::info!("all work finished"),
+        Some(false) => tracing::warn!(
+            "work still running after {grace:?} (controllers: {}; backups: {}) is left to the \
+             next leader, which fails it",
+            Vec::from_iter(running.lock().unwrap().iter().copied()).join(", "),
+            Vec::from_iter(ctx.running_backups.lock().unwrap().iter().cloned()).join(", "),
+        ),
+    }
     leadership.release().await;
-    outcome
+    Term::Ended(Ok(()))
 }
 
 /// SIGTERM (Kubernetes stopping the pod) or SIGINT.

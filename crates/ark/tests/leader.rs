@@ -1,6 +1,7 @@
 //! Two server replicas: one leads (holds the Lease) and works; when it dies the other takes over,
 //! when it is told to stop it finishes its work and hands over at once, and when it is paused
-//! past its lease it cannot complete what its successor has ended.
+//! past its lease it cannot complete what its successor has ended. A replica that loses its lease
+//! stops its work and stands by; the process lives on and leads again when it may.
 
 mod common;
 
@@ -144,7 +145,7 @@ async fn sigterm_finishes_the_running_backup_and_hands_the_lease_over_at_once() 
 
 /// The leader is paused (SIGSTOP) in the middle of a backup for longer than its lease: the other
 /// replica takes over and fails the backup; the old leader, resumed, stops leading, and what it
-/// goes on to write cannot make the backup Completed or put it in the bucket.
+/// goes on to write cannot make the backup Completed or put it in the bucket; it stands by, alive.
 /// Once in the README's test command; `ARK_FAULT_PAUSES=20` repeats it (`docs/reliability.md`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_paused_past_its_lease_cannot_complete_what_its_successor_failed() {
@@ -166,7 +167,7 @@ async fn pause_the_leader_during_a_backup() {
         second,
     } = two_replicas_with_a_backup_held_by_s3().await;
     first.signal("STOP");
-    wait_for(leases, "ark-server", held_by("replica-b"), WAIT)
+    wait_for(leases.clone(), "ark-server", held_by("replica-b"), WAIT)
         .await
         .unwrap();
     let failed = setup.backup_in("b1", BackupPhase::Failed).await;
@@ -174,17 +175,23 @@ async fn pause_the_leader_during_a_backup() {
         failed.status.unwrap().failure_reason.as_deref(),
         Some("found a backup with status InProgress during the server starting, mark it as Failed")
     );
-    // The old leader wakes up with its upload able to finish.
+    // The old leader wakes up with its upload able to finish: it stops its work and stands by.
+    // (Before, the process exited; a server started by hand stayed dead.)
     s3.resume();
     first.signal("CONT");
-    let status = first
-        .wait_exit(Duration::from_secs(30))
-        .expect("replica-a stops");
-    assert!(!status.success());
-    assert!(
-        first.log().contains("lost the leader lease"),
-        "{}",
+    first
+        .wait_for_log("standing by to lead again", Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        first.wait_exit(Duration::from_secs(1)),
+        None,
+        "replica-a exited:\n{}",
         first.log()
+    );
+    let lease = leases.get("ark-server").await.unwrap();
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some("replica-b")
     );
     let backup = setup.backups().get("b1").await.unwrap();
     assert_eq!(backup.phase(), BackupPhase::Failed);
@@ -197,4 +204,69 @@ async fn pause_the_leader_during_a_backup() {
             .unwrap()
     );
     drop(second);
+}
+
+/// The regression behind a server that died of an API hiccup: the API server gone for longer
+/// than the renew deadline (10 s) made the only replica exit ("lost the leader lease ...:
+/// stopping"), and a server started by hand stayed dead. Now it stops its work, stands by (its
+/// readiness says so), campaigns while the API server is gone, leads again once it answers, and
+/// takes a new backup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_api_server_is_gone_past_its_renew_deadline_stands_by_and_leads_again() {
+    let cluster = Cluster::get();
+    let ns = cluster.namespace("ark").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let api = PausableProxy::start(cluster.api_server_address()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let through = cluster.through(api.address, dir.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
+    let mut server = ArkServer::start_with(
+        ARK,
+        &through,
+        &ns.name,
+        &["--id", "alone", "--metrics-address", &metrics],
+    );
+    server.wait_for_log("alone leads", WAIT).await;
+    assert_eq!(readiness(port), "ok: leading");
+
+    api.take_down();
+    server
+        .wait_for_log("standing by to lead again", Duration::from_secs(40))
+        .await;
+    assert_eq!(readiness(port), "ok: standing by, not leading");
+    assert_eq!(server.wait_exit(Duration::from_secs(2)), None);
+    api.resume();
+    let deadline = std::time::Instant::now() + WAIT;
+    while server.log().matches("alone leads").count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not lead again:\n{}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(readiness(port), "ok: leading");
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "create", "after", "--wait", "--timeout", "1m"],
+    );
+}
+
+/// The body of the server's `/readyz`, on 127.0.0.1:port.
+fn readiness(port: u16) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET /readyz HTTP/1.1\r\nHost: ark\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.trim().to_string())
+        .unwrap_or_default()
 }

@@ -3,18 +3,24 @@
 //! Deployment's probes.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Debug, Default)]
 pub struct Metrics {
+    /// Whether this replica leads now (shown by `/readyz`).
+    leading: AtomicBool,
     deletion_attempts: AtomicU64,
     deletion_successes: AtomicU64,
     deletion_failures: AtomicU64,
 }
 
 impl Metrics {
+    pub fn set_leading(&self, leading: bool) {
+        self.leading.store(leading, Ordering::Relaxed);
+    }
+
     pub fn deletion_attempted(&self) {
         self.deletion_attempts.fetch_add(1, Ordering::Relaxed);
     }
@@ -64,9 +70,18 @@ fn answer(request: &[u8], metrics: &Metrics) -> (&'static str, &'static str, Str
         .unwrap_or_default();
     match path.split('?').next().unwrap_or_default() {
         "/metrics" => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
-        // The process answers, so it lives; and every replica, leading or standing by, is ready
-        // (a standby that is not would keep the Deployment unavailable for nothing).
-        "/healthz" | "/readyz" => ("200 OK", "text/plain", "ok\n".into()),
+        // The process answers, so it lives, whatever it can reach.
+        "/healthz" => ("200 OK", "text/plain", "ok\n".into()),
+        // Every replica, leading or standing by, is ready (a standby that is not would keep the
+        // Deployment unavailable for nothing); the body says which.
+        "/readyz" => {
+            let role = if metrics.leading.load(Ordering::Relaxed) {
+                "ok: leading\n"
+            } else {
+                "ok: standing by, not leading\n"
+            };
+            ("200 OK", "text/plain", role.into())
+        }
         _ => ("404 Not Found", "text/plain", "not found\n".into()),
     }
 }
