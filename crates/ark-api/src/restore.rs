@@ -39,6 +39,9 @@ pub struct RestoreSpec {
     pub existing_resource_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<RestoreHooks>,
+    /// Services keep their node ports (Velero's default: they do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preserve_node_ports: Option<bool>,
     /// How long asynchronous item operations may take; zero or absent is the server's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_operation_timeout: Option<String>,

@@ -11,7 +11,7 @@ use ark_tests::fixtures::object;
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_deleted, wait_for};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Service};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -274,4 +274,100 @@ async fn an_item_at_a_version_the_cluster_does_not_serve_is_named_by_group_versi
          \"horizontalpodautoscalers\")"
     );
     assert!(described.contains(&named), "{named:?} not in:\n{described}");
+}
+
+/// `preserveNodePorts` (`--preserve-nodeports`), as Velero's users rely on it: a NodePort Service
+/// comes back with its node port; restored again beside itself, the port is taken, and that
+/// Service fails the restore (PartiallyFailed) with the API server's reason; without the flag it
+/// gets a new port.
+#[tokio::test]
+async fn node_ports_are_kept_when_the_restore_preserves_them_and_a_taken_one_fails_that_service() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("ports").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    // A port of the NodePort range few tests would pick, from this process's id.
+    let port = 30000 + (std::process::id() % 2700) as i32;
+    let services: Api<Service> = Api::namespaced(client.clone(), &app.name);
+    services
+        .create(
+            &PostParams::default(),
+            &object(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": { "type": "NodePort", "selector": { "app": "web" },
+                          "ports": [{ "port": 80, "nodePort": port }] },
+            })),
+        )
+        .await
+        .unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "1m",
+        ],
+    );
+    delete_and_wait(Api::<Namespace>::all(client.clone()), &app.name).await;
+    let restore = |name: &str, more: &[&str]| {
+        let mut args = vec![
+            "restore",
+            "create",
+            name,
+            "--from-backup",
+            "b1",
+            "--wait",
+            "--timeout",
+            "1m",
+        ];
+        args.extend(more);
+        common::ark(Some(&cluster), &[&args[..], &["-n", &ns.name]].concat())
+    };
+    let kept = restore("r1", &["--preserve-nodeports"]);
+    assert!(kept.status.success(), "{}", common::text(&kept.stderr));
+    let node_port = |svc: Service| svc.spec.unwrap().ports.unwrap()[0].node_port;
+    assert_eq!(node_port(services.get("web").await.unwrap()), Some(port));
+
+    let beside = format!("{}-beside", app.name);
+    let _beside = cluster.delete_on_drop::<Namespace>(&beside);
+    let mapping = format!("{}:{beside}", app.name);
+    let taken = restore(
+        "r2",
+        &["--preserve-nodeports", "--namespace-mappings", &mapping],
+    );
+    assert_eq!(taken.status.code(), Some(1));
+    assert!(
+        common::text(&taken.stdout).contains("Restore completed with status: PartiallyFailed."),
+        "{}",
+        common::text(&taken.stdout)
+    );
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "describe", "r2", "--details"],
+    );
+    assert!(
+        described.contains("provided port is already allocated"),
+        "{described}"
+    );
+
+    let fresh = format!("{}-fresh", app.name);
+    let _fresh = cluster.delete_on_drop::<Namespace>(&fresh);
+    let mapping = format!("{}:{fresh}", app.name);
+    let moved = restore("r3", &["--namespace-mappings", &mapping]);
+    assert!(moved.status.success(), "{}", common::text(&moved.stderr));
+    let again = Api::<Service>::namespaced(client.clone(), &fresh)
+        .get("web")
+        .await
+        .unwrap();
+    let assigned = node_port(again);
+    assert!(assigned.is_some() && assigned != Some(port), "{assigned:?}");
 }

@@ -74,7 +74,6 @@ pub const RESTORE_FILTERS: &[Field] = &[field(
 
 /// Restore fields ark does not act on yet: the restore runs without them, with a warning each.
 pub const RESTORE_BEHAVIOURS: &[Field] = &[
-    field("preserveNodePorts", "keeps the Services' node ports"),
     field("restoreStatus", "restores these resources' status"),
     field(
         "resourceModifier",

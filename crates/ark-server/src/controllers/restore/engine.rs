@@ -213,6 +213,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         restore_name,
         namespace_mapping: &mapping,
         restored_volumes: &restored_volumes,
+        preserve_node_ports: spec.preserve_node_ports.unwrap_or(false),
     };
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
     let mut done = 0i64;

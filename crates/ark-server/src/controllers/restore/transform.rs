@@ -27,6 +27,9 @@ pub struct Transform<'a> {
     /// [`is_restored_volume`]): a claim bound to one of them keeps its `volumeName`, so the pair
     /// binds again; a claim bound to any other volume is provisioned anew.
     pub restored_volumes: &'a BTreeSet<String>,
+    /// The restore's `preserveNodePorts`: Services keep their node ports (a port taken in this
+    /// cluster then fails that Service, as in Velero).
+    pub preserve_node_ports: bool,
 }
 
 /// Annotations the PV controller writes when it binds a claim and a volume: a restored pair
@@ -98,7 +101,7 @@ impl Transform<'_> {
         }
         match group_resource {
             "pods" => pod(object),
-            "services" => service(object),
+            "services" => service(object, self.preserve_node_ports),
             "persistentvolumes" => self.persistent_volume(object),
             "persistentvolumeclaims" => self.persistent_volume_claim(object),
             "rolebindings.rbac.authorization.k8s.io"
@@ -199,8 +202,9 @@ fn pod(object: &mut Map<String, Value>) {
     }
 }
 
-/// Cluster IPs and node ports belong to the cluster that assigned them.
-fn service(object: &mut Map<String, Value>) {
+/// Cluster IPs and node ports belong to the cluster that assigned them; node ports stay when the
+/// restore asks for them.
+fn service(object: &mut Map<String, Value>, preserve_node_ports: bool) {
     let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -208,6 +212,9 @@ fn service(object: &mut Map<String, Value>) {
     if !headless {
         spec.remove("clusterIP");
         spec.remove("clusterIPs");
+    }
+    if preserve_node_ports {
+        return;
     }
     spec.remove("healthCheckNodePort");
     if let Some(Value::Array(ports)) = spec.get_mut("ports") {
@@ -314,6 +321,7 @@ mod tests {
             restore_name: "r1",
             namespace_mapping: &mapping,
             restored_volumes: &BTreeSet::new(),
+            preserve_node_ports: false,
         };
         let item = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
@@ -347,6 +355,7 @@ mod tests {
             restore_name: "r",
             namespace_mapping: &mapping,
             restored_volumes: &restored,
+            preserve_node_ports: false,
         };
         let bind = json!({ "pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes", "keep": "me" });
         let volume = json!({
@@ -387,6 +396,7 @@ mod tests {
             restore_name: "r",
             namespace_mapping: &mapping,
             restored_volumes: &BTreeSet::new(),
+            preserve_node_ports: false,
         };
         for resource in [
             "rolebindings.rbac.authorization.k8s.io",
@@ -424,6 +434,7 @@ mod tests {
             restore_name: "r",
             namespace_mapping: &mapping,
             restored_volumes: &BTreeSet::new(),
+            preserve_node_ports: false,
         };
         let pod = t.apply("pods", json!({
             "metadata": { "name": "p" },
@@ -451,10 +462,21 @@ mod tests {
             restore_name: "r",
             namespace_mapping: &mapping,
             restored_volumes: &BTreeSet::new(),
+            preserve_node_ports: false,
         };
-        let svc = t.apply("services", json!({ "metadata": {}, "spec": {
-            "clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"], "ports": [{ "port": 80, "nodePort": 30001 }] } }));
+        let node_port = json!({ "metadata": {}, "spec": {
+            "clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"], "ports": [{ "port": 80, "nodePort": 30001 }] } });
+        let svc = t.apply("services", node_port.clone());
         assert_eq!(svc["spec"], json!({ "ports": [{ "port": 80 }] }));
+        let preserved = Transform {
+            preserve_node_ports: true,
+            ..t
+        };
+        let svc = preserved.apply("services", node_port);
+        assert_eq!(
+            svc["spec"],
+            json!({ "ports": [{ "port": 80, "nodePort": 30001 }] })
+        );
         let headless = t.apply(
             "services",
             json!({ "metadata": {}, "spec": { "clusterIP": "None" } }),

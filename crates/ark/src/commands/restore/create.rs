@@ -26,6 +26,9 @@ pub struct RestoreCreateArgs {
     /// What to do with objects that already exist
     #[arg(long, value_enum, default_value_t = ExistingResourcePolicy::None)]
     pub existing_resource_policy: ExistingResourcePolicy,
+    /// Services keep their node ports (one taken in this cluster fails that Service)
+    #[arg(long = "preserve-nodeports")]
+    pub preserve_node_ports: bool,
     /// Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input),
     /// checked before anything is created
     #[arg(long, value_name = "FILE")]
@@ -115,6 +118,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
             .to_string(),
         ),
         hooks,
+        preserve_node_ports: args.preserve_node_ports.then_some(true),
         ..Default::default()
     };
     let api: Api<Restore> = Api::namespaced(client, &global.namespace);
