@@ -251,10 +251,13 @@ impl ProgressReporter {
         });
         (progress, Self { task })
     }
+}
 
-    /// Stops at once. A patch cut off in flight cannot land on the final status: it is written
-    /// only while the object is InProgress.
-    pub fn stop(self) {
+/// Dropped, it stops at once: when its operation ends (a patch cut off in flight cannot land on
+/// the final status, which is written only while the object is InProgress), or when a lost lease
+/// cuts the operation off.
+impl Drop for ProgressReporter {
+    fn drop(&mut self) {
         self.task.abort();
     }
 }

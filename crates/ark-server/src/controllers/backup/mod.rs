@@ -424,7 +424,7 @@ async fn back_up(
         &progress,
     )
     .await;
-    reporter.stop();
+    drop(reporter);
     let mut collected = match collected {
         Ok(collected) => collected,
         Err(error) => {

@@ -203,7 +203,7 @@ async fn restore_from(
         items_at_once: ctx.restore_items_at_once,
     })
     .await;
-    reporter.stop();
+    drop(reporter);
     let mut restored = restored.map_err(|e| format!("restoring: {e}"))?;
     for rejected in &extracted.rejected.velero {
         log.log(Level::Error, rejected);
