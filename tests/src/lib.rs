@@ -527,6 +527,8 @@ pub fn is_pod_running() -> impl Condition<Pod> {
 pub struct ArkServer {
     child: std::process::Child,
     log: PathBuf,
+    /// The kubeconfig and namespace it serves, for the objects' status printed on a failure.
+    serves: (PathBuf, Option<String>),
     _scratch: tempfile::TempDir,
 }
 
@@ -601,9 +603,19 @@ impl ArkServer {
             .stderr(std::fs::File::create(&log).expect("server log"))
             .spawn()
             .expect("start ark server");
+        // `-n NS` or `--namespace=NS`, as its command line names it.
+        let namespace = args
+            .iter()
+            .position(|a| a == "-n")
+            .and_then(|at| args.get(at + 1).cloned())
+            .or_else(|| {
+                args.iter()
+                    .find_map(|a| a.strip_prefix("--namespace=").map(str::to_string))
+            });
         ArkServer {
             child,
             log,
+            serves: (cluster.kubeconfig.clone(), namespace),
             _scratch: scratch,
         }
     }
@@ -672,6 +684,25 @@ impl Drop for ArkServer {
         let _ = self.child.wait();
         if std::thread::panicking() {
             eprintln!("--- ark server log ---\n{}", self.log());
+            // What the server left its objects in (bounded: a failing test must not hang here).
+            if let (kubeconfig, Some(namespace)) = &self.serves {
+                // `timeout`, not `output_within`: a second panic here would abort the tests.
+                let mut command = std::process::Command::new("timeout");
+                command
+                    .args(["20", "kubectl", "--kubeconfig"])
+                    .arg(kubeconfig)
+                    .args(["-n", namespace, "--request-timeout=10s", "get"])
+                    .arg("backups.velero.io,restores.velero.io,deletebackuprequests.velero.io,backupstoragelocations.velero.io")
+                    .args(["-o", "custom-columns=KIND:.kind,NAME:.metadata.name,PHASE:.status.phase,MESSAGE:.status.message,ERRORS:.status.errors,FAILURE:.status.failureReason"])
+                    .stdin(std::process::Stdio::null());
+                if let Ok(output) = command.output() {
+                    eprintln!(
+                        "--- objects in {namespace} ---\n{}{}",
+                        String::from_utf8_lossy(&output.stdout),
+                        String::from_utf8_lossy(&output.stderr)
+                    );
+                }
+            }
         }
     }
 }
