@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, TypedLocalObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -42,6 +42,10 @@ pub struct RestoreSpec {
     /// Services keep their node ports (Velero's default: they do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserve_node_ports: Option<bool>,
+    /// Resource modifier rules (a ConfigMap in the restore's namespace, Velero's format) applied to
+    /// the restored items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_modifier: Option<TypedLocalObjectReference>,
     /// How long asynchronous item operations may take; zero or absent is the server's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_operation_timeout: Option<String>,

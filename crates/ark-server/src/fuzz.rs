@@ -2,7 +2,7 @@
 //! the seeds: fuzz/corpus/<target>/). Each must return, never panic, whatever the bytes.
 
 use crate::controllers::restore::extract;
-use crate::controllers::restore::hooks::annotations;
+use crate::hooks::annotations;
 use crate::shared::{results, snapshots};
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {

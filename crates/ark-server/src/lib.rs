@@ -4,6 +4,7 @@
 mod controllers;
 #[cfg(test)]
 mod fuzz;
+mod hooks;
 mod shared;
 
 pub use shared::{locations, snapshots};

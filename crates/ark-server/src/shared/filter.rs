@@ -77,13 +77,19 @@ impl IncludesExcludes {
 /// `[a-z]`, `[!abc]`, `{a,b}` (alternatives, which may hold globs) and `\` (escape). A malformed
 /// pattern matches nothing, as in Velero, where it fails to compile.
 pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    glob_matches_separated(pattern, text, None)
+}
+
+/// [`glob_matches`] with gobwas/glob's separator: `*` and `?` stop at `separator`, `**` crosses it
+/// (Velero compiles a resource modifier's `groupResource` with `.`, so `*.apps` is not `a.b.apps`).
+pub fn glob_matches_separated(pattern: &str, text: &str, separator: Option<char>) -> bool {
     let text: Vec<char> = text.chars().collect();
     expand_alternatives(pattern, 0)
         .unwrap_or_default()
         .iter()
         .any(|alternative| {
             let pattern: Vec<char> = alternative.chars().collect();
-            matches_from(&pattern, &text).unwrap_or(false)
+            matches_from(&pattern, &text, separator).unwrap_or(false)
         })
 }
 
@@ -148,19 +154,26 @@ fn expand_alternatives(pattern: &str, depth: usize) -> Option<Vec<String>> {
 }
 
 /// Matches a pattern without alternatives; None when a class is unclosed or an escape dangles.
-fn matches_from(pattern: &[char], text: &[char]) -> Option<bool> {
+fn matches_from(pattern: &[char], text: &[char], separator: Option<char>) -> Option<bool> {
     // Iterative with one backtrack point for the last `*`: linear in practice, never exponential.
     let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
+    // The last star: where it is, where its match ends, how wide it is (`**` is 2).
+    let mut star: Option<(usize, usize, usize)> = None;
+    let crosses = |width: usize, c: char| width == 2 || separator != Some(c);
     loop {
         if p < pattern.len() {
             match pattern[p] {
                 '*' => {
-                    star = Some((p, t));
-                    p += 1;
+                    let width = if pattern.get(p + 1) == Some(&'*') {
+                        2
+                    } else {
+                        1
+                    };
+                    star = Some((p, t, width));
+                    p += width;
                     continue;
                 }
-                '?' if t < text.len() => {
+                '?' if t < text.len() && separator != Some(text[t]) => {
                     p += 1;
                     t += 1;
                     continue;
@@ -197,9 +210,11 @@ fn matches_from(pattern: &[char], text: &[char]) -> Option<bool> {
             return Some(true);
         }
         match star {
-            Some((star_p, star_t)) if star_t < text.len() => {
-                star = Some((star_p, star_t + 1));
-                p = star_p + 1;
+            Some((star_p, star_t, width))
+                if star_t < text.len() && crosses(width, text[star_t]) =>
+            {
+                star = Some((star_p, star_t + 1, width));
+                p = star_p + width;
                 t = star_t + 1;
             }
             _ => {

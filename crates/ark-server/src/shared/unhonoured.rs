@@ -75,10 +75,6 @@ pub const RESTORE_FILTERS: &[Field] = &[field(
 /// Restore fields ark does not act on yet: the restore runs without them, with a warning each.
 pub const RESTORE_BEHAVIOURS: &[Field] = &[
     field("restoreStatus", "restores these resources' status"),
-    field(
-        "resourceModifier",
-        "modifies restored items with these rules",
-    ),
     field("uploaderConfig", "configures its volume data downloader"),
 ];
 

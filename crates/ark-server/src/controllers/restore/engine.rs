@@ -14,9 +14,10 @@ use kube::{Api, Client};
 use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::hooks::{self, PodHooks};
+use super::actions::{Actions, ItemCx, ResourceModifiers, RestoreCx, is_restored_volume};
 use super::order::{is_restorable, restore_order};
-use super::transform::{Transform, differs, is_restored_volume};
+use super::transform::{self, differs};
+use crate::hooks::{self, PodHooks};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
@@ -82,6 +83,7 @@ pub struct RestoreInput<'a> {
     pub progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
     /// How many items of one resource are created at once.
     pub items_at_once: usize,
+    pub resource_modifiers: Option<&'a ResourceModifiers>,
 }
 
 pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
@@ -94,6 +96,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         log,
         progress,
         items_at_once,
+        resource_modifiers,
     } = input;
     let mut results = Results::default();
     for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
@@ -208,13 +211,13 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             plan.push((gr, items));
         }
     }
-    let transform = Transform {
-        backup_name: &spec.backup_name,
-        restore_name,
+    let restore_cx = RestoreCx {
+        spec,
         namespace_mapping: &mapping,
         restored_volumes: &restored_volumes,
-        preserve_node_ports: spec.preserve_node_ports.unwrap_or(false),
+        resource_modifiers,
     };
+    let actions = Actions::built_in();
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
     let mut done = 0i64;
     let namespaces = EnsuredNamespaces::default();
@@ -242,9 +245,10 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
             resource,
             caps,
             gr: &gr,
-            transform: &transform,
+            restore: &restore_cx,
+            actions: &actions,
+            restore_name,
             selector: &selector,
-            spec,
             unpacked,
             update_existing,
             namespaces: &namespaces,
@@ -281,8 +285,9 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                     pod_hooks,
                     created,
                     namespace_error,
+                    action_errors,
                 } = attempt;
-                if let Some(error) = namespace_error {
+                for error in namespace_error.into_iter().chain(action_errors) {
                     log.log(Level::Error, &error);
                     results.errors.add(target_ns.as_deref(), error);
                 }
@@ -327,9 +332,10 @@ struct ItemContext<'a> {
     resource: &'a ApiResource,
     caps: &'a ApiCapabilities,
     gr: &'a str,
-    transform: &'a Transform<'a>,
+    restore: &'a RestoreCx<'a>,
+    actions: &'a Actions,
+    restore_name: &'a str,
     selector: &'a Option<kube::core::Selector>,
-    spec: &'a RestoreSpec,
     unpacked: &'a Path,
     update_existing: bool,
     namespaces: &'a EnsuredNamespaces,
@@ -358,6 +364,8 @@ struct Attempt {
     created: Created,
     /// Why the namespace it goes into could not be made ready, the first time that was tried.
     namespace_error: Option<String>,
+    /// Errors of its item actions (a failed resource modifier), which did not stop its create.
+    action_errors: Vec<String>,
 }
 
 async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
@@ -366,15 +374,7 @@ async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
         .map_or(1, |m| m.len().clamp(1, BYTES_IN_FLIGHT as u64) as u32);
     // The semaphore is never closed; were it, the item would go on unbounded rather than fail.
     let _permit = shared.in_flight.acquire_many(weight).await.ok();
-    let prepared = match prepare(
-        &item,
-        shared.gr,
-        shared.caps,
-        shared.transform,
-        shared.selector,
-        shared.spec,
-        shared.unpacked,
-    ) {
+    let prepared = match prepare(&item, shared) {
         Ok(Some(prepared)) => prepared,
         Ok(None) => return Outcome::Filtered,
         Err(message) => {
@@ -404,6 +404,7 @@ async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
         pod_hooks: prepared.pod_hooks,
         created,
         namespace_error,
+        action_errors: prepared.action_errors,
     }))
 }
 
@@ -452,32 +453,37 @@ struct Prepared {
     candidate: Value,
     object: DynamicObject,
     pod_hooks: PodHooks,
+    action_errors: Vec<String>,
 }
 
 /// The item as it is to be created; None when the label selector leaves it out; the error to
 /// record when it cannot be restored.
-fn prepare(
-    item: &Item,
-    gr: &str,
-    caps: &ApiCapabilities,
-    transform: &Transform<'_>,
-    selector: &Option<kube::core::Selector>,
-    spec: &RestoreSpec,
-    unpacked: &Path,
-) -> Result<Option<Prepared>, String> {
+fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, String> {
+    let ItemContext {
+        gr,
+        caps,
+        restore,
+        selector,
+        unpacked,
+        ..
+    } = shared;
     let source_ns = item.namespace.as_deref();
-    let target_ns = source_ns.map(|ns| transform.target_namespace(ns).to_string());
+    let target_ns = source_ns.map(|ns| restore.target_namespace(ns).to_string());
     let shown_path = item.path.strip_prefix(unpacked).unwrap_or(&item.path);
     let unreadable =
         |error: String| format!("{gr} item {}: unreadable: {error}", shown_path.display());
     let file = std::fs::read(&item.path).map_err(|e| unreadable(e.to_string()))?;
-    let value: Value = serde_json::from_slice(&file).map_err(|e| unreadable(e.to_string()))?;
-    if let Some(reason) = misplaced(&caps.scope, source_ns, &value) {
+    let mut candidate: Value =
+        serde_json::from_slice(&file).map_err(|e| unreadable(e.to_string()))?;
+    if !candidate.is_object() {
+        return Err(unreadable("not a JSON object".into()));
+    }
+    if let Some(reason) = misplaced(&caps.scope, source_ns, &candidate) {
         return Err(format!("{}: {reason}; not restored", shown_path.display()));
     }
     if let Some(selector) = selector {
         let item_labels: BTreeMap<String, String> = serde_json::from_value(
-            value
+            candidate
                 .pointer("/metadata/labels")
                 .cloned()
                 .unwrap_or_default(),
@@ -487,14 +493,20 @@ fn prepare(
             return Ok(None);
         }
     }
-    let mut candidate = transform.apply(gr, value);
-    let pod_hooks = if gr == "pods" {
-        let pod_hooks = hooks::for_pod(spec.hooks.as_ref(), &candidate);
-        hooks::set_init_containers(&mut candidate, &pod_hooks.init);
-        pod_hooks
-    } else {
-        PodHooks::default()
-    };
+    transform::strip_and_map(restore, gr, &mut candidate);
+    let actions = shared.actions.run(
+        &mut candidate,
+        restore,
+        &ItemCx {
+            group_resource: gr,
+            source_namespace: source_ns,
+        },
+    );
+    transform::label(
+        &mut candidate,
+        &restore.spec.backup_name,
+        shared.restore_name,
+    );
     let name = candidate
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -512,7 +524,8 @@ fn prepare(
         shown,
         candidate,
         object,
-        pod_hooks,
+        pod_hooks: actions.pod_hooks,
+        action_errors: actions.errors,
     }))
 }
 

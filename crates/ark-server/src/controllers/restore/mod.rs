@@ -1,9 +1,9 @@
 //! The restore controller: a New Restore is validated, its backup downloaded and unpacked (safely),
 //! its items created in Velero's order; logs and results go to `restores/<name>/`.
 
+mod actions;
 mod engine;
 pub(crate) mod extract;
-pub(crate) mod hooks;
 mod order;
 mod transform;
 
@@ -19,6 +19,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
+use crate::hooks;
 use crate::shared::controller::ReconcileError;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
@@ -97,6 +98,46 @@ fn validate(restore: &Restore, ctx: &Context) -> Result<std::time::Duration, Vec
     }
 }
 
+/// The restore's resource modifiers, read from their ConfigMap in the restore's namespace and
+/// checked; the validation error, in Velero's words, when they cannot be used.
+async fn read_resource_modifiers(
+    restore: &Restore,
+    ctx: &Context,
+) -> Result<Result<Option<actions::ResourceModifiers>, String>, kube::Error> {
+    let Some(reference) = &restore.spec.resource_modifier else {
+        return Ok(Ok(None));
+    };
+    let shown = format!("{}/{}", ctx.namespace, reference.name);
+    if !reference.kind.eq_ignore_ascii_case("configmap") {
+        return Ok(Err(format!(
+            "resourceModifier: kind {:?} is not supported: resource modifiers are read from a ConfigMap",
+            reference.kind
+        )));
+    }
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let config_map = match api.get_opt(&reference.name).await {
+        Ok(Some(config_map)) => config_map,
+        Ok(None) => {
+            return Ok(Err(format!(
+                "failed to get resource modifiers configmap {shown}: not found"
+            )));
+        }
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            return Ok(Err(format!(
+                "failed to get resource modifiers configmap {shown}: {}",
+                status.message
+            )));
+        }
+        Err(error) => return Err(error),
+    };
+    Ok(
+        actions::ResourceModifiers::from_config_map_data(&config_map.data.unwrap_or_default())
+            .map(Some)
+            .map_err(|e| format!("resource modifiers configmap {shown}: {e}")),
+    )
+}
+
 async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
     let api = operation::api::<Restore>(ctx);
     let name = restore.name_any();
@@ -106,7 +147,12 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         Err(errors) => (None, errors),
     };
     let mut backup = None;
+    let mut resource_modifiers = None;
     if item_operation_timeout.is_some() {
+        match read_resource_modifiers(restore, ctx).await? {
+            Ok(found) => resource_modifiers = found,
+            Err(error) => errors.push(error),
+        }
         let backup_name = &restore.spec.backup_name;
         match objects::get::<Backup>(&ctx.client, &ctx.namespace, backup_name).await? {
             None => errors.push(format!("backup {backup_name:?} not found")),
@@ -145,7 +191,17 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
     }
     let location = backup.spec.storage_location.clone().unwrap_or_default();
     let outcome = match locations::open_named(&ctx.client, &ctx.namespace, &location).await {
-        Ok(open) => restore_from(&api, restore, &name, &open, ctx).await,
+        Ok(open) => {
+            restore_from(
+                &api,
+                restore,
+                &name,
+                &open,
+                resource_modifiers.as_ref(),
+                ctx,
+            )
+            .await
+        }
         Err(error) => Err(error.to_string()),
     };
     operation::finish::<Restore>(&api, &name, outcome)
@@ -158,6 +214,7 @@ async fn restore_from(
     restore: &Restore,
     name: &str,
     open: &OpenLocation,
+    resource_modifiers: Option<&actions::ResourceModifiers>,
     ctx: &Context,
 ) -> Result<RestoreStatus, String> {
     let store = &open.store;
@@ -201,6 +258,7 @@ async fn restore_from(
         log: &mut log,
         progress: &progress,
         items_at_once: ctx.restore_items_at_once,
+        resource_modifiers,
     })
     .await;
     drop(reporter);

@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn the_database_example_restores_data_before_the_server_starts() {
-        let example = include_str!("../../../../../../examples/hooks/database-restore.yaml");
+        let example = include_str!("../../../../examples/hooks/database-restore.yaml");
         let hooks = ark_api::hooks::parse_file(example).unwrap();
         let mut pod = json!({
             "metadata": { "name": "postgres-0", "namespace": "shop", "labels": { "app": "postgres" } },

@@ -1,0 +1,163 @@
+//! Restore item actions: the per-kind and per-item work done on an item between its read from the
+//! backup and its create, as Velero's `pkg/restore/actions` do it. The engine strips what the old
+//! cluster owned and maps the namespace first; each action that applies to the item's
+//! group-resource then runs, in [`Actions::built_in`]'s order; ark's restore labels come last.
+//!
+//! Items are edited as JSON rather than as k8s-openapi types: a typed round trip would drop every
+//! field the types do not know (a newer API server's, or a custom resource's).
+
+mod init_hooks;
+mod job;
+mod persistent_volume;
+mod persistent_volume_claim;
+mod pod;
+mod resource_modifiers;
+mod role_binding;
+mod service;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use crate::hooks::PodHooks;
+pub use persistent_volume::is_restored_volume;
+pub use resource_modifiers::ResourceModifiers;
+
+/// What every action of one restore may read.
+pub struct RestoreCx<'a> {
+    pub spec: &'a ark_api::RestoreSpec,
+    pub namespace_mapping: &'a BTreeMap<String, String>,
+    /// The PersistentVolumes of the backup that this restore creates again: a claim bound to one
+    /// of them keeps its `volumeName`, so the pair binds again; a claim bound to any other volume
+    /// is provisioned anew.
+    pub restored_volumes: &'a BTreeSet<String>,
+    /// The restore's resource modifiers, read from their ConfigMap by validation.
+    pub resource_modifiers: Option<&'a ResourceModifiers>,
+}
+
+impl RestoreCx<'_> {
+    pub fn target_namespace<'n>(&'n self, namespace: &'n str) -> &'n str {
+        self.namespace_mapping
+            .get(namespace)
+            .map_or(namespace, String::as_str)
+    }
+}
+
+/// The item an action works on.
+pub struct ItemCx<'a> {
+    pub group_resource: &'a str,
+    /// Its namespace in the backup (the item itself already names the mapped one).
+    pub source_namespace: Option<&'a str>,
+}
+
+/// What the actions found beside the edited item.
+#[derive(Default)]
+pub struct Output {
+    /// A restored pod's hooks: its init containers are in the item already, its exec hooks run
+    /// once everything is restored.
+    pub pod_hooks: PodHooks,
+    /// Errors that leave the item restorable (Velero restores an item whose modifier failed, and
+    /// records the error).
+    pub errors: Vec<String>,
+}
+
+pub trait RestoreItemAction: Send + Sync {
+    fn applies_to(&self, group_resource: &str) -> bool;
+    /// Edits `item`, always a JSON object.
+    fn execute(&self, item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>, out: &mut Output);
+}
+
+/// The actions of a restore, in the order they run.
+pub struct Actions(Vec<Box<dyn RestoreItemAction>>);
+
+impl Actions {
+    /// ark's own actions. Resource modifiers run last, as in Velero, so that users' rules see
+    /// (and may override) what the others did.
+    pub fn built_in() -> Self {
+        Actions(vec![
+            Box::new(pod::PodAction),
+            Box::new(init_hooks::InitHooksAction),
+            Box::new(service::ServiceAction),
+            Box::new(persistent_volume::PersistentVolumeAction),
+            Box::new(persistent_volume_claim::PersistentVolumeClaimAction),
+            Box::new(role_binding::RoleBindingAction),
+            Box::new(job::JobAction),
+            Box::new(resource_modifiers::ResourceModifierAction),
+        ])
+    }
+
+    pub fn run(&self, item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>) -> Output {
+        let mut out = Output::default();
+        for action in self.0.iter().filter(|a| a.applies_to(cx.group_resource)) {
+            action.execute(item, restore, cx, &mut out);
+        }
+        out
+    }
+}
+
+fn remove_annotations(object: &mut Value, names: &[&str]) {
+    if let Some(annotations) = object
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        for name in names {
+            annotations.remove(*name);
+        }
+    }
+}
+
+fn spec_mut(object: &mut Value) -> Option<&mut Map<String, Value>> {
+    object.get_mut("spec").and_then(Value::as_object_mut)
+}
+
+/// Annotations the PV controller writes when it binds a claim and a volume: a restored pair
+/// without them is bound again by the controller, as Velero restores it.
+const BIND_ANNOTATIONS: &[&str] = &[
+    "pv.kubernetes.io/bind-completed",
+    "pv.kubernetes.io/bound-by-controller",
+];
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub fn spec() -> &'static ark_api::RestoreSpec {
+        Box::leak(Box::default())
+    }
+
+    /// Runs the built-in actions on `item` of `group_resource`, with `mapping` and `restored`.
+    pub fn run(
+        group_resource: &str,
+        item: Value,
+        mapping: &[(&str, &str)],
+        restored: &[&str],
+        spec: &ark_api::RestoreSpec,
+    ) -> (Value, Output) {
+        let mapping: BTreeMap<String, String> = mapping
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let restored: BTreeSet<String> = restored.iter().map(|s| s.to_string()).collect();
+        let restore = RestoreCx {
+            spec,
+            namespace_mapping: &mapping,
+            restored_volumes: &restored,
+            resource_modifiers: None,
+        };
+        let mut object = item;
+        let source = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let out = Actions::built_in().run(
+            &mut object,
+            &restore,
+            &ItemCx {
+                group_resource,
+                source_namespace: source.as_deref(),
+            },
+        );
+        (object, out)
+    }
+}
