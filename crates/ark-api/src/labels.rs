@@ -11,6 +11,8 @@ pub const RESTORE_NAME: &str = "velero.io/restore-name";
 pub const STORAGE_LOCATION: &str = "velero.io/storage-location";
 /// On Backups that garbage collection could not act on, with the reason.
 pub const GC_FAILURE: &str = "velero.io/gc-failure";
+/// On Backups a schedule made: the schedule (Velero's metrics are labelled with it).
+pub const SCHEDULE_NAME: &str = "velero.io/schedule-name";
 /// On an item, `true` keeps it out of every backup; on a namespace, the namespace and all in it
 /// (Velero's rule; users put it on credentials so that they never reach a bucket).
 pub const EXCLUDE_FROM_BACKUP: &str = "velero.io/exclude-from-backup";

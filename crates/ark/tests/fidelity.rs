@@ -371,3 +371,446 @@ async fn node_ports_are_kept_when_the_restore_preserves_them_and_a_taken_one_fai
     let assigned = node_port(again);
     assert!(assigned.is_some() && assigned != Some(port), "{assigned:?}");
 }
+
+/// A namespace backup takes the cluster-scoped items its items depend on, as Velero's backup item
+/// actions do: the service account's cluster role binding and cluster role, the claim's volume,
+/// the custom resource's definition; and, with a label selector on pods, the pod's claim too.
+/// Restored after all of them are gone (as into a fresh cluster), the application has its RBAC,
+/// its bound storage and its custom resource.
+#[tokio::test]
+async fn a_namespace_backup_takes_the_cluster_scoped_items_its_items_need_and_restores_them() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("related").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let id = unique_name("rel");
+    let group = format!("{id}.ark.test");
+    let definition = format!("widgets.{group}");
+    let (role, binding, volume_name) = (
+        format!("{id}-reader"),
+        format!("{id}-web"),
+        format!("{id}-pv"),
+    );
+    let create = |api: Api<kube::api::DynamicObject>, body: serde_json::Value| async move {
+        api.create(&PostParams::default(), &object(body))
+            .await
+            .unwrap();
+    };
+    let dynamic = |api_version: &str, kind: &str, plural: &str, namespace: Option<&str>| {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let resource = kube::api::ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        }
+    };
+    let definitions = dynamic(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        None,
+    );
+    let roles = dynamic(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        "clusterroles",
+        None,
+    );
+    let bindings = dynamic(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        None,
+    );
+    let _cleanup = (
+        cluster.delete_on_drop::<k8s_openapi::api::rbac::v1::ClusterRole>(&role),
+        cluster.delete_on_drop::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&binding),
+        cluster.delete_on_drop::<PersistentVolume>(&volume_name),
+        cluster.delete_on_drop::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&definition),
+    );
+    create(definitions.clone(), serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": definition },
+        "spec": { "group": group, "scope": "Namespaced",
+                  "names": { "plural": "widgets", "singular": "widget", "kind": "Widget" },
+                  "versions": [{ "name": "v1", "served": true, "storage": true,
+                                 "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }] },
+    }))
+    .await;
+    let widgets = dynamic(&format!("{group}/v1"), "Widget", "widgets", Some(&app.name));
+    // The definition is served once established.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while widgets.list(&Default::default()).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{definition} was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    create(
+        widgets.clone(),
+        serde_json::json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": { "name": "gear" }, "size": 3,
+        }),
+    )
+    .await;
+    create(
+        dynamic("v1", "ServiceAccount", "serviceaccounts", Some(&app.name)),
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "web" },
+        }),
+    )
+    .await;
+    create(roles.clone(), serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": { "name": role },
+        "rules": [{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["get"] }],
+    }))
+    .await;
+    create(bindings.clone(), serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": { "name": binding },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+        "subjects": [{ "kind": "ServiceAccount", "name": "web", "namespace": app.name }],
+    }))
+    .await;
+    let class = unique_name("manual");
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    volumes
+        .create(
+            &PostParams::default(),
+            &object(serde_json::json!({
+                "metadata": { "name": volume_name },
+                "spec": {
+                    "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": class,
+                    "hostPath": { "path": format!("/tmp/{volume_name}") },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
+    claims
+        .create(
+            &PostParams::default(),
+            &object(serde_json::json!({
+                "metadata": { "name": "data" },
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                    "resources": { "requests": { "storage": "1Gi" } },
+                },
+            })),
+        )
+        .await
+        .unwrap();
+    wait_for(claims.clone(), "data", claim_bound, WAIT)
+        .await
+        .unwrap();
+    create(dynamic("v1", "Pod", "pods", Some(&app.name)), serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "web", "labels": { "app": "web" } },
+        "spec": { "serviceAccountName": "web",
+                  "containers": [{ "name": "web", "image": "busybox", "volumeMounts": [{ "name": "data", "mountPath": "/data" }] }],
+                  "volumes": [{ "name": "data", "persistentVolumeClaim": { "claimName": "data" } }] },
+    }))
+    .await;
+
+    let backup = |name: &str, more: &[&str]| {
+        let mut args = vec![
+            "backup",
+            "create",
+            name,
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ];
+        args.extend(more);
+        ark_ok(&cluster, &ns.name, &args);
+        ark_ok(
+            &cluster,
+            &ns.name,
+            &["backup", "describe", name, "--details"],
+        )
+    };
+    let listed = |described: &str, key: &str, entry: &str| {
+        let block = described
+            .split(&format!("  {key}:\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{key} is not in the resource list:\n{described}"));
+        let entries: Vec<&str> = block
+            .lines()
+            .map_while(|l| l.strip_prefix("    - "))
+            .collect();
+        assert!(
+            entries.contains(&entry),
+            "{key} {entry} is not in {entries:?}:\n{described}"
+        );
+    };
+    let whole = backup("b1", &[]);
+    listed(
+        &whole,
+        "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+        &binding,
+    );
+    listed(&whole, "rbac.authorization.k8s.io/v1/ClusterRole", &role);
+    listed(&whole, "v1/PersistentVolume", &volume_name);
+    listed(
+        &whole,
+        "apiextensions.k8s.io/v1/CustomResourceDefinition",
+        &definition,
+    );
+    listed(
+        &whole,
+        &format!("{group}/v1/Widget"),
+        &format!("{}/gear", app.name),
+    );
+    // The selector takes the pod; its claim and the claim's volume come with it.
+    let selected = backup("b2", &["--selector", "app=web"]);
+    listed(&selected, "v1/Pod", &format!("{}/web", app.name));
+    listed(
+        &selected,
+        "v1/PersistentVolumeClaim",
+        &format!("{}/data", app.name),
+    );
+    listed(&selected, "v1/PersistentVolume", &volume_name);
+    assert!(!selected.contains("v1/ServiceAccount:"), "{selected}");
+    // includeClusterResources: false keeps every cluster-scoped item out, related ones too.
+    let namespaced = backup("b3", &["--include-cluster-resources", "false"]);
+    for key in [
+        "v1/PersistentVolume:",
+        "ClusterRoleBinding:",
+        "CustomResourceDefinition:",
+    ] {
+        assert!(!namespaced.contains(key), "{key} in {namespaced}");
+    }
+
+    delete_and_wait(Api::<Namespace>::all(client.clone()), &app.name).await;
+    for (api, name) in [
+        (bindings.clone(), &binding),
+        (roles.clone(), &role),
+        (definitions.clone(), &definition),
+    ] {
+        delete_and_wait(api, name).await;
+    }
+    delete_and_wait(volumes.clone(), &volume_name).await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "create", "r1", "--from-backup", "b1", "--wait"],
+    );
+    let restored = bindings.get(&binding).await.unwrap();
+    assert_eq!(restored.data["subjects"][0]["namespace"], app.name.as_str());
+    roles.get(&role).await.unwrap();
+    definitions.get(&definition).await.unwrap();
+    let widget = widgets.get("gear").await.unwrap();
+    assert_eq!(widget.data["size"], 3);
+    let claim = wait_for(claims, "data", claim_bound, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("the restored claim did not bind again: {e:#}"));
+    assert_eq!(
+        claim.spec.unwrap().volume_name.as_deref(),
+        Some(volume_name.as_str())
+    );
+}
+
+/// Restore resource modifiers in Velero's format, from a ConfigMap in the server's namespace: a
+/// JSON patch with conditions (group-resource, namespace, name regex, labels, a value at a path),
+/// a merge patch and a strategic-merge patch change the restored items and nothing else; rules
+/// that cannot be read fail the restore's validation, naming the ConfigMap and the fault.
+#[tokio::test]
+async fn resource_modifiers_change_restored_items_and_broken_rules_fail_validation() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("modified").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), &app.name);
+    for name in ["web", "worker"] {
+        deployments
+            .create(
+                &PostParams::default(),
+                &object(serde_json::json!({
+                    "metadata": { "name": name, "labels": { "tier": "front" } },
+                    "spec": { "replicas": 3, "selector": { "matchLabels": { "app": name } },
+                              "template": { "metadata": { "labels": { "app": name } },
+                                            "spec": { "containers": [
+                                                { "name": "main", "image": "nginx:1.25" },
+                                                { "name": "side", "image": "busybox" }] } } },
+                })),
+            )
+            .await
+            .unwrap();
+    }
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &app.name);
+    maps.create(
+        &PostParams::default(),
+        &object(serde_json::json!({ "metadata": { "name": "settings" }, "data": { "mode": "prod", "old": "x" } })),
+    )
+    .await
+    .unwrap();
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let rules = format!(
+        r#"version: v1
+resourceModifierRules:
+- conditions:
+    groupResource: deployments.apps
+    namespaces: ["{app}"]
+    resourceNameRegex: "^web$"
+    labelSelector: {{ matchLabels: {{ tier: front }} }}
+    matches: [{{ path: /spec/replicas, value: "3" }}]
+  patches:
+  - {{ operation: replace, path: /spec/replicas, value: "1" }}
+- conditions: {{ groupResource: configmaps, resourceNameRegex: settings }}
+  mergePatches:
+  - patchData: |
+      data: {{ mode: staging, old: null }}
+- conditions: {{ groupResource: "*.apps", resourceNameRegex: "^worker$" }}
+  strategicPatches:
+  - patchData: |
+      spec: {{ template: {{ spec: {{ containers: [{{ name: main, image: "nginx:1.27" }}] }} }} }}
+"#,
+        app = app.name
+    );
+    let rule_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &ns.name);
+    for (name, text) in [
+        ("rules", rules.as_str()),
+        ("broken", "version: v1\nresourceModifierRules: []\n"),
+    ] {
+        rule_maps
+            .create(
+                &PostParams::default(),
+                &object(serde_json::json!({ "metadata": { "name": name }, "data": { "rules.yaml": text } })),
+            )
+            .await
+            .unwrap();
+    }
+    let mut broken = vec![];
+    for (restore, config_map) in [("r-broken", "broken"), ("r-missing", "absent")] {
+        let out = common::ark(
+            Some(&cluster),
+            &[
+                "restore",
+                "create",
+                restore,
+                "--from-backup",
+                "b1",
+                "--resource-modifier-configmap",
+                config_map,
+                "--wait",
+                "-n",
+                &ns.name,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
+        broken.push(ark_ok(
+            &cluster,
+            &ns.name,
+            &["restore", "describe", restore],
+        ));
+    }
+    let shown = |name: &str| format!("{}/{name}", ns.name);
+    assert!(broken[0].contains("FailedValidation"), "{}", broken[0]);
+    assert!(
+        broken[0].contains(&format!(
+            "resource modifiers configmap {}: resource modifier rules cannot be empty",
+            shown("broken")
+        )),
+        "{}",
+        broken[0]
+    );
+    assert!(
+        broken[1].contains(&format!(
+            "failed to get resource modifiers configmap {}: not found",
+            shown("absent")
+        )),
+        "{}",
+        broken[1]
+    );
+    // Nothing was restored by a restore that failed validation.
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(3)
+    );
+
+    delete_and_wait(Api::<Namespace>::all(client.clone()), &app.name).await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--resource-modifier-configmap",
+            "rules",
+            "--wait",
+        ],
+    );
+    let spec = |name: &str| {
+        let deployments = deployments.clone();
+        let name = name.to_string();
+        async move { deployments.get(&name).await.unwrap().spec.unwrap() }
+    };
+    let web = spec("web").await;
+    assert_eq!(web.replicas, Some(1));
+    let images =
+        |spec: k8s_openapi::api::apps::v1::DeploymentSpec| -> Vec<(String, Option<String>)> {
+            spec.template
+                .spec
+                .unwrap()
+                .containers
+                .into_iter()
+                .map(|c| (c.name, c.image))
+                .collect()
+        };
+    assert_eq!(
+        images(web),
+        [
+            ("main".into(), Some("nginx:1.25".into())),
+            ("side".into(), Some("busybox".into()))
+        ]
+    );
+    let worker = spec("worker").await;
+    assert_eq!(
+        worker.replicas,
+        Some(3),
+        "the JSON patch's name regex leaves worker alone"
+    );
+    assert_eq!(
+        images(worker),
+        [
+            ("main".into(), Some("nginx:1.27".into())),
+            ("side".into(), Some("busybox".into()))
+        ]
+    );
+    let settings = maps.get("settings").await.unwrap().data.unwrap();
+    assert_eq!(
+        settings,
+        [("mode".to_string(), "staging".to_string())].into()
+    );
+}

@@ -1,7 +1,7 @@
 //! Collecting a backup: discovery, filters, paginated lists, items written to the tarball as they
 //! arrive.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 
 use ark_api::{BackupSpec, labels};
@@ -11,11 +11,13 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
 use kube::core::Expression;
 use kube::discovery::{ApiCapabilities, Scope, verbs};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 
+use super::actions::{Actions, ItemRef};
 use super::writer::{self, ItemWriter, Page};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
+use crate::shared::resource_list;
 use crate::shared::results::Results;
 
 /// Items per list page: the API server's page is counted in items, but memory is spent in bytes.
@@ -108,18 +110,23 @@ pub async fn collect(
     )]);
     let plan = plan(client, spec, log, &mut results).await?;
     let included: BTreeSet<&str> = plan.namespaces.iter().map(String::as_str).collect();
-    let mut writer = ItemWriter::start(scratch)?;
+    let actions = Actions::built_in();
+    let mut added_later = actions.adds();
+    added_later.insert(CUSTOM_RESOURCE_DEFINITIONS);
+    let mut writer = ItemWriter::start(scratch, added_later.clone())?;
     let mut items = 0i64;
+    let mut related = Related {
+        wanted: VecDeque::new(),
+        written: BTreeSet::new(),
+        added_later,
+        backed_up: BTreeSet::new(),
+    };
 
     // What to list, in the tarball's order; the Namespace objects (first) written on the way.
     let mut listings = Vec::new();
     for (resource, caps) in &plan.resources {
         let gr = group_resource(&resource.group, &resource.plural);
-        let key = if resource.group.is_empty() {
-            format!("{}/{}", resource.version, resource.kind)
-        } else {
-            format!("{}/{}/{}", resource.group, resource.version, resource.kind)
-        };
+        let key = resource_list::key(resource);
         let scopes: Vec<Option<&str>> = match caps.scope {
             Scope::Namespaced if plan.cluster_wide => vec![None],
             Scope::Namespaced => plan.namespaces.iter().map(|ns| Some(ns.as_str())).collect(),
@@ -234,6 +241,9 @@ pub async fn collect(
                     api_version: resource.api_version.clone(),
                     kind: resource.kind.clone(),
                 });
+                related
+                    .found(&actions, gr, &object, client, log, &mut results)
+                    .await;
                 let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
                 bytes += json.len();
                 items += 1;
@@ -256,6 +266,9 @@ pub async fn collect(
                 None => break,
             }
         }
+        if !seen.is_empty() {
+            related.backed_up.insert(gr.clone());
+        }
         for (namespace, count) in seen {
             log.info(&format!(
                 "backed up {count} {gr}{}",
@@ -265,6 +278,16 @@ pub async fn collect(
             ));
         }
     }
+    let context = RelatedContext {
+        client,
+        plan: &plan,
+        included: &included,
+        include_cluster_resources: spec.include_cluster_resources,
+        actions: &actions,
+    };
+    let writer = related
+        .back_up(&context, writer, log, &mut results, &mut items)
+        .await?;
     let written = writer.finish().await?;
     Ok(Collected {
         tarball: written.tarball,
@@ -272,6 +295,188 @@ pub async fn collect(
         results,
         items,
     })
+}
+
+const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensions.k8s.io";
+
+/// The items that the backup's items depend on (named by item actions, and the custom resources'
+/// definitions), backed up after the listings unless written already.
+struct Related {
+    wanted: VecDeque<ItemRef>,
+    /// The items written of the group-resources that may be added.
+    written: BTreeSet<ItemRef>,
+    added_later: BTreeSet<&'static str>,
+    /// The group-resources of which at least one item is in the backup.
+    backed_up: BTreeSet<String>,
+}
+
+struct RelatedContext<'a> {
+    client: &'a Client,
+    plan: &'a Plan,
+    included: &'a BTreeSet<&'a str>,
+    include_cluster_resources: Option<bool>,
+    actions: &'a Actions,
+}
+
+impl Related {
+    /// Notes an item about to be written: what its actions name, and the item itself when its
+    /// resource is one that may be added.
+    async fn found(
+        &mut self,
+        actions: &Actions,
+        gr: &str,
+        object: &DynamicObject,
+        client: &Client,
+        log: &mut OperationLog,
+        results: &mut Results,
+    ) {
+        if self.added_later.contains(gr) {
+            self.written.insert(ItemRef {
+                group_resource: gr.to_string(),
+                namespace: object.metadata.namespace.clone(),
+                name: object.metadata.name.clone().unwrap_or_default(),
+            });
+        }
+        if !actions.applies_to(gr) {
+            return;
+        }
+        let (named, errors) = actions.run(gr, object, client).await;
+        self.wanted.extend(named);
+        for error in errors {
+            let message = format!("{gr} {}: {error}", shown(object));
+            log.log(Level::Error, &message);
+            results
+                .errors
+                .add(object.metadata.namespace.as_deref(), message);
+        }
+    }
+
+    /// Backs up every related item not written yet that the backup's filters let in, as Velero
+    /// does with its actions' additional items: the label selector does not apply (a pod's claim
+    /// is taken without its label), but the resource and namespace filters, `includeClusterResources:
+    /// false` and the exclude label do.
+    async fn back_up(
+        mut self,
+        cx: &RelatedContext<'_>,
+        mut writer: ItemWriter,
+        log: &mut OperationLog,
+        results: &mut Results,
+        items: &mut i64,
+    ) -> Result<ItemWriter, EngineError> {
+        let mut definitions_looked_for = false;
+        loop {
+            while let Some(wanted) = self.wanted.pop_front() {
+                if self.written.contains(&wanted) {
+                    continue;
+                }
+                self.written.insert(wanted.clone());
+                let Some((resource, caps)) =
+                    cx.plan.resources.iter().find(|(r, _)| {
+                        group_resource(&r.group, &r.plural) == wanted.group_resource
+                    })
+                else {
+                    log.info(&format!(
+                        "not backing up {wanted}, which a backed-up item needs: the backup's                          resource filters leave it out"
+                    ));
+                    continue;
+                };
+                let allowed = match (&caps.scope, wanted.namespace.as_deref()) {
+                    (Scope::Namespaced, Some(ns)) => cx.included.contains(ns),
+                    (Scope::Cluster, None) => cx.include_cluster_resources != Some(false),
+                    _ => false,
+                };
+                if !allowed {
+                    log.info(&format!(
+                        "not backing up {wanted}, which a backed-up item needs: the backup leaves                          its namespace or cluster-scoped resources out"
+                    ));
+                    continue;
+                }
+                let api: Api<DynamicObject> = match wanted.namespace.as_deref() {
+                    Some(ns) => Api::namespaced_with(cx.client.clone(), ns, resource),
+                    None => Api::all_with(cx.client.clone(), resource),
+                };
+                let mut object = match api.get_opt(&wanted.name).await {
+                    Ok(Some(object)) => object,
+                    Ok(None) => {
+                        if wanted.group_resource != CUSTOM_RESOURCE_DEFINITIONS {
+                            let message =
+                                format!("{wanted}, which a backed-up item needs, was not found");
+                            log.log(Level::Warning, &message);
+                            results.warnings.add(wanted.namespace.as_deref(), message);
+                        }
+                        continue;
+                    }
+                    Err(error) => {
+                        let message = format!("getting {wanted}: {error}");
+                        log.log(Level::Error, &message);
+                        results.errors.add(wanted.namespace.as_deref(), message);
+                        continue;
+                    }
+                };
+                let labelled_out = object
+                    .labels()
+                    .get(labels::EXCLUDE_FROM_BACKUP)
+                    .is_some_and(|v| v == "true");
+                if labelled_out || object.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                object.types = Some(TypeMeta {
+                    api_version: resource.api_version.clone(),
+                    kind: resource.kind.clone(),
+                });
+                if cx.actions.applies_to(&wanted.group_resource) {
+                    let (named, errors) = cx
+                        .actions
+                        .run(&wanted.group_resource, &object, cx.client)
+                        .await;
+                    self.wanted.extend(named);
+                    for error in errors {
+                        log.log(Level::Error, &error);
+                        results.errors.add(wanted.namespace.as_deref(), error);
+                    }
+                }
+                let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
+                writer = writer
+                    .write(Page {
+                        gr: wanted.group_resource.clone(),
+                        version: resource.version.clone(),
+                        key: resource_list::key(resource),
+                        items: vec![writer::Item {
+                            namespace: wanted.namespace.clone(),
+                            name: wanted.name.clone(),
+                            json,
+                        }],
+                    })
+                    .await?;
+                *items += 1;
+                log.info(&format!("backed up {wanted}, which a backed-up item needs"));
+                self.backed_up.insert(wanted.group_resource);
+            }
+            if definitions_looked_for {
+                return Ok(writer);
+            }
+            // A custom resource's definition goes with it (Velero's backupCRD): a definition's
+            // name is its group-resource, and only a group with a dot can be a custom one.
+            definitions_looked_for = true;
+            for gr in &self.backed_up {
+                if gr.matches('.').count() >= 2 {
+                    self.wanted.push_back(ItemRef {
+                        group_resource: CUSTOM_RESOURCE_DEFINITIONS.into(),
+                        namespace: None,
+                        name: gr.clone(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn shown(object: &DynamicObject) -> String {
+    let name = object.metadata.name.as_deref().unwrap_or_default();
+    match &object.metadata.namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
 }
 
 /// What to back up: the namespaces that exist and are included, and the resources to list.

@@ -1,6 +1,7 @@
 //! The backup controller: a New Backup is validated, collected into Velero's file set and uploaded
 //! to its storage location; its status says how it went.
 
+mod actions;
 mod engine;
 mod writer;
 
@@ -20,7 +21,7 @@ use crate::shared::locations::{self, OpenLocation};
 use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
-use crate::shared::{objects, patch, unhonoured};
+use crate::shared::{metrics, objects, patch, unhonoured};
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
@@ -273,8 +274,15 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
             }
         }
     };
+    let schedule = backup
+        .labels()
+        .get(labels::SCHEDULE_NAME)
+        .cloned()
+        .unwrap_or_default();
     let (Some(durations), Some(location), true) = (durations, location, errors.is_empty()) else {
-        let _ = failed_validation(&api, backup, errors, ctx.default_ttl).await?;
+        if failed_validation(&api, backup, errors, ctx.default_ttl).await? == patch::Claim::Won {
+            ctx.metrics.backup_failed_validation(&schedule);
+        }
         return Ok(());
     };
 
@@ -302,6 +310,8 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
         // Changed since it was read (deleted, claimed elsewhere): decided again on the next event.
         return Ok(());
     }
+    ctx.metrics.backup_attempted(&schedule);
+    let started = std::time::Instant::now();
 
     ctx.running_backups.lock().unwrap().insert(name.clone());
     let open = locations::open(&ctx.client, location).await;
@@ -311,7 +321,27 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     };
     ctx.running_backups.lock().unwrap().remove(&name);
     let uploaded = outcome.is_ok();
+    let (ended, items, item_errors) = match &outcome {
+        Ok(status) => (
+            match status.phase {
+                Some(BackupPhase::Completed) => metrics::Ended::Success,
+                Some(BackupPhase::PartiallyFailed) => metrics::Ended::PartialFailure,
+                _ => metrics::Ended::Failure,
+            },
+            status
+                .progress
+                .as_ref()
+                .and_then(|p| p.items_backed_up)
+                .unwrap_or_default(),
+            status.errors.unwrap_or_default(),
+        ),
+        Err(_) => (metrics::Ended::Failure, 0, 0),
+    };
     let claim = operation::finish::<Backup>(&api, &name, outcome).await?;
+    if claim == patch::Claim::Won {
+        ctx.metrics
+            .backup_ended(&schedule, ended, started.elapsed(), items, item_errors);
+    }
     if let (patch::Claim::Lost, true, Ok(open)) = (claim, uploaded, &open) {
         // Ended elsewhere meanwhile (another server marked it Failed): what this server uploaded
         // must not make a backup exist that its object says failed.

@@ -1,6 +1,7 @@
 //! The backup's tarball and resource list, written on a blocking thread of their own: compression
 //! never holds the async runtime, and the next page is listed while the last one is compressed.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -39,7 +40,9 @@ pub struct ItemWriter {
 }
 
 impl ItemWriter {
-    pub fn start(scratch: &Path) -> io::Result<Self> {
+    /// `added_later`: the group-resources whose items may also come after their resource's
+    /// listing (added by an item action), recorded in the resource list at the end.
+    pub fn start(scratch: &Path, added_later: BTreeSet<&'static str>) -> io::Result<Self> {
         let mut tarball = TarballWriter::create(scratch)?;
         let mut resource_list = ResourceListWriter::create(scratch)?;
         // One page waits while the one before is written: what is held is bounded by pages, each
@@ -70,7 +73,11 @@ impl ItemWriter {
                         Some(ns) => format!("{ns}/{}", item.name),
                         None => item.name.clone(),
                     };
-                    resource_list.add(&page.key, &entry)?;
+                    if added_later.contains(page.gr.as_str()) {
+                        resource_list.add_deferred(&page.key, &entry);
+                    } else {
+                        resource_list.add(&page.key, &entry)?;
+                    }
                 }
             }
             Ok(Written {
@@ -166,7 +173,7 @@ mod tests {
     #[tokio::test]
     async fn pages_are_written_in_order_to_both_files() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = ItemWriter::start(dir.path()).unwrap();
+        let writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
         let writer = writer
             .write(page("v1/ConfigMap", &["a", "b"]))
             .await
@@ -228,7 +235,7 @@ mod tests {
                 .map(|path| (path, item.json.clone()))
             })
             .collect();
-        let writer = ItemWriter::start(dir.path()).unwrap();
+        let writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
         let writer = writer
             .write(Page {
                 items,
@@ -243,7 +250,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_error_on_the_thread_is_the_error_of_the_next_page() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = ItemWriter::start(dir.path()).unwrap();
+        let writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
         // A name the tar format cannot hold: the thread stops on it.
         let bad = Page {
             items: vec![Item {

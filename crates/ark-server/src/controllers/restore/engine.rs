@@ -127,14 +127,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         log.log(Level::Warning, &skipped);
         results.warnings.add(None, skipped);
     }
-    let served: BTreeMap<String, (ApiResource, ApiCapabilities)> = discovered
-        .resources
-        .into_iter()
-        .map(|(resource, caps)| {
-            let gr = ark_storage::tarball::group_resource(&resource.group, &resource.plural);
-            (gr, (resource, caps))
-        })
-        .collect();
+    let mut served = by_group_resource(discovered.resources);
 
     // The plan: every item file to restore, resource by resource.
     let resources_dir = unpacked.join("resources");
@@ -223,9 +216,13 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
     let namespaces = EnsuredNamespaces::default();
     let in_flight = Semaphore::new(BYTES_IN_FLIGHT);
     let mut pods_with_hooks = Vec::new();
+    let mut definitions_created = false;
     progress.send_replace((0, total));
 
     for (gr, items) in plan {
+        if definitions_created && !served.contains_key(&gr) {
+            served = served_once_defined(client, &gr, served, log).await;
+        }
         let Some((resource, caps)) = served.get(&gr) else {
             let message = format!(
                 "{gr}: the cluster does not serve this resource; {} items not restored",
@@ -306,6 +303,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                     if gr == "namespaces" {
                         namespaces.created(&name);
                     }
+                    definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
                     if !pod_hooks.is_empty() {
                         pods_with_hooks.push(PodWithHooks {
                             namespace: target_ns.unwrap_or_default(),
@@ -324,6 +322,50 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
         items: done,
         pods_with_hooks,
     })
+}
+
+const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensions.k8s.io";
+/// How long a custom resource restored after its definition waits for the API server to serve
+/// it (a definition is served once established, within seconds).
+const DEFINITION_SERVED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn by_group_resource(
+    resources: Vec<(ApiResource, ApiCapabilities)>,
+) -> BTreeMap<String, (ApiResource, ApiCapabilities)> {
+    resources
+        .into_iter()
+        .map(|(resource, caps)| {
+            let gr = ark_storage::tarball::group_resource(&resource.group, &resource.plural);
+            (gr, (resource, caps))
+        })
+        .collect()
+}
+
+/// The served resources once `gr` is among them, after this restore created custom resource
+/// definitions (its definition may be one): discovery is asked again until it serves `gr` or
+/// [`DEFINITION_SERVED_TIMEOUT`] passes, as Velero waits for a restored definition to be
+/// established.
+async fn served_once_defined(
+    client: &Client,
+    gr: &str,
+    served: BTreeMap<String, (ApiResource, ApiCapabilities)>,
+    log: &mut OperationLog,
+) -> BTreeMap<String, (ApiResource, ApiCapabilities)> {
+    let deadline = tokio::time::Instant::now() + DEFINITION_SERVED_TIMEOUT;
+    let mut latest = served;
+    loop {
+        if let Ok(discovered) = crate::shared::discovery::discover(client).await {
+            latest = by_group_resource(discovered.resources);
+            if latest.contains_key(gr) {
+                log.info(&format!("{gr} is served: its definition was restored"));
+                return latest;
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return latest;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
 }
 
 /// What every item of one resource is restored with.
@@ -554,11 +596,7 @@ async fn create(
         served,
         prepared.candidate.get("apiVersion").and_then(Value::as_str),
     );
-    let key = if resource.group.is_empty() {
-        format!("{}/{}", resource.version, resource.kind)
-    } else {
-        format!("{}/{}/{}", resource.group, resource.version, resource.kind)
-    };
+    let key = crate::shared::resource_list::key(resource);
     let api: Api<DynamicObject> = match (caps.scope.clone(), &prepared.target_ns) {
         (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
         _ => Api::all_with(client.clone(), resource),

@@ -33,6 +33,10 @@ pub struct RestoreCreateArgs {
     /// checked before anything is created
     #[arg(long, value_name = "FILE")]
     pub hooks_file: Option<PathBuf>,
+    /// Resource modifier rules for the restored items: a ConfigMap in the server's namespace, in
+    /// Velero's format (see docs/restores-and-hooks.md)
+    #[arg(long, value_name = "CONFIGMAP", value_parser = parse_name)]
+    pub resource_modifier_configmap: Option<String>,
     #[command(flatten)]
     pub wait: WaitArgs,
 }
@@ -119,6 +123,14 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         ),
         hooks,
         preserve_node_ports: args.preserve_node_ports.then_some(true),
+        // As Velero's CLI names the reference.
+        resource_modifier: args.resource_modifier_configmap.map(|name| {
+            k8s_openapi::api::core::v1::TypedLocalObjectReference {
+                kind: "configmap".into(),
+                name,
+                api_group: None,
+            }
+        }),
         ..Default::default()
     };
     let api: Api<Restore> = Api::namespaced(client, &global.namespace);
