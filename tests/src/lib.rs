@@ -748,3 +748,22 @@ pub fn cpu_seconds_of(name: &str) -> f64 {
         .map(cpu_seconds)
         .sum()
 }
+
+/// The body of `GET <path>` on the server's metrics address (`host:port`), within 10 s.
+pub fn scrape(address: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address)
+        .unwrap_or_else(|e| panic!("connecting to {address}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: ark\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .unwrap_or_else(|e| panic!("reading {path} from {address}: {e}"));
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}

@@ -396,3 +396,89 @@ async fn a_backup_of_most_namespaces_keeps_only_the_included_namespaces_items() 
         "{logs}"
     );
 }
+
+/// `/metrics` after one backup, one restore and one deletion counts each under Velero's names and
+/// labels, so that Velero's dashboards and alerts read an ark server as they read Velero.
+#[tokio::test]
+async fn metrics_count_a_backup_a_restore_and_a_deletion_under_velero_names() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("metered").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let _server = ArkServer::start_with(ARK, &cluster, &ns.name, &["--metrics-address", &address]);
+    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .create(
+            &PostParams::default(),
+            &fixtures::object(
+                serde_json::json!({ "metadata": { "name": "settings" }, "data": { "a": "1" } }),
+            ),
+        )
+        .await
+        .unwrap();
+    let copy = format!("{}-copy", app.name);
+    let _copy = cluster.delete_on_drop::<Namespace>(&copy);
+    let mapping = format!("{}:{copy}", app.name);
+    for args in [
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ][..],
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--wait",
+        ],
+        &["backup", "delete", "b1", "--confirm", "--wait"],
+    ] {
+        ark_ok(&cluster, &ns.name, args);
+    }
+    let scraped = ark_tests::scrape(&address, "/metrics");
+    for line in [
+        "velero_backup_attempt_total{schedule=\"\"} 1\n",
+        "velero_backup_success_total{schedule=\"\"} 1\n",
+        "velero_backup_partial_failure_total{schedule=\"\"} 0\n",
+        "velero_backup_failure_total{schedule=\"\"} 0\n",
+        "velero_backup_duration_seconds_count{schedule=\"\"} 1\n",
+        "velero_restore_attempt_total{schedule=\"\"} 1\n",
+        "velero_restore_success_total{schedule=\"\"} 1\n",
+        "velero_restore_failed_total{schedule=\"\"} 0\n",
+        "velero_backup_deletion_attempt_total{schedule=\"\"} 1\n",
+        "velero_backup_deletion_success_total{schedule=\"\"} 1\n",
+        "velero_backup_deletion_failure_total{schedule=\"\"} 0\n",
+    ] {
+        assert!(
+            scraped.contains(line),
+            "{line:?} is not in /metrics:\n{scraped}"
+        );
+    }
+    // The items gauge holds what the backup took: the namespace, its two ConfigMaps (one is the
+    // cluster's root CA) and its default ServiceAccount.
+    assert!(
+        scraped.contains("velero_backup_items_total{schedule=\"\"} 4\n"),
+        "{scraped}"
+    );
+    for controller in ["Backup", "Restore", "DeleteBackupRequest"] {
+        assert!(
+            scraped.contains(&format!(
+                "ark_reconcile_duration_seconds_count{{controller=\"{controller}\"}}"
+            )),
+            "no reconcile histogram of {controller}:\n{scraped}"
+        );
+    }
+}

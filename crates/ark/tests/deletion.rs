@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,17 +56,6 @@ async fn install_volume_snapshot_content_crd(client: &Client) {
 fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshotContent");
     Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
-}
-
-fn metrics(address: &str) -> String {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 /// On the second cluster, which runs Velero's own CRDs: every status this deletion writes (the
@@ -139,17 +127,17 @@ async fn a_full_delete_on_velero_crds_removes_backup_restores_data_requests_and_
             .unwrap()
             .is_none()
     );
-    let scraped = metrics(&metrics_address);
+    let scraped = ark_tests::scrape(&metrics_address, "/metrics");
     assert!(
-        scraped.contains("ark_backup_deletion_attempt_total 1\n"),
+        scraped.contains("velero_backup_deletion_attempt_total{schedule=\"\"} 1\n"),
         "{scraped}"
     );
     assert!(
-        scraped.contains("ark_backup_deletion_success_total 1\n"),
+        scraped.contains("velero_backup_deletion_success_total{schedule=\"\"} 1\n"),
         "{scraped}"
     );
     assert!(
-        scraped.contains("ark_backup_deletion_failure_total 0\n"),
+        scraped.contains("velero_backup_deletion_failure_total{schedule=\"\"} 0\n"),
         "{scraped}"
     );
     for ns in [

@@ -260,13 +260,7 @@ async fn a_server_whose_api_server_is_gone_past_its_renew_deadline_stands_by_and
 
 /// The body of the server's `/readyz`, on 127.0.0.1:port.
 fn readiness(port: u16) -> String {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(stream, "GET /readyz HTTP/1.1\r\nHost: ark\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.trim().to_string())
-        .unwrap_or_default()
+    ark_tests::scrape(&format!("127.0.0.1:{port}"), "/readyz")
+        .trim()
+        .to_string()
 }

@@ -140,12 +140,13 @@ async fn reconcile(
     // again). So the first write of every decision names the version decided on, and a request
     // that moved on since is decided again, as it is now.
     let version = cached.resource_version();
-    let reject = async |errors: Vec<String>| -> Result<Action, ReconcileError> {
+    // Velero's deletion metrics are labelled with the backup's schedule, once the backup is read.
+    let reject = async |errors: Vec<String>, schedule: &str| -> Result<Action, ReconcileError> {
         let status = json!({ "status": processed_status(errors) });
         Ok(
             match patch::claim(&requests, &name, version.as_deref(), status).await? {
                 patch::Claim::Won => {
-                    ctx.metrics.deletion_failed();
+                    ctx.metrics.deletion_failed(schedule);
                     Action::await_change()
                 }
                 patch::Claim::Lost => Action::requeue(Duration::from_secs(1)),
@@ -154,17 +155,16 @@ async fn reconcile(
     };
     let request: DeleteBackupRequest = match objects::typed(&cached) {
         Ok(request) => request,
-        Err(unfit) => return reject(vec![unfit.to_string()]).await,
+        Err(unfit) => return reject(vec![unfit.to_string()], "").await,
     };
     let backup_name = request.spec.backup_name.clone();
     if backup_name.is_empty() {
-        return reject(vec!["spec.backupName is required".into()]).await;
+        return reject(vec!["spec.backupName is required".into()], "").await;
     }
     // Two requests for one backup never run at once: the second waits its turn.
     let Some(_lock) = lock(&ctx, &backup_name) else {
         return Ok(Action::requeue(Duration::from_secs(2)));
     };
-    ctx.metrics.deletion_attempted();
     // A name no object can have names no backup (and the API server would refuse the lookup).
     let backup = if ark_api::selector::is_dns_subdomain(&backup_name) {
         objects::get::<Backup>(&ctx.client, &ctx.namespace, &backup_name).await?
@@ -173,23 +173,30 @@ async fn reconcile(
     };
     let backup = match backup {
         Some(Err(unfit)) => {
-            return reject(vec![format!(
-                "backup {backup_name} cannot be read: {unfit}"
-            )])
+            ctx.metrics.deletion_attempted("");
+            return reject(
+                vec![format!("backup {backup_name} cannot be read: {unfit}")],
+                "",
+            )
             .await;
         }
         Some(Ok(backup)) => Some(backup),
         None => None,
     };
+    let schedule = backup
+        .as_ref()
+        .and_then(|b| b.labels().get(labels::SCHEDULE_NAME).cloned())
+        .unwrap_or_default();
+    ctx.metrics.deletion_attempted(&schedule);
     let running_here = ctx.running_backups.lock().unwrap().contains(&backup_name);
     match decide(&request, backup.as_ref(), running_here) {
-        Decision::Reject(error) => return reject(vec![error]).await,
+        Decision::Reject(error) => return reject(vec![error], &schedule).await,
         // A deletion that succeeded removes its requests at once, without marking them Processed
         // first as Velero does: nobody reads a request that is about to go, and a server stopped
         // in between finds it again, the backup gone, and removes it then.
         Decision::AlreadyDone => {
             remove_requests(&ctx, &requests, &request, None).await?;
-            ctx.metrics.deletion_succeeded();
+            ctx.metrics.deletion_succeeded(&schedule);
         }
         Decision::Delete(backup) => {
             let Some(errors) = delete(&ctx, &requests, &request, backup).await? else {
@@ -199,11 +206,11 @@ async fn reconcile(
             let uid = backup.metadata.uid.as_deref();
             if errors.is_empty() {
                 remove_requests(&ctx, &requests, &request, uid).await?;
-                ctx.metrics.deletion_succeeded();
+                ctx.metrics.deletion_succeeded(&schedule);
             } else {
                 remove_earlier_requests(&requests, &request, backup).await?;
                 patch::object_status(&requests, &name, &processed_status(errors)).await?;
-                ctx.metrics.deletion_failed();
+                ctx.metrics.deletion_failed(&schedule);
             }
         }
     }

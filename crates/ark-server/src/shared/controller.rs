@@ -22,6 +22,20 @@ pub const RETRY: Duration = Duration::from_secs(5);
 #[error("{0}")]
 pub struct ReconcileError(#[from] kube::Error);
 
+impl ReconcileError {
+    /// The label of the failures counter: what kind of failure it was, never the whole message.
+    pub fn metric_label(&self) -> &'static str {
+        match &self.0 {
+            kube::Error::Api(status) if status.code == 409 => "conflict",
+            kube::Error::Api(status) if status.code == 404 => "not_found",
+            kube::Error::Api(status) if status.code >= 500 => "api_server",
+            kube::Error::Api(_) => "refused",
+            kube::Error::HyperError(_) | kube::Error::Service(_) => "unreachable",
+            _ => "other",
+        }
+    }
+}
+
 pub async fn run<K, F, Fut>(
     ctx: Arc<Context>,
     what: &'static str,
@@ -45,13 +59,20 @@ pub async fn run<K, F, Fut>(
         let running = running.clone();
         move |object, ctx: Arc<Context>| {
             let stopping = *ctx.stopping.borrow();
+            let metrics = ctx.metrics.clone();
             let work = (!stopping).then(|| {
                 running.send_modify(|n| *n += 1);
                 (Running(running.clone()), reconcile(object, ctx))
             });
             async move {
                 match work {
-                    Some((_running, reconcile)) => reconcile.await,
+                    Some((_running, reconcile)) => {
+                        let started = std::time::Instant::now();
+                        let result = reconcile.await;
+                        let failure = result.as_ref().err().map(ReconcileError::metric_label);
+                        metrics.reconciled(&K::kind(&()), started.elapsed(), failure);
+                        result
+                    }
                     None => Ok(Action::await_change()),
                 }
             }

@@ -1,19 +1,240 @@
-//! Prometheus metrics of the deletion controller, served as text on `/metrics` (Velero's names,
-//! with ark's prefix), beside the liveness (`/healthz`) and readiness (`/readyz`) endpoints of the
+//! The server's Prometheus metrics under Velero's names and labels (`pkg/metrics/metrics.go`), so
+//! that the dashboards and alerts Velero users have keep working, plus a reconcile-duration
+//! histogram per controller; served on `/metrics` in OpenMetrics text by the prometheus-client
+//! crate, beside the liveness (`/healthz`) and readiness (`/readyz`) endpoints of the
 //! Deployment's probes.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-#[derive(Debug, Default)]
+/// Velero's label on its backup, restore and deletion metrics: the schedule that made the backup
+/// (`velero.io/schedule-name`), empty for one made by hand.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Schedule {
+    pub schedule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reconcile {
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileFailure {
+    controller: String,
+    error: &'static str,
+}
+
+type Counters = Family<Schedule, Counter>;
+type Histograms = Family<Schedule, Histogram, fn() -> Histogram>;
+
+/// How a backup or a restore ended, as its metrics count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    Success,
+    PartialFailure,
+    Failure,
+}
+
 pub struct Metrics {
     /// Whether this replica leads now (shown by `/readyz`).
     leading: AtomicBool,
-    deletion_attempts: AtomicU64,
-    deletion_successes: AtomicU64,
-    deletion_failures: AtomicU64,
+    registry: Registry,
+    backup_attempts: Counters,
+    backup_successes: Counters,
+    backup_partial_failures: Counters,
+    backup_failures: Counters,
+    backup_validation_failures: Counters,
+    backup_duration: Histograms,
+    backup_items: Family<Schedule, Gauge>,
+    backup_item_errors: Family<Schedule, Gauge>,
+    backup_last_success: Family<Schedule, Gauge<f64, AtomicU64>>,
+    restore_attempts: Counters,
+    restore_successes: Counters,
+    restore_partial_failures: Counters,
+    restore_failures: Counters,
+    restore_validation_failures: Counters,
+    deletion_attempts: Counters,
+    deletion_successes: Counters,
+    deletion_failures: Counters,
+    reconcile_duration: Family<Reconcile, Histogram, fn() -> Histogram>,
+    reconcile_failures: Family<ReconcileFailure, Counter>,
+}
+
+/// Velero's buckets for a backup's duration: 1 minute to 4 hours.
+fn backup_duration_histogram() -> Histogram {
+    Histogram::new([
+        60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 14400.0,
+    ])
+}
+
+/// 5 ms to about 80 s: a reconcile that claims, a backup that runs for a minute.
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 15))
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let counters = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Counters::default();
+            registry.register(name, help, family.clone());
+            // The series of backups made by hand exist from the start, at 0, as Velero's
+            // `InitSchedule` makes them for each schedule: a rate has a first point.
+            family
+                .get_or_create(&Schedule {
+                    schedule: String::new(),
+                })
+                .inc_by(0);
+            family
+        };
+        let r = &mut registry;
+        let backup_attempts = counters(
+            r,
+            "velero_backup_attempt",
+            "Total number of attempted backups",
+        );
+        let backup_successes = counters(
+            r,
+            "velero_backup_success",
+            "Total number of successful backups",
+        );
+        let backup_partial_failures = counters(
+            r,
+            "velero_backup_partial_failure",
+            "Total number of partially failed backups",
+        );
+        let backup_failures =
+            counters(r, "velero_backup_failure", "Total number of failed backups");
+        let backup_validation_failures = counters(
+            r,
+            "velero_backup_validation_failure",
+            "Total number of validation failed backups",
+        );
+        let restore_attempts = counters(
+            r,
+            "velero_restore_attempt",
+            "Total number of attempted restores",
+        );
+        let restore_successes = counters(
+            r,
+            "velero_restore_success",
+            "Total number of successful restores",
+        );
+        let restore_partial_failures = counters(
+            r,
+            "velero_restore_partial_failure",
+            "Total number of partially failed restores",
+        );
+        let restore_failures = counters(
+            r,
+            "velero_restore_failed",
+            "Total number of failed restores",
+        );
+        let restore_validation_failures = counters(
+            r,
+            "velero_restore_validation_failed",
+            "Total number of failed restores failing validations",
+        );
+        let deletion_attempts = counters(
+            r,
+            "velero_backup_deletion_attempt",
+            "Total number of attempted backup deletions",
+        );
+        let deletion_successes = counters(
+            r,
+            "velero_backup_deletion_success",
+            "Total number of successful backup deletions",
+        );
+        let deletion_failures = counters(
+            r,
+            "velero_backup_deletion_failure",
+            "Total number of failed backup deletions",
+        );
+        let backup_duration = Histograms::new_with_constructor(backup_duration_histogram);
+        r.register(
+            "velero_backup_duration_seconds",
+            "Time taken to complete backup, in seconds",
+            backup_duration.clone(),
+        );
+        let backup_items = Family::<Schedule, Gauge>::default();
+        r.register(
+            "velero_backup_items_total",
+            "Total number of items backed up",
+            backup_items.clone(),
+        );
+        let backup_item_errors = Family::<Schedule, Gauge>::default();
+        r.register(
+            "velero_backup_items_errors",
+            "Total number of errors encountered during backup",
+            backup_item_errors.clone(),
+        );
+        let backup_last_success = Family::<Schedule, Gauge<f64, AtomicU64>>::default();
+        r.register(
+            "velero_backup_last_successful_timestamp",
+            "Last time a backup ran successfully, Unix timestamp in seconds",
+            backup_last_success.clone(),
+        );
+        let reconcile_duration =
+            Family::<Reconcile, Histogram, fn() -> Histogram>::new_with_constructor(
+                reconcile_histogram,
+            );
+        r.register(
+            "ark_reconcile_duration_seconds",
+            "Time taken by one reconcile of a controller, in seconds",
+            reconcile_duration.clone(),
+        );
+        let reconcile_failures = Family::<ReconcileFailure, Counter>::default();
+        r.register(
+            "ark_reconcile_failures",
+            "Reconciles that failed and will be tried again, by controller and error",
+            reconcile_failures.clone(),
+        );
+        Self {
+            leading: AtomicBool::new(false),
+            registry,
+            backup_attempts,
+            backup_successes,
+            backup_partial_failures,
+            backup_failures,
+            backup_validation_failures,
+            backup_duration,
+            backup_items,
+            backup_item_errors,
+            backup_last_success,
+            restore_attempts,
+            restore_successes,
+            restore_partial_failures,
+            restore_failures,
+            restore_validation_failures,
+            deletion_attempts,
+            deletion_successes,
+            deletion_failures,
+            reconcile_duration,
+            reconcile_failures,
+        }
+    }
+}
+
+fn schedule(name: &str) -> Schedule {
+    Schedule {
+        schedule: name.to_string(),
+    }
 }
 
 impl Metrics {
@@ -21,43 +242,116 @@ impl Metrics {
         self.leading.store(leading, Ordering::Relaxed);
     }
 
-    pub fn deletion_attempted(&self) {
-        self.deletion_attempts.fetch_add(1, Ordering::Relaxed);
+    /// A backup passed validation and started (Velero counts its attempt there).
+    pub fn backup_attempted(&self, schedule_name: &str) {
+        self.backup_attempts
+            .get_or_create(&schedule(schedule_name))
+            .inc();
     }
 
-    pub fn deletion_succeeded(&self) {
-        self.deletion_successes.fetch_add(1, Ordering::Relaxed);
+    pub fn backup_failed_validation(&self, schedule_name: &str) {
+        self.backup_validation_failures
+            .get_or_create(&schedule(schedule_name))
+            .inc();
     }
 
-    pub fn deletion_failed(&self) {
-        self.deletion_failures.fetch_add(1, Ordering::Relaxed);
+    /// A backup ended after `took`, with `items` items and `errors` errors.
+    pub fn backup_ended(
+        &self,
+        schedule_name: &str,
+        ended: Ended,
+        took: Duration,
+        items: i64,
+        errors: i64,
+    ) {
+        let labels = schedule(schedule_name);
+        match ended {
+            Ended::Success => {
+                self.backup_successes.get_or_create(&labels).inc();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                self.backup_last_success
+                    .get_or_create(&labels)
+                    .set(now.as_secs_f64());
+            }
+            Ended::PartialFailure => {
+                self.backup_partial_failures.get_or_create(&labels).inc();
+            }
+            Ended::Failure => {
+                self.backup_failures.get_or_create(&labels).inc();
+            }
+        }
+        self.backup_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        self.backup_items.get_or_create(&labels).set(items);
+        self.backup_item_errors.get_or_create(&labels).set(errors);
     }
 
-    /// The Prometheus text exposition.
+    /// A restore was taken up (Velero counts its attempt before validating it).
+    pub fn restore_attempted(&self, schedule_name: &str) {
+        self.restore_attempts
+            .get_or_create(&schedule(schedule_name))
+            .inc();
+    }
+
+    pub fn restore_failed_validation(&self, schedule_name: &str) {
+        self.restore_validation_failures
+            .get_or_create(&schedule(schedule_name))
+            .inc();
+    }
+
+    pub fn restore_ended(&self, schedule_name: &str, ended: Ended) {
+        let labels = schedule(schedule_name);
+        let counter = match ended {
+            Ended::Success => &self.restore_successes,
+            Ended::PartialFailure => &self.restore_partial_failures,
+            Ended::Failure => &self.restore_failures,
+        };
+        counter.get_or_create(&labels).inc();
+    }
+
+    pub fn deletion_attempted(&self, schedule_name: &str) {
+        self.deletion_attempts
+            .get_or_create(&schedule(schedule_name))
+            .inc();
+    }
+
+    pub fn deletion_succeeded(&self, schedule_name: &str) {
+        self.deletion_successes
+            .get_or_create(&schedule(schedule_name))
+            .inc();
+    }
+
+    pub fn deletion_failed(&self, schedule_name: &str) {
+        self.deletion_failures
+            .get_or_create(&schedule(schedule_name))
+            .inc();
+    }
+
+    /// One reconcile of the controller of kind `controller` took `took`; `failure` names its
+    /// error when it failed.
+    pub fn reconciled(&self, controller: &str, took: Duration, failure: Option<&'static str>) {
+        let controller = controller.to_string();
+        if let Some(error) = failure {
+            self.reconcile_failures
+                .get_or_create(&ReconcileFailure {
+                    controller: controller.clone(),
+                    error,
+                })
+                .inc();
+        }
+        self.reconcile_duration
+            .get_or_create(&Reconcile { controller })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The OpenMetrics text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        for (name, help, value) in [
-            (
-                "ark_backup_deletion_attempt_total",
-                "Total number of attempted backup deletions",
-                &self.deletion_attempts,
-            ),
-            (
-                "ark_backup_deletion_success_total",
-                "Total number of successful backup deletions",
-                &self.deletion_successes,
-            ),
-            (
-                "ark_backup_deletion_failure_total",
-                "Total number of failed backup deletions",
-                &self.deletion_failures,
-            ),
-        ] {
-            out.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
-                value.load(Ordering::Relaxed)
-            ));
-        }
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
 }
@@ -69,7 +363,11 @@ fn answer(request: &[u8], metrics: &Metrics) -> (&'static str, &'static str, Str
         .and_then(|text| text.split_whitespace().nth(1))
         .unwrap_or_default();
     match path.split('?').next().unwrap_or_default() {
-        "/metrics" => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+        "/metrics" => (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.render(),
+        ),
         // The process answers, so it lives, whatever it can reach.
         "/healthz" => ("200 OK", "text/plain", "ok\n".into()),
         // Every replica, leading or standing by, is ready (a standby that is not would keep the
@@ -120,16 +418,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counters_render_in_prometheus_text_format() {
+    fn metrics_render_under_velero_names_with_the_schedule_label() {
         let metrics = Metrics::default();
-        metrics.deletion_attempted();
-        metrics.deletion_attempted();
-        metrics.deletion_succeeded();
-        metrics.deletion_failed();
+        metrics.deletion_attempted("");
+        metrics.deletion_attempted("nightly");
+        metrics.deletion_succeeded("");
+        metrics.backup_attempted("");
+        metrics.backup_ended("", Ended::PartialFailure, Duration::from_secs(90), 12, 1);
+        metrics.reconciled("Backup", Duration::from_millis(3), Some("api"));
         let text = metrics.render();
-        assert!(text.contains("# TYPE ark_backup_deletion_attempt_total counter\nark_backup_deletion_attempt_total 2\n"));
-        assert!(text.contains("ark_backup_deletion_success_total 1\n"));
-        assert!(text.contains("ark_backup_deletion_failure_total 1\n"));
+        for line in [
+            "# TYPE velero_backup_deletion_attempt counter\n",
+            "velero_backup_deletion_attempt_total{schedule=\"\"} 1\n",
+            "velero_backup_deletion_attempt_total{schedule=\"nightly\"} 1\n",
+            "velero_backup_deletion_success_total{schedule=\"\"} 1\n",
+            "velero_backup_deletion_failure_total{schedule=\"\"} 0\n",
+            "velero_backup_attempt_total{schedule=\"\"} 1\n",
+            "velero_backup_partial_failure_total{schedule=\"\"} 1\n",
+            "velero_backup_success_total{schedule=\"\"} 0\n",
+            "velero_backup_duration_seconds_bucket{le=\"60.0\",schedule=\"\"} 0\n",
+            "velero_backup_duration_seconds_bucket{le=\"300.0\",schedule=\"\"} 1\n",
+            "velero_backup_items_total{schedule=\"\"} 12\n",
+            "velero_backup_items_errors{schedule=\"\"} 1\n",
+            "ark_reconcile_duration_seconds_count{controller=\"Backup\"} 1\n",
+            "ark_reconcile_failures_total{controller=\"Backup\",error=\"api\"} 1\n",
+            "velero_restore_attempt_total{schedule=\"\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::gzip_json;
-use crate::shared::{objects, patch, unhonoured};
+use crate::shared::{metrics, objects, patch, unhonoured};
 
 pub async fn run(ctx: Arc<Context>) {
     for restore in operation::interrupted::<Restore>(&ctx).await {
@@ -163,11 +163,24 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
             Some(Ok(found)) => backup = Some(found),
         }
     }
+    // Velero labels a restore's metrics with its `scheduleName`.
+    let schedule = restore
+        .spec
+        .unmodelled
+        .get("scheduleName")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let (Some(backup), Some(item_operation_timeout), true) =
         (backup, item_operation_timeout, errors.is_empty())
     else {
         let status = <Restore as operation::Operation>::failed_validation(errors);
-        let _ = patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
+        let claim =
+            patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
+        if claim == patch::Claim::Won {
+            ctx.metrics.restore_attempted(&schedule);
+            ctx.metrics.restore_failed_validation(&schedule);
+        }
         return Ok(());
     };
     let claim = patch::claim(
@@ -189,6 +202,7 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
     if claim == patch::Claim::Lost {
         return Ok(());
     }
+    ctx.metrics.restore_attempted(&schedule);
     let location = backup.spec.storage_location.clone().unwrap_or_default();
     let outcome = match locations::open_named(&ctx.client, &ctx.namespace, &location).await {
         Ok(open) => {
@@ -204,9 +218,18 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         }
         Err(error) => Err(error.to_string()),
     };
-    operation::finish::<Restore>(&api, &name, outcome)
-        .await
-        .map(|_| ())
+    let ended = match &outcome {
+        Ok(status) => match status.phase {
+            Some(RestorePhase::Completed) => metrics::Ended::Success,
+            Some(RestorePhase::PartiallyFailed) => metrics::Ended::PartialFailure,
+            _ => metrics::Ended::Failure,
+        },
+        Err(_) => metrics::Ended::Failure,
+    };
+    if operation::finish::<Restore>(&api, &name, outcome).await? == patch::Claim::Won {
+        ctx.metrics.restore_ended(&schedule, ended);
+    }
+    Ok(())
 }
 
 async fn restore_from(
