@@ -210,11 +210,11 @@ async fn sync_location(
     Ok(orphans.missing)
 }
 
-/// The Backup object for a backup found in a bucket: its spec and status as uploaded, with only
-/// the identity a new object may carry, in this server's namespace and location.
 /// A `velero-backup.json` is a few KiB; a larger one is not read.
 const MAX_METADATA_BYTES: usize = 4 << 20;
 
+/// The Backup object for a backup found in a bucket: its spec and status as uploaded, with only
+/// the identity a new object may carry, in this server's namespace and location.
 pub fn synced_backup(uploaded: Backup, namespace: &str, location: &str) -> Backup {
     let mut backup = Backup::new(
         uploaded.metadata.name.as_deref().unwrap_or_default(),

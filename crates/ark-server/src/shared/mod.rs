@@ -1,6 +1,7 @@
 //! The mechanisms the controllers share.
 
 pub mod archive;
+pub mod backoff;
 pub mod controller;
 pub mod discovery;
 pub mod events;

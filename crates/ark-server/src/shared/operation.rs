@@ -1,6 +1,7 @@
 //! What the backup and restore controllers share: each carries out a long operation on an object
 //! whose status lives in the object, with a phase and progress, one controller loop each.
 
+use crate::shared::backoff::Backoff;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
@@ -188,9 +189,6 @@ pub async fn claimable<K: Operation>(
     }
 }
 
-/// The longest pause between two tries of a final status write.
-const FINAL_STATUS_RETRY_CAP: Duration = Duration::from_secs(30);
-
 /// Writes the final status, the operation's own on success, `Failed` with the reason otherwise,
 /// only while the object is still InProgress: one that another server has ended meanwhile (marked
 /// Failed at its start-up) keeps that end.
@@ -202,18 +200,18 @@ pub async fn finish<K: Operation>(
     let status = outcome.unwrap_or_else(K::failed);
     // The outcome of the whole operation hangs on this write: it is retried until it lands (the
     // API server may be briefly gone), or the object has gone or left InProgress.
-    let mut pause = Duration::from_secs(1);
+    let mut backoff = Backoff::starting_at(Duration::from_secs(1));
     let claim = loop {
         match patch::status_in_phase(api, name, K::IN_PROGRESS, &status).await {
             Ok(claim) => break claim,
             Err(kube::Error::Api(gone)) if gone.code == 404 => break patch::Claim::Lost,
             Err(error) => {
                 tracing::warn!(
-                    "{} {name}: writing its final status: {error}; trying again in {pause:?}",
-                    K::KIND
+                    "{} {name}: writing its final status: {error}; trying again in {:?}",
+                    K::KIND,
+                    backoff.pause()
                 );
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(FINAL_STATUS_RETRY_CAP);
+                backoff.wait().await;
             }
         }
     };

@@ -8,6 +8,7 @@
 //! Deleting) names the resourceVersion it decided on, ending names the phase it expects, so two
 //! servers (an old leader paused past its lease and the new one) never both act on one object.
 
+use crate::shared::backoff::Backoff;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde::Serialize;
@@ -59,7 +60,7 @@ pub async fn claim(
     resource_version: Option<&str>,
     mut body: Value,
 ) -> kube::Result<Claim> {
-    let mut pause = std::time::Duration::from_millis(500);
+    let mut backoff = Backoff::starting_at(std::time::Duration::from_millis(500));
     loop {
         body["metadata"]["resourceVersion"] = json!(resource_version);
         let error = match claim_outcome(
@@ -75,8 +76,7 @@ pub async fn claim(
             tracing::warn!(
                 "claiming {name}: {error}; reading it to find out whether the claim landed"
             );
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(std::time::Duration::from_secs(30));
+            backoff.wait().await;
             match api.get_opt(name).await {
                 Ok(object) => break object,
                 Err(kube::Error::Api(status)) => return Err(kube::Error::Api(status)),
@@ -156,12 +156,9 @@ fn phase_tested_operations(phase: &Value, status: &Value) -> Value {
     let mut operations = vec![json!({ "op": "test", "path": "/status/phase", "value": phase })];
     for (key, value) in status.as_object().into_iter().flatten() {
         let path = format!("/status/{}", key.replace('~', "~0").replace('/', "~1"));
-        operations.push(if value.is_null() {
-            // `remove` of a missing member fails the whole patch; `add` of null clears it.
-            json!({ "op": "add", "path": path, "value": null })
-        } else {
-            json!({ "op": "add", "path": path, "value": value })
-        });
+        // A null value is added too: `remove` of a missing member fails the whole patch, and
+        // `add` of null clears it.
+        operations.push(json!({ "op": "add", "path": path, "value": value }));
     }
     Value::Array(operations)
 }

@@ -15,6 +15,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
+use crate::shared::backoff::Backoff;
 use crate::shared::controller::ReconcileError;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
@@ -354,16 +355,16 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
 /// less often, up to every 30 s): while it does not, whether the backup exists is not known,
 /// and it stays InProgress (a server restarted meanwhile decides from the bucket too).
 async fn landed(store: &ark_storage::BackupStore, key: &ark_storage::Path) -> bool {
-    let mut pause = std::time::Duration::from_secs(1);
+    let mut backoff = Backoff::starting_at(std::time::Duration::from_secs(1));
     loop {
         match store.exists(key).await {
             Ok(exists) => return exists,
             Err(error) => {
                 tracing::warn!(
-                    "asking the bucket whether {key} was stored: {error}; again in {pause:?}"
+                    "asking the bucket whether {key} was stored: {error}; again in {:?}",
+                    backoff.pause()
                 );
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(std::time::Duration::from_secs(30));
+                backoff.wait().await;
             }
         }
     }

@@ -86,7 +86,15 @@ pub struct RestoreInput<'a> {
     pub resource_modifiers: Option<&'a ResourceModifiers>,
 }
 
-pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("discovering the cluster's resources: {0}")]
+    Discovery(#[from] kube::Error),
+    #[error("writing the restore's resource list: {0}")]
+    ResourceList(std::io::Error),
+}
+
+pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     let RestoreInput {
         client,
         spec,
@@ -298,7 +306,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, kube::Error> {
                 }
                 resource_list
                     .add(&created.key, &format!("{shown}({})", created.outcome))
-                    .map_err(|e| kube::Error::Service(Box::new(e)))?;
+                    .map_err(EngineError::ResourceList)?;
                 if created.outcome == "created" {
                     if gr == "namespaces" {
                         namespaces.created(&name);
