@@ -757,7 +757,9 @@ pub fn scrape(address: &str, path: &str) -> String {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: ark\r\n\r\n").unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: ark\r\n\r\n").as_bytes())
+        .unwrap();
     let mut response = String::new();
     stream
         .read_to_string(&mut response)

@@ -448,7 +448,18 @@ async fn metrics_count_a_backup_a_restore_and_a_deletion_under_velero_names() {
     ] {
         ark_ok(&cluster, &ns.name, args);
     }
-    let scraped = ark_tests::scrape(&address, "/metrics");
+    // The deletion is counted once its requests are removed, a moment after the Backup is gone
+    // (which is what `--wait` waits for).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let scraped = loop {
+        let scraped = ark_tests::scrape(&address, "/metrics");
+        if scraped.contains("velero_backup_deletion_success_total{schedule=\"\"} 1\n")
+            || std::time::Instant::now() > deadline
+        {
+            break scraped;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     for line in [
         "velero_backup_attempt_total{schedule=\"\"} 1\n",
         "velero_backup_success_total{schedule=\"\"} 1\n",

@@ -1157,3 +1157,69 @@ async fn a_location_without_a_secret_uses_the_credentials_file_the_environment_n
         "{message}"
     );
 }
+
+/// Velero's CLI names a restore's resource modifiers its own way (`resourceModifier: {kind:
+/// configmap, name}`); ark's server reads that ConfigMap and applies its rules.
+#[tokio::test]
+async fn velero_s_cli_restore_with_a_resource_modifier_configmap_is_modified_by_ark_s_server() {
+    let VeleroCli {
+        cluster,
+        client,
+        ns,
+        app,
+        prefix: _,
+        server: _server,
+    } = VeleroCli::start(&[]).await;
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "create", "app", "--include-namespaces", &app.name],
+    );
+    wait_completed(&client, &ns.name, "app").await;
+    let rules = "version: v1\nresourceModifierRules:\n- conditions: { groupResource: configmaps, resourceNameRegex: \"^settings$\" }\n  mergePatches:\n  - patchData: '{\"data\": {\"color\": \"green\"}}'\n";
+    Api::<ConfigMap>::namespaced(client.clone(), &ns.name)
+        .create(
+            &PostParams::default(),
+            &fixtures::object(serde_json::json!({ "metadata": { "name": "rules" }, "data": { "rules.yaml": rules } })),
+        )
+        .await
+        .unwrap();
+    let copy = format!("{}-modified", app.name);
+    let _copy = cluster.delete_on_drop::<k8s_openapi::api::core::v1::Namespace>(&copy);
+    let mapping = format!("{}:{copy}", app.name);
+    let out = velero_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "--from-backup",
+            "app",
+            "--namespace-mappings",
+            &mapping,
+            "--resource-modifier-configmap",
+            "rules",
+        ],
+    );
+    let restore = restored(&client, &ns.name, &submitted(&out)).await;
+    assert_eq!(restore.phase(), RestorePhase::Completed, "{restore:#?}");
+    let reference = restore.spec.resource_modifier.clone().unwrap();
+    assert_eq!(
+        (reference.kind.as_str(), reference.name.as_str()),
+        ("configmap", "rules")
+    );
+    let settings = Api::<ConfigMap>::namespaced(client.clone(), &copy)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(settings.data.unwrap()["color"], "green");
+    let original = Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(
+        original.data.unwrap()["color"],
+        "blue",
+        "the backed-up namespace is untouched"
+    );
+}

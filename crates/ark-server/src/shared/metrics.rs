@@ -384,6 +384,24 @@ fn answer(request: &[u8], metrics: &Metrics) -> (&'static str, &'static str, Str
     }
 }
 
+/// The request's head, up to its blank line: a client may send it in several pieces, and one
+/// closed on with bytes unread gets a reset instead of its answer. At most 8 KiB, within 5 s.
+async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+    const MAX: usize = 8 << 10;
+    let mut head = Vec::new();
+    let reading = async {
+        let mut buffer = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => head.extend_from_slice(&buffer[..read]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), reading).await;
+    head
+}
+
 /// Serves the metrics and health endpoints on `address`.
 pub async fn serve(address: SocketAddr, metrics: std::sync::Arc<Metrics>) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(address).await?;
@@ -401,9 +419,8 @@ pub async fn serve(address: SocketAddr, metrics: std::sync::Arc<Metrics>) -> std
         };
         let metrics = metrics.clone();
         tokio::spawn(async move {
-            let mut request = [0u8; 1024];
-            let read = stream.read(&mut request).await.unwrap_or(0);
-            let (status, content_type, body) = answer(&request[..read], &metrics);
+            let request = read_request_head(&mut stream).await;
+            let (status, content_type, body) = answer(&request, &metrics);
             let response = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
@@ -446,6 +463,35 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} not in:\n{text}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_sent_in_pieces_gets_its_answer() {
+        let address = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        tokio::spawn(serve(address, std::sync::Arc::default()));
+        let mut stream = loop {
+            if let Ok(stream) = tokio::net::TcpStream::connect(address).await {
+                break stream;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        stream.write_all(b"GET /metr").await.unwrap();
+        stream.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stream
+            .write_all(b"ics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+        assert!(
+            response.contains("velero_backup_attempt_total"),
+            "{response}"
+        );
     }
 
     #[test]
