@@ -749,6 +749,16 @@ pub fn cpu_seconds_of(name: &str) -> f64 {
         .sum()
 }
 
+/// `127.0.0.1:<port>` with a port free a moment ago: for a server's `--metrics-address`.
+pub fn free_local_address() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
 /// The body of `GET <path>` on the server's metrics address (`host:port`), within 10 s.
 pub fn scrape(address: &str, path: &str) -> String {
     use std::io::{Read as _, Write as _};

@@ -406,12 +406,7 @@ async fn metrics_count_a_backup_a_restore_and_a_deletion_under_velero_names() {
     let ns = cluster.namespace("ark").await;
     let app = cluster.namespace("metered").await;
     let _bucket = common::file_location(&cluster, &ns.name);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("127.0.0.1:{port}");
+    let address = ark_tests::free_local_address();
     let _server = ArkServer::start_with(ARK, &cluster, &ns.name, &["--metrics-address", &address]);
     Api::<ConfigMap>::namespaced(client.clone(), &app.name)
         .create(

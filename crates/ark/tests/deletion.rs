@@ -64,12 +64,7 @@ fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
 async fn a_full_delete_on_velero_crds_removes_backup_restores_data_requests_and_snapshots_and_keeps_the_rest()
  {
     let setup = Setup::new(Cluster::second(), None).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics_address = format!("127.0.0.1:{port}");
+    let metrics_address = ark_tests::free_local_address();
     let _server = ArkServer::start_with(
         ARK,
         &setup.cluster,

@@ -34,18 +34,13 @@ where
     wait_deleted(api, &object, WAIT).await;
 }
 
-/// A claim bound to a retained volume, backed up with the volume, both deleted, restored: the
-/// PV controller binds the restored pair again (the claim keeps `volumeName`, the volume's
-/// `claimRef` loses the old claim's uid and the bind annotations go, as Velero restores them).
-#[tokio::test]
-async fn a_bound_claim_and_its_volume_restore_bound() {
-    let cluster = Cluster::get();
-    let client = cluster.client().await;
-    let ns = cluster.namespace("ark").await;
-    let app = cluster.namespace("pvc").await;
-    let _bucket = common::file_location(&cluster, &ns.name);
-    let _server = ArkServer::start(ARK, &cluster, &ns.name);
-    let volume_name = unique_name("pv");
+/// A retained hostPath volume named `volume_name`, of a class of its own, and the claim `data` in
+/// `namespace` bound to it (by the PV controller).
+async fn bound_claim(
+    client: &kube::Client,
+    namespace: &str,
+    volume_name: &str,
+) -> (Api<PersistentVolume>, Api<PersistentVolumeClaim>) {
     let class = unique_name("manual");
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
     volumes
@@ -62,7 +57,7 @@ async fn a_bound_claim_and_its_volume_restore_bound() {
         )
         .await
         .unwrap();
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
     claims
         .create(
             &PostParams::default(),
@@ -79,6 +74,22 @@ async fn a_bound_claim_and_its_volume_restore_bound() {
     wait_for(claims.clone(), "data", claim_bound, WAIT)
         .await
         .unwrap();
+    (volumes, claims)
+}
+
+/// A claim bound to a retained volume, backed up with the volume, both deleted, restored: the
+/// PV controller binds the restored pair again (the claim keeps `volumeName`, the volume's
+/// `claimRef` loses the old claim's uid and the bind annotations go, as Velero restores them).
+#[tokio::test]
+async fn a_bound_claim_and_its_volume_restore_bound() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("pvc").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let volume_name = unique_name("pv");
+    let (volumes, claims) = bound_claim(&client, &app.name, &volume_name).await;
     ark_ok(
         &cluster,
         &ns.name,
@@ -483,39 +494,7 @@ async fn a_namespace_backup_takes_the_cluster_scoped_items_its_items_need_and_re
         "subjects": [{ "kind": "ServiceAccount", "name": "web", "namespace": app.name }],
     }))
     .await;
-    let class = unique_name("manual");
-    let volumes: Api<PersistentVolume> = Api::all(client.clone());
-    volumes
-        .create(
-            &PostParams::default(),
-            &object(serde_json::json!({
-                "metadata": { "name": volume_name },
-                "spec": {
-                    "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
-                    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": class,
-                    "hostPath": { "path": format!("/tmp/{volume_name}") },
-                },
-            })),
-        )
-        .await
-        .unwrap();
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
-    claims
-        .create(
-            &PostParams::default(),
-            &object(serde_json::json!({
-                "metadata": { "name": "data" },
-                "spec": {
-                    "accessModes": ["ReadWriteOnce"], "storageClassName": class,
-                    "resources": { "requests": { "storage": "1Gi" } },
-                },
-            })),
-        )
-        .await
-        .unwrap();
-    wait_for(claims.clone(), "data", claim_bound, WAIT)
-        .await
-        .unwrap();
+    let (volumes, claims) = bound_claim(&client, &app.name, &volume_name).await;
     create(dynamic("v1", "Pod", "pods", Some(&app.name)), serde_json::json!({
         "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "web", "labels": { "app": "web" } },
         "spec": { "serviceAccountName": "web",

@@ -132,7 +132,7 @@ async fn reconcile(
     {
         return Ok(Action::await_change());
     }
-    if objects::phase(&cached) == "Processed" {
+    if objects::phase(&cached) == objects::Phase::Known(DeleteBackupRequestPhase::Processed) {
         return expire(&requests, &cached, &ctx).await;
     }
     // Decided on the request as the controller's cache has it, which may predate a write of this

@@ -18,13 +18,23 @@ pub fn resource<K: Resource<DynamicType = ()>>() -> ApiResource {
 
 pub use ark_api::read::{Unfit, typed};
 
-/// `status.phase` as stored, whatever ark's types make of it; "" when there is none.
-pub fn phase(object: &DynamicObject) -> &str {
-    object
-        .data
-        .pointer("/status/phase")
-        .and_then(|p| p.as_str())
-        .unwrap_or_default()
+/// `status.phase` as stored, read on its own (the rest of the object may not fit ark's types).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase<P> {
+    /// No phase yet: a new object.
+    Absent,
+    Known(P),
+    /// A phase ark's types do not know (a newer Velero's): never mistaken for a new object.
+    Unknown(serde_json::Value),
+}
+
+pub fn phase<P: DeserializeOwned>(object: &DynamicObject) -> Phase<P> {
+    match object.data.pointer("/status/phase") {
+        None | Some(serde_json::Value::Null) => Phase::Absent,
+        Some(serde_json::Value::String(text)) if text.is_empty() => Phase::Absent,
+        Some(value) => serde_json::from_value(value.clone())
+            .map_or_else(|_| Phase::Unknown(value.clone()), Phase::Known),
+    }
 }
 
 /// One object by name, read as `K` on its own.
@@ -81,16 +91,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_phase_is_read_as_stored() {
-        let object =
-            |value: serde_json::Value| -> DynamicObject { serde_json::from_value(value).unwrap() };
+    fn the_phase_is_read_as_stored_and_one_ark_does_not_know_is_never_taken_for_a_new_object() {
+        use ark_api::BackupPhase;
+        let with = |status: serde_json::Value| -> DynamicObject {
+            serde_json::from_value(
+                serde_json::json!({ "metadata": { "name": "b" }, "status": status }),
+            )
+            .unwrap()
+        };
         assert_eq!(
-            phase(&object(serde_json::json!({ "metadata": { "name": "r" } }))),
-            ""
+            phase::<BackupPhase>(&with(serde_json::json!(null))),
+            Phase::Absent
         );
-        let weird = object(
-            serde_json::json!({ "metadata": { "name": "r" }, "status": { "phase": "Weird" } }),
+        assert_eq!(
+            phase::<BackupPhase>(&with(serde_json::json!({ "phase": "" }))),
+            Phase::Absent
         );
-        assert_eq!(phase(&weird), "Weird");
+        assert_eq!(
+            phase::<BackupPhase>(&with(serde_json::json!({ "phase": "Finalizing" }))),
+            Phase::Known(BackupPhase::Finalizing)
+        );
+        assert_eq!(
+            phase::<BackupPhase>(&with(serde_json::json!({ "phase": "Weird" }))),
+            Phase::Unknown(serde_json::json!("Weird"))
+        );
     }
 }

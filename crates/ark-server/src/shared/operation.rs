@@ -20,7 +20,8 @@ use serde_json::json;
 
 use crate::Context;
 use crate::shared::controller::{self, ReconcileError};
-use crate::shared::{objects, patch};
+use crate::shared::objects::{self, Phase};
+use crate::shared::patch;
 
 pub trait Operation:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -35,8 +36,9 @@ pub trait Operation:
     const KIND: &'static str;
     /// The kind's typed status; a write sets the fields it has.
     type Status: Serialize + Send + Sync;
-    /// Its phase while it runs.
-    type Phase: Serialize + Send + Copy;
+    type Phase: Serialize + DeserializeOwned + PartialEq + Send + Copy;
+    const NEW: Self::Phase;
+    /// What a claim sets, and what the final status write requires.
     const IN_PROGRESS: Self::Phase;
     fn failed(reason: String) -> Self::Status;
     fn failed_validation(errors: Vec<String>) -> Self::Status;
@@ -47,6 +49,7 @@ impl Operation for Backup {
     const KIND: &'static str = "backup";
     type Status = BackupStatus;
     type Phase = BackupPhase;
+    const NEW: BackupPhase = BackupPhase::New;
     const IN_PROGRESS: BackupPhase = BackupPhase::InProgress;
     fn failed(reason: String) -> BackupStatus {
         BackupStatus {
@@ -78,6 +81,7 @@ impl Operation for Restore {
     const KIND: &'static str = "restore";
     type Status = RestoreStatus;
     type Phase = RestorePhase;
+    const NEW: RestorePhase = RestorePhase::New;
     const IN_PROGRESS: RestorePhase = RestorePhase::InProgress;
     fn failed(reason: String) -> RestoreStatus {
         RestoreStatus {
@@ -116,7 +120,7 @@ pub async fn interrupted<K: Operation>(ctx: &Context) -> Vec<DynamicObject> {
         Ok(list) => list
             .items
             .into_iter()
-            .filter(|o| objects::phase(o) == "InProgress")
+            .filter(|o| objects::phase(o) == Phase::Known(K::IN_PROGRESS))
             .collect(),
         Err(error) => {
             tracing::warn!("listing {}s left InProgress: {error}", K::KIND);
@@ -163,14 +167,19 @@ pub async fn claimable<K: Operation>(
     // A phase moves only forward: an object the cache has past New is not New now either, and
     // reading it again would cost a request for every event of every finished operation (each
     // backup a deletion removes brings two).
-    if !matches!(objects::phase(cached), "" | "New") {
+    let is_new = |object: &DynamicObject| match objects::phase::<K::Phase>(object) {
+        Phase::Absent => true,
+        Phase::Known(phase) => phase == K::NEW,
+        Phase::Unknown(_) => false,
+    };
+    if !is_new(cached) {
         return Ok(None);
     }
     let api = api::<K>(ctx);
     let Some(object) = api.get_opt(&cached.name_any()).await? else {
         return Ok(None);
     };
-    if !matches!(objects::phase(&object), "" | "New") {
+    if !is_new(&object) {
         return Ok(None);
     }
     match objects::typed::<K>(&object) {
