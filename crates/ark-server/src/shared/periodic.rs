@@ -1,8 +1,8 @@
 //! The one periodic mechanism: a kube-runtime Controller over one kind that reconciles each object
 //! when it appears, when its spec changes, and again after the interval its last run asked for (a
-//! requeue). Location checks, backup sync and garbage collection run on it. (Entries of objects
-//! that are gone stay in the schedule: a few bytes per object ever seen, until the server
-//! restarts.)
+//! requeue). Location checks, backup sync and garbage collection run on it. An entry of the
+//! schedule goes once its time has passed (a run is due then anyway), so entries of objects that
+//! are gone, or of specs they no longer have, last one interval.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -26,23 +26,40 @@ where
 {
     // Status is part of these objects (Velero's CRDs have no status subresource), so a run's own
     // status write comes back as a change: only a new object or a changed spec runs out of turn.
-    let due: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();
+    let due: Arc<Mutex<Due>> = Arc::default();
     let reconcile = Arc::new(reconcile);
     let run_when_due = move |object: Arc<DynamicObject>, ctx: Arc<Context>| {
         let (due, reconcile) = (due.clone(), reconcile.clone());
         async move {
             let key = identity_and_spec(&object);
             let now = Instant::now();
-            let next_run = due.lock().unwrap().get(&key).copied();
-            if let Some(next_run) = next_run.filter(|at| *at > now) {
+            let next_run = due.lock().unwrap().not_before(key, now);
+            if let Some(next_run) = next_run {
                 return Ok(Action::requeue(next_run - now));
             }
             let interval = reconcile(object, ctx).await;
-            due.lock().unwrap().insert(key, now + interval);
+            due.lock().unwrap().ran(key, now, interval);
             Ok(Action::requeue(interval))
         }
     };
     controller::run::<K, _, _>(ctx, "periodic", 0, run_when_due).await;
+}
+
+/// When each object (by [`identity_and_spec`]) may run next.
+#[derive(Default)]
+struct Due(HashMap<u64, Instant>);
+
+impl Due {
+    /// When the object may run, if not now.
+    fn not_before(&self, key: u64, now: Instant) -> Option<Instant> {
+        self.0.get(&key).copied().filter(|at| *at > now)
+    }
+
+    /// It ran at `now` and asked to run again after `interval`; entries past their time go.
+    fn ran(&mut self, key: u64, now: Instant, interval: Duration) {
+        self.0.retain(|_, at| *at > now);
+        self.0.insert(key, now + interval);
+    }
 }
 
 /// What makes a run due out of turn: the object's identity and spec.
@@ -60,6 +77,21 @@ fn identity_and_spec(object: &DynamicObject) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_go_once_their_time_has_passed() {
+        let mut due = Due::default();
+        let start = Instant::now();
+        let minute = Duration::from_secs(60);
+        due.ran(1, start, minute);
+        due.ran(2, start, minute * 2);
+        assert_eq!(due.not_before(1, start), Some(start + minute));
+        assert_eq!(due.not_before(1, start + minute), None);
+        // Object 3 runs after 1's time: 1's entry goes, 2's stays.
+        due.ran(3, start + minute, minute);
+        assert_eq!(due.0.len(), 2);
+        assert_eq!(due.not_before(2, start + minute), Some(start + minute * 2));
+    }
 
     #[test]
     fn a_status_write_does_not_run_an_object_out_of_turn_a_spec_change_does() {
