@@ -26,8 +26,8 @@ struct Rule {
     namespaces: IncludesExcludes,
     name: Option<regex::Regex>,
     selector: Option<Selector>,
-    /// JSON pointers and the values found there: `test` operations, all of which must pass.
-    matches: json_patch::Patch,
+    /// JSON pointers and the values that must be found there.
+    matches: Vec<(String, Value)>,
     patch: RulePatch,
 }
 
@@ -183,10 +183,13 @@ impl ResourceModifiers {
         group_resource: &str,
         namespace: Option<&str>,
     ) -> Vec<String> {
-        let origin = item.clone();
+        // Each rule is matched against the item as it came; a copy is needed only when an earlier
+        // rule may have changed it.
+        let origin = (self.rules.len() > 1).then(|| item.clone());
         let mut errors = Vec::new();
         for (index, rule) in self.rules.iter().enumerate() {
-            if !rule.matches(&origin, group_resource, namespace) {
+            let matched = rule.matches(origin.as_ref().unwrap_or(item), group_resource, namespace);
+            if !matched {
                 continue;
             }
             if let Err(error) = rule.apply(item, group_resource) {
@@ -219,7 +222,7 @@ impl Rule {
                 if m.path.is_empty() {
                     return Err("conditions.matches: path is required".to_string());
                 }
-                operation("test", &m.path, "", &m.value)
+                Ok((m.path.clone(), patch_value(&m.value)?))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let yaml_documents = |patches: Vec<PatchData>, what: &str| {
@@ -269,7 +272,7 @@ impl Rule {
             namespaces: IncludesExcludes::new(Some(&conditions.namespaces), None),
             name,
             selector,
-            matches: json_patch::Patch(matches),
+            matches,
             patch,
         })
     }
@@ -300,7 +303,9 @@ impl Rule {
             }
         }
         // A path that is missing, or holds another value, is no match.
-        self.matches.0.is_empty() || json_patch::patch(&mut item.clone(), &self.matches).is_ok()
+        self.matches
+            .iter()
+            .all(|(path, value)| item.pointer(path) == Some(value))
     }
 
     fn apply(&self, item: &mut Value, group_resource: &str) -> Result<(), String> {
