@@ -62,22 +62,30 @@ fn options(
     ark_server::ServerOptions {
         namespace: namespace.to_string(),
         scratch_dir: scratch.to_path_buf(),
-        sync_period: Duration::from_secs(2),
-        validation_period: Duration::from_secs(2),
-        default_ttl: Duration::from_secs(3600),
-        default_item_operation_timeout: Duration::from_secs(4 * 3600),
-        workers: 2,
         identity: "in-process".into(),
-        deletion_workers: 2,
-        deletion_request_ttl: Duration::from_secs(3600),
-        gc_frequency: Duration::from_secs(3600),
         metrics_address: None,
-        restore_hooks_timeout: Duration::from_secs(60),
-        restore_hook_execs_at_once: 16,
-        restore_items_at_once: 32,
-        volume_snapshotter: Some(snapshotter),
         velero_answer_timeout: Duration::from_secs(2),
         shutdown_grace: Duration::from_secs(5),
+        backup: ark_server::BackupConfig {
+            workers: 2,
+            default_ttl: Duration::from_secs(3600),
+            default_item_operation_timeout: Duration::from_secs(4 * 3600),
+        },
+        restore: ark_server::RestoreConfig {
+            workers: 2,
+            default_item_operation_timeout: Duration::from_secs(4 * 3600),
+            hooks_timeout: Duration::from_secs(60),
+            hook_execs_at_once: 16,
+            items_at_once: 32,
+        },
+        deletion: ark_server::DeletionConfig {
+            workers: 2,
+            request_ttl: Duration::from_secs(3600),
+        },
+        volume_snapshotter: Some(snapshotter),
+        gc_frequency: Duration::from_secs(3600),
+        sync_period: Duration::from_secs(2),
+        validation_period: Duration::from_secs(2),
     }
 }
 

@@ -4,6 +4,7 @@
 //! deletes anything.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,21 +15,92 @@ use ark_api::{
 };
 use kube::api::{DeleteParams, DynamicObject, ListParams, Preconditions};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, Store};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::Context;
+use crate::controllers::backup::RunningBackups;
+use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::locations::{self, LocationError};
-use crate::shared::snapshots::{self, Deleted, Recorded};
+use crate::shared::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
 use crate::shared::{objects, patch};
 
 /// How long a deletion waits for the first listing of Restores.
 const RESTORE_CACHE_WAIT: Duration = Duration::from_secs(30);
 
-pub async fn run(ctx: Arc<Context>) {
-    let workers = ctx.deletion_workers;
-    controller::run::<DeleteBackupRequest, _, _>(ctx, "deletion", workers, reconcile).await;
+/// The deletion controller's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Deletions of different backups run at once.
+    pub workers: u16,
+    /// How long a Processed DeleteBackupRequest is kept.
+    pub request_ttl: Duration,
+}
+
+pub struct Ctx {
+    kube: Kube,
+    config: Config,
+    /// Where a backup's tarball is downloaded to find its CSI snapshots.
+    scratch: PathBuf,
+    /// Deletes provider volume snapshots; without one, backups that have any cannot be deleted.
+    volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
+    /// A backup this server is running now is not deleted.
+    running_backups: Arc<RunningBackups>,
+    /// Every Restore of the namespace, kept current by a watch: a deletion deletes its backup's.
+    restores: Store<DynamicObject>,
+    /// Backups being deleted now: a second request for one waits.
+    deleting: Mutex<BTreeSet<String>>,
+    removed_requests: RemovedRequests,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+/// The writer of the deletion controller's Restore cache: it runs beside the controller.
+pub struct RestoreCache(reflector::store::Writer<DynamicObject>);
+
+impl Ctx {
+    pub fn new(
+        kube: Kube,
+        config: Config,
+        scratch: PathBuf,
+        volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
+        running_backups: Arc<RunningBackups>,
+    ) -> (Ctx, RestoreCache) {
+        let writer = reflector::store::Writer::new(objects::resource::<Restore>());
+        let ctx = Ctx {
+            kube,
+            config,
+            scratch,
+            volume_snapshotter,
+            running_backups,
+            restores: writer.as_reader(),
+            deleting: Mutex::default(),
+            removed_requests: RemovedRequests::default(),
+        };
+        (ctx, RestoreCache(writer))
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>, restores: RestoreCache) {
+    let restore_reflector = {
+        use futures::StreamExt;
+        use kube::runtime::WatchStreamExt;
+        let api = objects::api::<Restore>(&ctx.kube.client, &ctx.kube.namespace);
+        reflector::reflector(restores.0, kube::runtime::watcher(api, Default::default()))
+            .default_backoff()
+            .for_each(|_| std::future::ready(()))
+    };
+    let kube = ctx.kube.clone();
+    let workers = ctx.config.workers;
+    tokio::join!(
+        controller::run::<DeleteBackupRequest, _, _, _>(ctx, "deletion", workers, reconcile),
+        kube.until_stopping(restore_reflector),
+    );
 }
 
 /// What to do with a request, decided from what was read.
@@ -78,7 +150,7 @@ pub fn decide<'a>(
 
 /// Holds one backup's deletion lock for as long as it lives.
 struct Deleting<'a> {
-    ctx: &'a Context,
+    ctx: &'a Ctx,
     backup: String,
 }
 
@@ -88,7 +160,7 @@ impl Drop for Deleting<'_> {
     }
 }
 
-fn lock<'a>(ctx: &'a Context, backup: &str) -> Option<Deleting<'a>> {
+fn lock<'a>(ctx: &'a Ctx, backup: &str) -> Option<Deleting<'a>> {
     ctx.deleting
         .lock()
         .unwrap()
@@ -102,7 +174,7 @@ fn lock<'a>(ctx: &'a Context, backup: &str) -> Option<Deleting<'a>> {
 /// Requests this server removed after their deletion succeeded, by uid, for a few minutes: the
 /// controller's cache may still hold one (its removal not yet watched) and run it again.
 #[derive(Default)]
-pub(crate) struct RemovedRequests(Mutex<BTreeMap<String, Instant>>);
+struct RemovedRequests(Mutex<BTreeMap<String, Instant>>);
 
 /// Longer than any watch takes to report a removal.
 const REMOVED_KEPT_FOR: Duration = Duration::from_secs(300);
@@ -120,11 +192,9 @@ impl RemovedRequests {
     }
 }
 
-async fn reconcile(
-    cached: Arc<DynamicObject>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
-    let requests = objects::api::<DeleteBackupRequest>(&ctx.client, &ctx.namespace);
+async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let kube = &ctx.kube;
+    let requests = objects::api::<DeleteBackupRequest>(&kube.client, &kube.namespace);
     let name = cached.name_any();
     if cached
         .uid()
@@ -146,7 +216,7 @@ async fn reconcile(
         Ok(
             match patch::claim(&requests, &name, version.as_deref(), status).await? {
                 patch::Claim::Won => {
-                    ctx.metrics.deletion_failed(schedule);
+                    kube.metrics.deletion_failed(schedule);
                     Action::await_change()
                 }
                 patch::Claim::Lost => Action::requeue(Duration::from_secs(1)),
@@ -167,13 +237,13 @@ async fn reconcile(
     };
     // A name no object can have names no backup (and the API server would refuse the lookup).
     let backup = if ark_api::selector::is_dns_subdomain(&backup_name) {
-        objects::get::<Backup>(&ctx.client, &ctx.namespace, &backup_name).await?
+        objects::get::<Backup>(&kube.client, &kube.namespace, &backup_name).await?
     } else {
         None
     };
     let backup = match backup {
         Some(Err(unfit)) => {
-            ctx.metrics.deletion_attempted("");
+            kube.metrics.deletion_attempted("");
             return reject(
                 vec![format!("backup {backup_name} cannot be read: {unfit}")],
                 "",
@@ -187,8 +257,8 @@ async fn reconcile(
         .as_ref()
         .and_then(|b| b.labels().get(labels::SCHEDULE_NAME).cloned())
         .unwrap_or_default();
-    ctx.metrics.deletion_attempted(&schedule);
-    let running_here = ctx.running_backups.lock().unwrap().contains(&backup_name);
+    kube.metrics.deletion_attempted(&schedule);
+    let running_here = ctx.running_backups.contains(&backup_name);
     match decide(&request, backup.as_ref(), running_here) {
         Decision::Reject(error) => return reject(vec![error], &schedule).await,
         // A deletion that succeeded removes its requests at once, without marking them Processed
@@ -196,7 +266,7 @@ async fn reconcile(
         // in between finds it again, the backup gone, and removes it then.
         Decision::AlreadyDone => {
             remove_requests(&ctx, &requests, &request, None).await?;
-            ctx.metrics.deletion_succeeded(&schedule);
+            kube.metrics.deletion_succeeded(&schedule);
         }
         Decision::Delete(backup) => {
             let Some(errors) = delete(&ctx, &requests, &request, backup).await? else {
@@ -206,11 +276,11 @@ async fn reconcile(
             let uid = backup.metadata.uid.as_deref();
             if errors.is_empty() {
                 remove_requests(&ctx, &requests, &request, uid).await?;
-                ctx.metrics.deletion_succeeded(&schedule);
+                kube.metrics.deletion_succeeded(&schedule);
             } else {
                 remove_earlier_requests(&requests, &request, backup).await?;
                 patch::object_status(&requests, &name, &processed_status(errors)).await?;
-                ctx.metrics.deletion_failed(&schedule);
+                kube.metrics.deletion_failed(&schedule);
             }
         }
     }
@@ -229,14 +299,14 @@ fn processed_status(errors: Vec<String>) -> DeleteBackupRequestStatus {
 async fn expire(
     requests: &Api<DynamicObject>,
     request: &DynamicObject,
-    ctx: &Context,
+    ctx: &Ctx,
 ) -> Result<Action, ReconcileError> {
     let Some(created) = request.metadata.creation_timestamp.as_ref() else {
         return Ok(Action::await_change());
     };
     let age = k8s_openapi::jiff::Timestamp::now().duration_since(created.0);
     let ttl =
-        k8s_openapi::jiff::SignedDuration::try_from(ctx.deletion_request_ttl).unwrap_or_default();
+        k8s_openapi::jiff::SignedDuration::try_from(ctx.config.request_ttl).unwrap_or_default();
     if age >= ttl {
         patch::ignore_not_found(
             requests
@@ -272,7 +342,7 @@ async fn remove_earlier_requests(
 /// After a successful deletion every request for that backup (name and uid) goes, this one too
 /// (labelled so when it was claimed), in one request.
 async fn remove_requests(
-    ctx: &Context,
+    ctx: &Ctx,
     requests: &Api<DynamicObject>,
     request: &DeleteBackupRequest,
     backup_uid: Option<&str>,
@@ -323,18 +393,19 @@ async fn remove_each(
 /// Deletes everything of the backup; the errors that stopped it (nothing after a failed step is
 /// deleted). None when the backup changed since it was read, and nothing was done.
 async fn delete(
-    ctx: &Context,
+    ctx: &Ctx,
     requests: &Api<DynamicObject>,
     request: &DeleteBackupRequest,
     backup: &Backup,
 ) -> kube::Result<Option<Vec<String>>> {
-    let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
+    let kube = &ctx.kube;
+    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
     let backup_name = backup.name_any();
     let uid = backup.metadata.uid.clone().unwrap_or_default();
 
     // The location must exist, be writable and not found unusable before anything changes.
     let location_name = backup.spec.storage_location.clone().unwrap_or_default();
-    let open = match locations::get(&ctx.client, &ctx.namespace, &location_name).await {
+    let open = match locations::get(&kube.client, &kube.namespace, &location_name).await {
         Ok(location) if location.is_read_only() => {
             return Ok(Some(vec![format!(
                 "cannot delete backup because backup storage location {location_name} is currently in read-only mode"
@@ -345,7 +416,7 @@ async fn delete(
                 "cannot delete backup because backup storage location {location_name} is unavailable: {reason}"
             )]));
         }
-        Ok(location) => locations::open(&ctx.client, location).await,
+        Ok(location) => locations::open(&kube.client, location).await,
         Err(error) => Err(error),
     };
     let open = match open {
@@ -466,7 +537,7 @@ async fn optional(
 /// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it. Only
 /// the files the listing of the backup's folder has are read.
 async fn recorded_snapshots(
-    ctx: &Context,
+    ctx: &Ctx,
     store: &ark_storage::BackupStore,
     listed: &BTreeSet<ark_storage::Path>,
     request: &DeleteBackupRequest,
@@ -501,7 +572,8 @@ async fn recorded_snapshots(
             "backup {name}: {} tarball entries could not be read (the first: {first}); their snapshots, if any, are not deleted",
             found.unreadable.len()
         );
-        ctx.events
+        ctx.kube
+            .events
             .warn(
                 request.object_ref(&()),
                 None,
@@ -518,7 +590,7 @@ async fn recorded_snapshots(
 /// Snapshots, then bucket data (the backup's and its restores'), then the Restores; stops at the
 /// first step with errors. Nothing is deleted until everything there is to delete is known.
 async fn delete_data(
-    ctx: &Context,
+    ctx: &Ctx,
     store: &ark_storage::BackupStore,
     request: &DeleteBackupRequest,
     backup: &Backup,
@@ -564,7 +636,7 @@ async fn delete_data(
     }
     let backup_label = labels::valid_label_value(&name);
     for content in &recorded.csi {
-        let note = match snapshots::delete_csi(&ctx.client, content, &backup_label).await {
+        let note = match snapshots::delete_csi(&ctx.kube.client, content, &backup_label).await {
             Ok(Deleted::Now) => {
                 outcome.touched = true;
                 continue;
@@ -586,7 +658,8 @@ async fn delete_data(
                 continue;
             }
         };
-        ctx.events
+        ctx.kube
+            .events
             .warn(
                 request.object_ref(&()),
                 Some(content.reference()),
@@ -620,7 +693,7 @@ async fn delete_data(
             return outcome;
         }
     }
-    let api = objects::api::<Restore>(&ctx.client, &ctx.namespace);
+    let api = objects::api::<Restore>(&ctx.kube.client, &ctx.kube.namespace);
     for (restore, _) in &restores {
         if let Err(error) =
             patch::ignore_not_found(api.delete(restore, &DeleteParams::default()).await)
@@ -636,7 +709,7 @@ async fn delete_data(
 
 /// The backup's Restores, each with the keys of its data.
 async fn restores_of(
-    ctx: &Context,
+    ctx: &Ctx,
     store: &ark_storage::BackupStore,
     backup: &str,
 ) -> Result<Vec<(String, Vec<ark_storage::Path>)>, String> {

@@ -13,7 +13,7 @@ use kube::api::{DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::{locations, objects, patch};
 
@@ -23,8 +23,8 @@ const URL_TTL: Duration = Duration::from_secs(600);
 /// tried again.
 const RETRY: Duration = Duration::from_secs(5);
 
-pub async fn run(ctx: Arc<Context>) {
-    controller::run::<DownloadRequest, _, _>(ctx, "download request", 0, reconcile).await;
+pub async fn run(ctx: Arc<Kube>) {
+    controller::run::<DownloadRequest, _, _, _>(ctx, "download request", 0, reconcile).await;
 }
 
 /// What to do with a request, decided from the request and the time.
@@ -61,10 +61,7 @@ fn decide(request: &DownloadRequest, now: Timestamp) -> Decision {
     }
 }
 
-async fn reconcile(
-    object: Arc<DynamicObject>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
+async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Kube>) -> Result<Action, ReconcileError> {
     let api = objects::api::<DownloadRequest>(&ctx.client, &ctx.namespace);
     let name = object.name_any();
     let request: DownloadRequest = match objects::typed(object.as_ref()) {
@@ -113,7 +110,7 @@ async fn reconcile(
 }
 
 /// The signed URL of the file the request names; None when its location cannot sign URLs.
-async fn signed_url(ctx: &Context, request: &DownloadRequest) -> Result<Option<String>, String> {
+async fn signed_url(ctx: &Kube, request: &DownloadRequest) -> Result<Option<String>, String> {
     let target = &request.spec.target;
     let backup_name = if Layout::is_restore_target(&target.kind) {
         objects::get::<Restore>(&ctx.client, &ctx.namespace, &target.name)

@@ -11,19 +11,32 @@ use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::locations::{self, LocationError};
 use crate::shared::{objects, periodic};
 
-pub async fn run(ctx: Arc<Context>) {
-    periodic::run::<Backup, _, _>(ctx, collect).await;
+pub struct Ctx {
+    pub kube: Kube,
+    /// How often each backup is looked at (`--garbage-collection-frequency`); also how long a
+    /// failed deletion holds back the next request for its backup.
+    pub frequency: Duration,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>) {
+    periodic::run::<Backup, _, _, _>(ctx, collect).await;
 }
 
 /// One backup's garbage collection; again after `--garbage-collection-frequency`, or when the
 /// backup expires if that is sooner.
-async fn collect(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
+async fn collect(object: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Duration {
     let Ok(backup) = objects::typed::<Backup>(object.as_ref()) else {
-        return ctx.gc_frequency;
+        return ctx.frequency;
     };
     if let Err(error) = collect_one(&ctx, &backup).await {
         tracing::warn!(
@@ -37,8 +50,8 @@ async fn collect(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
         .and_then(|s| s.expiration.as_ref())
         .and_then(|e| Timestamp::now().duration_until(e.0).try_into().ok())
         .filter(|left: &Duration| !left.is_zero());
-    until_expiry.map_or(ctx.gc_frequency, |left| {
-        left.min(ctx.gc_frequency) + Duration::from_millis(100)
+    until_expiry.map_or(ctx.frequency, |left| {
+        left.min(ctx.frequency) + Duration::from_millis(100)
     })
 }
 
@@ -102,22 +115,28 @@ pub fn holds_back_new_requests(
     }
 }
 
-/// Asks for the deletion of `backup`, unless a request for it holds that back (see above).
-pub async fn request_deletion(ctx: &Context, backup: &Backup, why: &str) -> kube::Result<()> {
+/// Asks for the deletion of `backup`, unless a request for it holds that back (see above, with
+/// `backoff` after a failed one).
+pub async fn request_deletion(
+    kube: &Kube,
+    backup: &Backup,
+    why: &str,
+    backoff: Duration,
+) -> kube::Result<()> {
     let name = backup.name_any();
     let selector =
         labels::selector_for_backup(&name, backup.metadata.uid.as_deref().unwrap_or_default());
     let now = Timestamp::now();
     let held_back = objects::list::<DeleteBackupRequest>(
-        &ctx.client,
-        &ctx.namespace,
+        &kube.client,
+        &kube.namespace,
         &ListParams::default().labels(&selector),
     )
     .await?
     .iter()
-    .any(|r| holds_back_new_requests(r, now, ctx.gc_frequency));
+    .any(|r| holds_back_new_requests(r, now, backoff));
     if !held_back {
-        Api::<DeleteBackupRequest>::namespaced(ctx.client.clone(), &ctx.namespace)
+        Api::<DeleteBackupRequest>::namespaced(kube.client.clone(), &kube.namespace)
             .create(
                 &PostParams::default(),
                 &DeleteBackupRequest::for_backup(backup),
@@ -128,8 +147,9 @@ pub async fn request_deletion(ctx: &Context, backup: &Backup, why: &str) -> kube
     Ok(())
 }
 
-async fn collect_one(ctx: &Context, backup: &Backup) -> kube::Result<()> {
-    let backups = objects::api::<Backup>(&ctx.client, &ctx.namespace);
+async fn collect_one(ctx: &Ctx, backup: &Backup) -> kube::Result<()> {
+    let kube = &ctx.kube;
+    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
     if expires_at_its_start(backup) && backup.phase().is_terminal() {
         let note = format!(
             "backup {} expires at or before its start (status.expiration {}): a TTL of 0 that \
@@ -143,7 +163,7 @@ async fn collect_one(ctx: &Context, backup: &Backup) -> kube::Result<()> {
                 .map(|e| e.0.to_string())
                 .unwrap_or_default(),
         );
-        ctx.events
+        kube.events
             .warn(
                 backup.object_ref(&()),
                 None,
@@ -158,7 +178,7 @@ async fn collect_one(ctx: &Context, backup: &Backup) -> kube::Result<()> {
     if is_expired(backup, Timestamp::now()) || backup.phase() == BackupPhase::Deleting {
         let name = backup.name_any();
         let location = backup.spec.storage_location.clone().unwrap_or_default();
-        let found = locations::get(&ctx.client, &ctx.namespace, &location).await;
+        let found = locations::get(&kube.client, &kube.namespace, &location).await;
         let failure = match &found {
             Ok(found) if found.is_read_only() => Some("BSLReadOnly"),
             Ok(_) => None,
@@ -188,7 +208,7 @@ async fn collect_one(ctx: &Context, backup: &Backup) -> kube::Result<()> {
         } else {
             "expired"
         };
-        request_deletion(ctx, backup, why).await?;
+        request_deletion(kube, backup, why, ctx.frequency).await?;
     }
     Ok(())
 }

@@ -8,17 +8,30 @@ use ark_api::{BackupStorageLocation, BackupStorageLocationPhase, BackupStorageLo
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::{locations, objects, patch, periodic};
 
-pub async fn run(ctx: Arc<Context>) {
-    periodic::run::<BackupStorageLocation, _, _>(ctx, validate).await;
+pub struct Ctx {
+    pub kube: Kube,
+    /// How often each location is checked (`--store-validation-frequency`).
+    pub period: Duration,
 }
 
-async fn validate(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>) {
+    periodic::run::<BackupStorageLocation, _, _, _>(ctx, validate).await;
+}
+
+async fn validate(object: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Duration {
+    let kube = &ctx.kube;
     let name = object.name_any();
     let checked = match objects::typed(object.as_ref()) {
-        Ok(location) => locations::check(&ctx.client, location).await,
+        Ok(location) => locations::check(&kube.client, location).await,
         Err(unfit) => Err(format!(
             "backup storage location {name:?} cannot be read: {unfit}"
         )),
@@ -33,9 +46,9 @@ async fn validate(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
         last_validation_time: Some(patch::now()),
         ..Default::default()
     };
-    let api = objects::api::<BackupStorageLocation>(&ctx.client, &ctx.namespace);
+    let api = objects::api::<BackupStorageLocation>(&kube.client, &kube.namespace);
     if let Err(error) = patch::object_status(&api, &name, &status).await {
         tracing::warn!("updating backup storage location {name}: {error}");
     }
-    ctx.validation_period
+    ctx.period
 }

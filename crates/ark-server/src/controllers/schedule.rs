@@ -9,21 +9,18 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::{objects, patch};
 
 pub const NOT_RUN: &str = "ark does not run schedules yet: no backup is made from this schedule \
                            (make backups with ark backup create, or run Velero's server instead)";
 
-pub async fn run(ctx: Arc<Context>) {
-    controller::run::<Schedule, _, _>(ctx, "schedule", 0, reconcile).await;
+pub async fn run(ctx: Arc<Kube>) {
+    controller::run::<Schedule, _, _, _>(ctx, "schedule", 0, reconcile).await;
 }
 
-async fn reconcile(
-    object: Arc<DynamicObject>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
+async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Kube>) -> Result<Action, ReconcileError> {
     let marked = objects::typed::<Schedule>(object.as_ref()).is_ok_and(|schedule| {
         schedule.phase() == SchedulePhase::FailedValidation
             && schedule

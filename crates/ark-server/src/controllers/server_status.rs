@@ -14,15 +14,16 @@ use kube::ResourceExt;
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::{objects, patch};
 
 /// How long an answered request is kept (Velero's `ttl` for them).
 const ANSWERED_TTL: Duration = Duration::from_secs(60);
 
-pub async fn run(ctx: Arc<Context>) {
-    controller::run::<ServerStatusRequest, _, _>(ctx, "server status request", 0, reconcile).await;
+pub async fn run(ctx: Arc<Kube>) {
+    controller::run::<ServerStatusRequest, _, _, _>(ctx, "server status request", 0, reconcile)
+        .await;
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -49,7 +50,7 @@ fn decide(request: &ServerStatusRequest, now: Timestamp) -> Decision {
 
 async fn reconcile(
     object: Arc<kube::api::DynamicObject>,
-    ctx: Arc<Context>,
+    ctx: Arc<Kube>,
 ) -> Result<Action, ReconcileError> {
     let api = objects::api::<ServerStatusRequest>(&ctx.client, &ctx.namespace);
     let name = object.name_any();

@@ -3,37 +3,55 @@
 //! finished Backup whose data has left the bucket is deleted the one safe way, through a
 //! DeleteBackupRequest, so its snapshots and restores go with it (Velero #9480).
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationPhase, labels};
 use kube::api::{DynamicObject, ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::Context;
 use crate::controllers::gc;
+use crate::shared::context::Kube;
 use crate::shared::{locations, objects, periodic};
 
-pub async fn run(ctx: Arc<Context>) {
-    periodic::run::<BackupStorageLocation, _, _>(ctx, sync).await;
+pub struct Ctx {
+    pub kube: Kube,
+    /// How often each location's bucket is read (`--backup-sync-period`).
+    pub period: Duration,
+    /// How long a failed deletion holds back the next request for its backup (garbage
+    /// collection's frequency, as for its own requests).
+    pub deletion_backoff: Duration,
+    /// Per location, the uids of its backups that the previous listing of its bucket lacked.
+    pub missing: Mutex<BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>) {
+    periodic::run::<BackupStorageLocation, _, _, _>(ctx, sync).await;
 }
 
 /// One location's sync; again after `--backup-sync-period`.
-async fn sync(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Duration {
+async fn sync(object: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Duration {
     let name = object.name_any();
     if let Err(error) = sync_one(&ctx, &object).await {
         tracing::warn!("backup sync of location {name}: {error}");
     }
-    ctx.sync_period
+    ctx.period
 }
 
-async fn sync_one(ctx: &Context, object: &DynamicObject) -> Result<(), String> {
+async fn sync_one(ctx: &Ctx, object: &DynamicObject) -> Result<(), String> {
+    let kube = &ctx.kube;
     let location: BackupStorageLocation = objects::typed(object).map_err(|e| e.to_string())?;
     let name = object.name_any();
     // One listing: the names of every Backup object, also those ark's types cannot read (none is
     // created twice), and the ones that fit, for the orphan check.
-    let listed = objects::api::<Backup>(&ctx.client, &ctx.namespace)
+    let listed = objects::api::<Backup>(&kube.client, &kube.namespace)
         .list(&ListParams::default())
         .await
         .map_err(|e| e.to_string())?
@@ -44,15 +62,15 @@ async fn sync_one(ctx: &Context, object: &DynamicObject) -> Result<(), String> {
         .filter_map(|b| objects::typed(b).ok())
         .collect();
     let was_missing = ctx
-        .sync_missing
+        .missing
         .lock()
         .unwrap()
         .remove(&name)
         .unwrap_or_default();
-    let backups = Api::<Backup>::namespaced(ctx.client.clone(), &ctx.namespace);
+    let backups = Api::<Backup>::namespaced(kube.client.clone(), &kube.namespace);
     let missing_now =
         sync_location(ctx, &backups, location, &known, &existing, &was_missing).await?;
-    ctx.sync_missing.lock().unwrap().insert(name, missing_now);
+    ctx.missing.lock().unwrap().insert(name, missing_now);
     Ok(())
 }
 
@@ -111,7 +129,7 @@ pub fn orphans<'a>(
 /// Imports the bucket's backups that have no object; returns the uids of this location's backups
 /// the bucket lacks.
 async fn sync_location(
-    ctx: &Context,
+    ctx: &Ctx,
     backups: &Api<Backup>,
     location: BackupStorageLocation,
     known: &BTreeSet<String>,
@@ -121,7 +139,8 @@ async fn sync_location(
     let reference = location.object_ref(&());
     let available = location.status.as_ref().and_then(|s| s.phase)
         == Some(BackupStorageLocationPhase::Available);
-    let open = locations::open(&ctx.client, location)
+    let kube = &ctx.kube;
+    let open = locations::open(&kube.client, location)
         .await
         .map_err(|e| e.to_string())?;
     let location_name = open.name();
@@ -168,7 +187,7 @@ async fn sync_location(
             );
             continue;
         }
-        let synced = synced_backup(backup, &ctx.namespace, &location_name);
+        let synced = synced_backup(backup, &kube.namespace, &location_name);
         match backups.create(&PostParams::default(), &synced).await {
             Ok(_) => {
                 tracing::info!("backup sync: created Backup {name} from location {location_name}")
@@ -197,15 +216,20 @@ async fn sync_location(
             "the bucket of location {location_name} lacks all {} of its backups: is its bucket or prefix wrong? Nothing is deleted",
             orphans.missing.len()
         );
-        ctx.events
+        kube.events
             .warn(reference, None, "AllBackupsMissing", "Sync", note)
             .await;
         return Ok(BTreeSet::new());
     }
     for backup in orphans.delete {
-        gc::request_deletion(ctx, backup, "is gone from its bucket")
-            .await
-            .map_err(|e| e.to_string())?;
+        gc::request_deletion(
+            kube,
+            backup,
+            "is gone from its bucket",
+            ctx.deletion_backoff,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
     }
     Ok(orphans.missing)
 }

@@ -1,8 +1,8 @@
 //! The one controller loop every controller runs on: kube-runtime's Controller over one kind in
 //! the server's namespace, watched untyped (an object ark's types cannot read is for the
 //! reconcile to handle, never breaks the watch), at most `concurrency` reconciles at once (0: no
-//! bound), stopping gracefully when the server is told to stop. A failed reconcile is logged and
-//! tried again after `RETRY`.
+//! bound), stopping gracefully when the server is told to stop. A failed reconcile is logged,
+//! counted by the kind of failure, and tried again after a pause that kind calls for.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +13,8 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::watcher;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::objects;
-
-pub const RETRY: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -28,28 +26,40 @@ impl ReconcileError {
         match &self.0 {
             kube::Error::Api(status) if status.code == 409 => "conflict",
             kube::Error::Api(status) if status.code == 404 => "not_found",
+            kube::Error::Api(status) if status.code == 429 => "throttled",
             kube::Error::Api(status) if status.code >= 500 => "api_server",
             kube::Error::Api(_) => "refused",
             kube::Error::HyperError(_) | kube::Error::Service(_) => "unreachable",
             _ => "other",
         }
     }
+
+    /// When to try again: soon after a conflict (the object changed; decide on it as it is now),
+    /// in a few seconds when the API server failed to answer, later when it refused (a missing
+    /// permission waits for a person).
+    pub fn retry_after(&self) -> Duration {
+        match &self.0 {
+            kube::Error::Api(status) if status.code == 409 => Duration::from_secs(1),
+            error if objects::is_transient(error) => Duration::from_secs(5),
+            _ => Duration::from_secs(15),
+        }
+    }
 }
 
-pub async fn run<K, F, Fut>(
-    ctx: Arc<Context>,
-    what: &'static str,
-    concurrency: u16,
-    mut reconcile: F,
-) where
+/// Runs `reconcile` over the objects of kind `K`, each with the controller's own context `C`.
+pub async fn run<K, C, F, Fut>(ctx: Arc<C>, what: &'static str, concurrency: u16, mut reconcile: F)
+where
     K: Resource<DynamicType = ()>,
-    F: FnMut(Arc<DynamicObject>, Arc<Context>) -> Fut,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<DynamicObject>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let api = objects::api::<K>(&ctx.client, &ctx.namespace);
-    let error_policy = move |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<Context>| {
-        tracing::warn!("{what} reconcile failed: {error}");
-        Action::requeue(RETRY)
+    let kube = ctx.as_ref().as_ref().clone();
+    let api = objects::api::<K>(&kube.client, &kube.namespace);
+    let error_policy = move |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<C>| {
+        let retry = error.retry_after();
+        tracing::warn!("{what} reconcile failed: {error}; again in {retry:?}");
+        Action::requeue(retry)
     };
     // kube-runtime's graceful shutdown never ends a Controller told to stop before its cache was
     // ready (its runner waits for a readiness that the stopped watch can no longer bring), so
@@ -57,9 +67,10 @@ pub async fn run<K, F, Fut>(
     let running = Arc::new(tokio::sync::watch::Sender::new(0usize));
     let counted = {
         let running = running.clone();
-        move |object, ctx: Arc<Context>| {
-            let stopping = *ctx.stopping.borrow();
-            let metrics = ctx.metrics.clone();
+        move |object, ctx: Arc<C>| {
+            let kube: &Kube = (*ctx).as_ref();
+            let stopping = kube.is_stopping();
+            let metrics = kube.metrics.clone();
             let work = (!stopping).then(|| {
                 running.send_modify(|n| *n += 1);
                 (Running(running.clone()), reconcile(object, ctx))
@@ -81,11 +92,11 @@ pub async fn run<K, F, Fut>(
     let controller =
         Controller::new_with(api, watcher::Config::default(), objects::resource::<K>())
             .with_config(Config::default().concurrency(concurrency))
-            .graceful_shutdown_on(ctx.stopped())
-            .run(counted, error_policy, ctx.clone())
+            .graceful_shutdown_on(kube.stopped())
+            .run(counted, error_policy, ctx)
             .for_each(|_| async {});
     let stopped_and_idle = async {
-        ctx.stopped().await;
+        kube.stopped().await;
         let _ = running.subscribe().wait_for(|n| *n == 0).await;
     };
     tokio::select! {
@@ -107,6 +118,25 @@ impl Drop for Running {
 mod tests {
     use super::*;
 
+    fn api_error(code: u16) -> ReconcileError {
+        ReconcileError(kube::Error::Api(Box::new(
+            kube::core::Status::failure("test", "Test").with_code(code),
+        )))
+    }
+
+    #[test]
+    fn retries_follow_the_kind_of_failure() {
+        assert_eq!(api_error(409).retry_after(), Duration::from_secs(1));
+        for transient in [429, 500, 503, 504] {
+            assert_eq!(api_error(transient).retry_after(), Duration::from_secs(5));
+        }
+        for refused in [400, 403, 422] {
+            assert_eq!(api_error(refused).retry_after(), Duration::from_secs(15));
+        }
+        assert_eq!(api_error(403).metric_label(), "refused");
+        assert_eq!(api_error(429).metric_label(), "throttled");
+    }
+
     /// The regression behind a shutdown that waited out its whole grace: told to stop before its
     /// first list came back, the controller ends at once.
     #[tokio::test]
@@ -115,10 +145,11 @@ mod tests {
         let never = tower::service_fn(|_: http::Request<kube::client::Body>| {
             std::future::pending::<Result<http::Response<kube::client::Body>, std::io::Error>>()
         });
-        let (ctx, stop) = Context::for_tests(kube::Client::new(never, "velero"));
-        let controller = run::<ark_api::Restore, _, _>(Arc::new(ctx), "test", 1, |_, _| async {
-            Ok(Action::await_change())
-        });
+        let (kube, stop) = Kube::for_tests(kube::Client::new(never, "velero"));
+        let controller =
+            run::<ark_api::Restore, _, _, _>(Arc::new(kube), "test", 1, |_, _| async {
+                Ok(Action::await_change())
+            });
         let stopped = async {
             tokio::time::sleep(Duration::from_millis(200)).await;
             stop.send_replace(true);

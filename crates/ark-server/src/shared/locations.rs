@@ -20,7 +20,7 @@ pub enum LocationError {
         key: String,
         reason: String,
     },
-    #[error("cannot get backup storage location {0:?}: {1}")]
+    #[error("cannot get backup storage location {0:?}: {reason}", reason = objects::reason(.1))]
     Api(String, kube::Error),
     #[error(
         "backup storage location {location:?}: cannot read credential secret {secret:?}: {}",

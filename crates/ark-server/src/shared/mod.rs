@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod backoff;
+pub mod context;
 pub mod controller;
 pub mod discovery;
 pub mod events;

@@ -86,6 +86,15 @@ pub fn reason(error: &kube::Error) -> String {
     }
 }
 
+/// Whether the API server failed to answer (unreachable, overloaded, a server error), rather than
+/// answered no: asked again, it may answer.
+pub fn is_transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code >= 500 || status.code == 429,
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

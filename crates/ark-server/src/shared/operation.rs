@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::objects::{self, Phase};
 use crate::shared::patch;
@@ -110,13 +110,13 @@ impl Operation for Restore {
 }
 
 /// The untyped API of the operation's kind in the server's namespace (see `objects`).
-pub fn api<K: Operation>(ctx: &Context) -> Api<DynamicObject> {
-    objects::api::<K>(&ctx.client, &ctx.namespace)
+pub fn api<K: Operation>(kube: &Kube) -> Api<DynamicObject> {
+    objects::api::<K>(&kube.client, &kube.namespace)
 }
 
 /// The objects a previous server left InProgress: an operation cannot be resumed (as in Velero).
-pub async fn interrupted<K: Operation>(ctx: &Context) -> Vec<DynamicObject> {
-    match api::<K>(ctx).list(&Default::default()).await {
+pub async fn interrupted<K: Operation>(kube: &Kube) -> Vec<DynamicObject> {
+    match api::<K>(kube).list(&Default::default()).await {
         Ok(list) => list
             .items
             .into_iter()
@@ -130,14 +130,14 @@ pub async fn interrupted<K: Operation>(ctx: &Context) -> Vec<DynamicObject> {
 }
 
 /// Marks an interrupted operation Failed, as Velero words it.
-pub async fn fail_interrupted<K: Operation>(ctx: &Context, object: &DynamicObject) {
+pub async fn fail_interrupted<K: Operation>(kube: &Kube, object: &DynamicObject) {
     let reason = format!(
         "found a {} with status InProgress during the server starting, mark it as Failed",
         K::KIND
     );
     let status = K::failed(reason);
     if let Err(error) =
-        patch::status_in_phase(&api::<K>(ctx), &object.name_any(), K::IN_PROGRESS, &status).await
+        patch::status_in_phase(&api::<K>(kube), &object.name_any(), K::IN_PROGRESS, &status).await
     {
         tracing::warn!("marking {} {} Failed: {error}", K::KIND, object.name_any());
     }
@@ -145,15 +145,15 @@ pub async fn fail_interrupted<K: Operation>(ctx: &Context, object: &DynamicObjec
 
 /// Runs `reconcile` for every object of the kind in the server's namespace. The controller
 /// watches untyped objects, so one that ark's types cannot read is handled alone (see
-/// [`claimable`]).
-pub async fn run<K, F, Fut>(ctx: Arc<Context>, reconcile: F)
+/// [`claimable`]), `workers` at once.
+pub async fn run<K, C, F, Fut>(ctx: Arc<C>, workers: u16, reconcile: F)
 where
     K: Operation,
-    F: FnMut(Arc<DynamicObject>, Arc<Context>) -> Fut,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<DynamicObject>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let workers = ctx.workers;
-    controller::run::<K, _, _>(ctx, K::KIND, workers, reconcile).await;
+    controller::run::<K, _, _, _>(ctx, K::KIND, workers.max(1), reconcile).await;
 }
 
 /// A New object as the API has it now, typed, with the resourceVersion to claim it at; None when
@@ -161,7 +161,7 @@ where
 /// InProgress this server wrote, could start an operation twice. A New object that ark's types
 /// cannot read ends FailedValidation with the field and the reason.
 pub async fn claimable<K: Operation>(
-    ctx: &Context,
+    kube: &Kube,
     cached: &DynamicObject,
 ) -> kube::Result<Option<K>> {
     // A phase moves only forward: an object the cache has past New is not New now either, and
@@ -175,7 +175,7 @@ pub async fn claimable<K: Operation>(
     if !is_new(cached) {
         return Ok(None);
     }
-    let api = api::<K>(ctx);
+    let api = api::<K>(kube);
     let Some(object) = api.get_opt(&cached.name_any()).await? else {
         return Ok(None);
     };
@@ -294,7 +294,7 @@ mod tests {
                 }
             })
         };
-        let (ctx, _stop) = Context::for_tests(kube::Client::new(counting, "velero"));
+        let (kube, _stop) = Kube::for_tests(kube::Client::new(counting, "velero"));
         let cached = |phase: &str| -> DynamicObject {
             serde_json::from_value(json!({
                 "apiVersion": "velero.io/v1", "kind": "Backup",
@@ -304,12 +304,12 @@ mod tests {
             .unwrap()
         };
         for phase in ["InProgress", "Completed", "Deleting", "FailedValidation"] {
-            let claim = claimable::<ark_api::Backup>(&ctx, &cached(phase)).await;
+            let claim = claimable::<ark_api::Backup>(&kube, &cached(phase)).await;
             assert!(matches!(claim, Ok(None)), "{phase}");
         }
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0);
         // A New one is read again: the cache may predate this server's own claim.
-        let claim = claimable::<ark_api::Backup>(&ctx, &cached("New")).await;
+        let claim = claimable::<ark_api::Backup>(&kube, &cached("New")).await;
         assert!(matches!(claim, Ok(None)));
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
     }

@@ -13,22 +13,23 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 
-use crate::Context;
+use crate::shared::context::Kube;
 use crate::shared::controller;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
 /// each run returns when to run again.
-pub async fn run<K, F, Fut>(ctx: Arc<Context>, reconcile: F)
+pub async fn run<K, C, F, Fut>(ctx: Arc<C>, reconcile: F)
 where
     K: Resource<DynamicType = ()>,
-    F: Fn(Arc<DynamicObject>, Arc<Context>) -> Fut + Send + Sync + 'static,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: Fn(Arc<DynamicObject>, Arc<C>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Duration> + Send + 'static,
 {
     // Status is part of these objects (Velero's CRDs have no status subresource), so a run's own
     // status write comes back as a change: only a new object or a changed spec runs out of turn.
     let due: Arc<Mutex<Due>> = Arc::default();
     let reconcile = Arc::new(reconcile);
-    let run_when_due = move |object: Arc<DynamicObject>, ctx: Arc<Context>| {
+    let run_when_due = move |object: Arc<DynamicObject>, ctx: Arc<C>| {
         let (due, reconcile) = (due.clone(), reconcile.clone());
         async move {
             let key = identity_and_spec(&object);
@@ -42,7 +43,7 @@ where
             Ok(Action::requeue(interval))
         }
     };
-    controller::run::<K, _, _>(ctx, "periodic", 0, run_when_due).await;
+    controller::run::<K, _, _, _>(ctx, "periodic", 0, run_when_due).await;
 }
 
 /// When each object (by [`identity_and_spec`]) may run next.

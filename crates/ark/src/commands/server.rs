@@ -76,22 +76,30 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         scratch_dir: args
             .scratch_dir
             .unwrap_or_else(|| std::env::temp_dir().join("ark-server")),
-        sync_period: args.backup_sync_period,
-        validation_period: args.store_validation_frequency,
-        default_ttl: args.default_backup_ttl,
-        default_item_operation_timeout: args.default_item_operation_timeout,
-        workers: args.workers,
         identity: args.id.unwrap_or_else(default_identity),
-        deletion_workers: args.deletion_workers,
-        deletion_request_ttl: args.deletion_request_ttl,
-        gc_frequency: args.garbage_collection_frequency,
         metrics_address: args.metrics_address,
-        restore_hooks_timeout: args.restore_hooks_timeout,
-        restore_hook_execs_at_once: args.restore_hook_execs_at_once,
-        restore_items_at_once: args.restore_items_at_once,
-        volume_snapshotter: None,
         velero_answer_timeout: args.velero_answer_timeout,
         shutdown_grace: args.shutdown_grace,
+        backup: ark_server::BackupConfig {
+            workers: args.workers,
+            default_ttl: args.default_backup_ttl,
+            default_item_operation_timeout: args.default_item_operation_timeout,
+        },
+        restore: ark_server::RestoreConfig {
+            workers: args.workers,
+            default_item_operation_timeout: args.default_item_operation_timeout,
+            hooks_timeout: args.restore_hooks_timeout,
+            hook_execs_at_once: args.restore_hook_execs_at_once,
+            items_at_once: args.restore_items_at_once,
+        },
+        deletion: ark_server::DeletionConfig {
+            workers: args.deletion_workers,
+            request_ttl: args.deletion_request_ttl,
+        },
+        volume_snapshotter: None,
+        gc_frequency: args.garbage_collection_frequency,
+        sync_period: args.backup_sync_period,
+        validation_period: args.store_validation_frequency,
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 
-use ark_api::{BackupSpec, labels};
+use ark_api::labels;
 use ark_storage::tarball::group_resource;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
-use kube::core::Expression;
+use kube::core::Selector;
 use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client, ResourceExt};
 
@@ -64,12 +64,19 @@ impl Listing<'_> {
 pub enum EngineError {
     #[error("discovering the cluster's resources: {0}")]
     Discovery(kube::Error),
-    #[error("invalid label selector: {0}")]
-    Selector(String),
     #[error("writing scratch files: {0}")]
     Io(#[from] std::io::Error),
     #[error("listing namespaces: {0}")]
     Namespaces(kube::Error),
+}
+
+/// What a backup takes, as its validation read the spec.
+pub struct Selection {
+    pub namespaces: IncludesExcludes,
+    pub resources: IncludesExcludes,
+    /// The spec's label selector, with the exclude-from-backup label left out.
+    pub selector: Selector,
+    pub include_cluster_resources: Option<bool>,
 }
 
 pub struct Collected {
@@ -92,23 +99,14 @@ struct Plan {
 
 pub async fn collect(
     client: &Client,
-    spec: &BackupSpec,
+    selection: &Selection,
     scratch: &Path,
     log: &mut OperationLog,
     progress: &tokio::sync::watch::Sender<(i64, i64)>,
 ) -> Result<Collected, EngineError> {
     let mut results = Results::default();
-    let mut selector = match &spec.label_selector {
-        Some(selector) => kube::core::Selector::try_from(selector.clone())
-            .map_err(|e| EngineError::Selector(e.to_string()))?,
-        None => kube::core::Selector::default(),
-    };
-    // Left out by the API server, whatever else selects them (an item without the label matches).
-    selector.extend([Expression::NotEqual(
-        labels::EXCLUDE_FROM_BACKUP.into(),
-        "true".into(),
-    )]);
-    let plan = plan(client, spec, log, &mut results).await?;
+    let selector = &selection.selector;
+    let plan = plan(client, selection, log, &mut results).await?;
     let included: BTreeSet<&str> = plan.namespaces.iter().map(String::as_str).collect();
     let actions = Actions::built_in();
     let mut added_later = actions.adds();
@@ -182,7 +180,7 @@ pub async fn collect(
     let first_params = || {
         ListParams::default()
             .limit(FIRST_PAGE_SIZE)
-            .labels_from(&selector)
+            .labels_from(selector)
     };
     // The futures own what they use (not a borrowed `Listing`), so the stream stays `Send`.
     let mut first_pages = futures::stream::iter(0..listings.len())
@@ -282,7 +280,7 @@ pub async fn collect(
         client,
         plan: &plan,
         included: &included,
-        include_cluster_resources: spec.include_cluster_resources,
+        include_cluster_resources: selection.include_cluster_resources,
         actions: &actions,
     };
     let writer = related
@@ -482,18 +480,12 @@ fn shown(object: &DynamicObject) -> String {
 /// What to back up: the namespaces that exist and are included, and the resources to list.
 async fn plan(
     client: &Client,
-    spec: &BackupSpec,
+    selection: &Selection,
     log: &mut OperationLog,
     results: &mut Results,
 ) -> Result<Plan, EngineError> {
-    let namespace_filter = IncludesExcludes::new(
-        spec.included_namespaces.as_ref(),
-        spec.excluded_namespaces.as_ref(),
-    );
-    let resource_filter = IncludesExcludes::new(
-        spec.included_resources.as_ref(),
-        spec.excluded_resources.as_ref(),
-    );
+    let namespace_filter = &selection.namespaces;
+    let resource_filter = &selection.resources;
     let mut all_namespaces = Vec::new();
     let mut labelled_out = BTreeSet::new();
     for namespace in Api::<Namespace>::all(client.clone())
@@ -572,7 +564,10 @@ async fn plan(
         namespaces,
         cluster_wide,
         resources,
-        cluster_scoped: include_cluster_scoped(spec.include_cluster_resources, &namespace_filter),
+        cluster_scoped: include_cluster_scoped(
+            selection.include_cluster_resources,
+            namespace_filter,
+        ),
         namespace_resource_included,
     })
 }

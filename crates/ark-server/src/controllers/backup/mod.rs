@@ -3,51 +3,84 @@
 
 mod actions;
 mod engine;
+mod tracker;
+mod validate;
 mod writer;
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use ark_api::{Backup, BackupPhase, BackupProgress, BackupSpec, BackupStatus, labels};
+use ark_api::{Backup, BackupPhase, BackupProgress, BackupStatus, labels};
 use bytes::Bytes;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::Context;
+pub use tracker::RunningBackups;
+use validate::{Durations, Rejected, ValidatedBackup};
+
 use crate::shared::backoff::Backoff;
+use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
-use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
 use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
 use crate::shared::{metrics, objects, patch, unhonoured};
 
-/// Runs the controller until the process stops.
-pub async fn run(ctx: Arc<Context>) {
-    for backup in operation::interrupted::<Backup>(&ctx).await {
-        recover_interrupted(&ctx, &backup).await;
+/// The backup controller's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Backups run at once.
+    pub workers: u16,
+    /// TTL of a backup that sets none.
+    pub default_ttl: Duration,
+    /// `itemOperationTimeout` of a backup that sets none.
+    pub default_item_operation_timeout: Duration,
+}
+
+pub struct Ctx {
+    pub kube: Kube,
+    pub config: Config,
+    /// Where tarballs are assembled; never the object store.
+    pub scratch: PathBuf,
+    pub running: Arc<RunningBackups>,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
     }
-    operation::run::<Backup, _, _>(ctx, reconcile).await;
+}
+
+/// Runs the controller until the process stops.
+pub async fn run(ctx: Arc<Ctx>) {
+    remove_legacy_finalizer(&ctx.kube).await;
+    for backup in operation::interrupted::<Backup>(&ctx.kube).await {
+        recover_interrupted(&ctx.kube, &backup).await;
+    }
+    let workers = ctx.config.workers;
+    operation::run::<Backup, _, _, _>(ctx, workers, reconcile).await;
 }
 
 /// A backup left InProgress by a server that stopped. Its `velero-backup.json` is written last,
 /// so if it is in the bucket the upload had finished and the backup takes the status uploaded
 /// with it; otherwise what was uploaded is no backup, its keys are removed and it is Failed.
-async fn recover_interrupted(ctx: &Context, backup: &DynamicObject) {
+async fn recover_interrupted(kube: &Kube, backup: &DynamicObject) {
     let name = backup.name_any();
-    let api = operation::api::<Backup>(ctx);
+    let api = operation::api::<Backup>(kube);
     let location = backup
         .data
         .pointer("/spec/storageLocation")
         .and_then(|l| l.as_str())
         .unwrap_or_default();
-    let open = match locations::open_named(&ctx.client, &ctx.namespace, location).await {
+    let open = match locations::open_named(&kube.client, &kube.namespace, location).await {
         Ok(open) => open,
         Err(error) => {
             tracing::warn!("backup {name} was left InProgress; its location: {error}");
-            return operation::fail_interrupted::<Backup>(ctx, backup).await;
+            return operation::fail_interrupted::<Backup>(kube, backup).await;
         }
     };
     let store = &open.store;
@@ -78,14 +111,14 @@ async fn recover_interrupted(ctx: &Context, backup: &DynamicObject) {
         }
         Err(error) => tracing::warn!("backup {name} was left InProgress: {error}"),
     }
-    operation::fail_interrupted::<Backup>(ctx, backup).await;
+    operation::fail_interrupted::<Backup>(kube, backup).await;
 }
 
 /// Ark's first servers put a finalizer on Backups; it would block their deletion forever now that
 /// deletion goes through DeleteBackupRequests, so it is removed at start-up.
-pub async fn remove_legacy_finalizer(ctx: &Context) {
+async fn remove_legacy_finalizer(kube: &Kube) {
     const LEGACY_FINALIZER: &str = "gc.ark.heptio.com";
-    let api = operation::api::<Backup>(ctx);
+    let api = operation::api::<Backup>(kube);
     let Ok(list) = api.list(&Default::default()).await else {
         return;
     };
@@ -117,185 +150,46 @@ pub async fn remove_legacy_finalizer(ctx: &Context) {
     }
 }
 
-async fn reconcile(
-    cached: Arc<DynamicObject>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
-    let Some(backup) = operation::claimable::<Backup>(&ctx, &cached).await? else {
+async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let Some(backup) = operation::claimable::<Backup>(&ctx.kube, &cached).await? else {
         return Ok(Action::await_change());
     };
     process(&backup, &ctx).await?;
     Ok(Action::await_change())
 }
 
-/// Velero's CSI snapshot timeout, for a backup that sets none (Velero has no flag for it).
-const CSI_SNAPSHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10 * 60);
-/// Velero's label key that groups claims into one VolumeGroupSnapshot, for a backup that sets none.
-const VOLUME_GROUP_SNAPSHOT_LABEL_KEY: &str = "velero.io/volume-group";
-
-/// A backup's durations as Velero's backup controller reads them: zero or absent means the
-/// default (`velero backup create` without `--ttl` writes `ttl: 0s`).
-struct Durations {
-    ttl: std::time::Duration,
-    csi_snapshot_timeout: std::time::Duration,
-    item_operation_timeout: std::time::Duration,
-}
-
-impl Durations {
-    fn of(spec: &BackupSpec, ctx: &Context) -> Result<Durations, Vec<String>> {
-        let mut errors = Vec::new();
-        let mut read = |field: &str, value: &Option<String>, default| {
-            ark_api::duration::parse_or_default(value.as_deref(), default).unwrap_or_else(|e| {
-                errors.push(format!("{field}: {e}"));
-                default
-            })
-        };
-        let durations = Durations {
-            ttl: read("ttl", &spec.ttl, ctx.default_ttl),
-            csi_snapshot_timeout: read(
-                "csiSnapshotTimeout",
-                &spec.csi_snapshot_timeout,
-                CSI_SNAPSHOT_TIMEOUT,
-            ),
-            item_operation_timeout: read(
-                "itemOperationTimeout",
-                &spec.item_operation_timeout,
-                ctx.default_item_operation_timeout,
-            ),
-        };
-        if errors.is_empty() {
-            Ok(durations)
-        } else {
-            Err(errors)
-        }
-    }
-}
-
-/// Validates a backup's spec before anything is done: its durations with Velero's defaults
-/// applied, or every error found.
-fn validate(backup: &Backup, ctx: &Context) -> Result<Durations, Vec<String>> {
-    let spec = &backup.spec;
-    let mut errors = IncludesExcludes::new(
-        spec.included_namespaces.as_ref(),
-        spec.excluded_namespaces.as_ref(),
-    )
-    .validate("namespace");
-    errors.extend(
-        IncludesExcludes::new(
-            spec.included_resources.as_ref(),
-            spec.excluded_resources.as_ref(),
-        )
-        .validate("resource"),
-    );
-    errors.extend(unhonoured::refused(
-        &spec.unmodelled,
-        unhonoured::BACKUP_FILTERS,
-    ));
-    let durations = Durations::of(spec, ctx).map_err(|e| errors.extend(e)).ok();
-    if let Some(selector) = &spec.label_selector
-        && let Err(error) = kube::core::Selector::try_from(selector.clone())
-    {
-        errors.push(format!("labelSelector: {error}"));
-    }
-    match durations {
-        Some(durations) if errors.is_empty() => Ok(durations),
-        _ => Err(errors),
-    }
-}
-
-/// What Velero's backup controller writes into a backup's spec as it starts it: the location
-/// chosen, and each default it applied (so that Velero, reading the backup, sees what ark did).
-fn defaulted_spec(spec: &BackupSpec, location: &str, durations: &Durations) -> serde_json::Value {
-    let kept_or = |field: &str, default: serde_json::Value| {
-        spec.unmodelled
-            .get(field)
-            .filter(|v| !v.is_null() && v.as_str() != Some(""))
-            .cloned()
-            .unwrap_or(default)
-    };
-    json!({
-        "storageLocation": location,
-        "ttl": ark_api::duration::format(durations.ttl),
-        "csiSnapshotTimeout": ark_api::duration::format(durations.csi_snapshot_timeout),
-        "itemOperationTimeout": ark_api::duration::format(durations.item_operation_timeout),
-        "defaultVolumesToFsBackup": kept_or("defaultVolumesToFsBackup", false.into()),
-        "snapshotMoveData": kept_or("snapshotMoveData", false.into()),
-        "volumeGroupSnapshotLabelKey": kept_or(
-            "volumeGroupSnapshotLabelKey",
-            VOLUME_GROUP_SNAPSHOT_LABEL_KEY.into(),
-        ),
-    })
-}
-
-async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
-    let api = operation::api::<Backup>(ctx);
+async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
+    let kube = &ctx.kube;
+    let api = operation::api::<Backup>(kube);
     let resource_version = backup.metadata.resource_version.as_deref();
     let name = backup.metadata.name.clone().unwrap_or_default();
-    let (durations, mut errors) = match validate(backup, ctx) {
-        Ok(durations) => (Some(durations), Vec::new()),
-        Err(errors) => (None, errors),
-    };
-    let location_name = match &backup.spec.storage_location {
-        Some(location) if !location.is_empty() => location.clone(),
-        _ => match locations::default_name(&ctx.client, &ctx.namespace).await {
-            Ok(location) => location,
-            Err(error) => {
-                errors.push(error.to_string());
-                String::new()
-            }
-        },
-    };
-    let location = if location_name.is_empty() {
-        None
-    } else {
-        match locations::get(&ctx.client, &ctx.namespace, &location_name).await {
-            Ok(location) if location.is_read_only() => {
-                errors.push(format!(
-                    "backup storage location {location_name:?} is read-only"
-                ));
-                None
-            }
-            // Its last check failed: checked again now, so that a location back since (S3 gone
-            // for a moment) takes backups at once, and one still down fails with today's reason.
-            Ok(location) if location.unavailable().is_some() => {
-                match locations::check(&ctx.client, location.clone()).await {
-                    Ok(()) => Some(location),
-                    Err(reason) => {
-                        errors.push(format!(
-                            "backup storage location {location_name:?} is Unavailable: {reason}"
-                        ));
-                        None
-                    }
-                }
-            }
-            Ok(location) => Some(location),
-            Err(error) => {
-                errors.push(error.to_string());
-                None
-            }
-        }
-    };
     let schedule = backup
         .labels()
         .get(labels::SCHEDULE_NAME)
         .cloned()
         .unwrap_or_default();
-    let (Some(durations), Some(location), true) = (durations, location, errors.is_empty()) else {
-        if failed_validation(&api, backup, errors, ctx.default_ttl).await? == patch::Claim::Won {
-            ctx.metrics.backup_failed_validation(&schedule);
+    let validated = match validate::validate(backup, kube, &ctx.config).await {
+        Ok(validated) => validated,
+        Err(Rejected::Invalid(errors)) => {
+            let ttl = Durations::ttl_or_default(&backup.spec, &ctx.config);
+            if failed_validation(&api, backup, errors, ttl).await? == patch::Claim::Won {
+                kube.metrics.backup_failed_validation(&schedule);
+            }
+            return Ok(());
         }
-        return Ok(());
+        // Still New: validated again when the controller retries.
+        Err(Rejected::Unreadable(error)) => return Err(error),
     };
 
     let start = patch::now();
-    let expiration = expiration_after(durations.ttl);
+    let expiration = expiration_after(validated.durations.ttl);
     let claim = patch::claim(
         &api,
         &name,
         resource_version,
         json!({
-            "metadata": { "labels": { labels::STORAGE_LOCATION: labels::valid_label_value(&location_name) } },
-            "spec": defaulted_spec(&backup.spec, &location_name, &durations),
+            "metadata": { "labels": { labels::STORAGE_LOCATION: labels::valid_label_value(&validated.location_name) } },
+            "spec": validate::defaulted_spec(&backup.spec, &validated),
             "status": BackupStatus {
                 phase: Some(BackupPhase::InProgress),
                 version: Some(1),
@@ -311,16 +205,16 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
         // Changed since it was read (deleted, claimed elsewhere): decided again on the next event.
         return Ok(());
     }
-    ctx.metrics.backup_attempted(&schedule);
+    kube.metrics.backup_attempted(&schedule);
     let started = std::time::Instant::now();
 
-    ctx.running_backups.lock().unwrap().insert(name.clone());
-    let open = locations::open(&ctx.client, location).await;
+    let running = ctx.running.start(&name);
+    let open = locations::open(&kube.client, validated.location.clone()).await;
     let outcome = match &open {
-        Ok(open) => back_up(&api, &name, open, ctx).await,
+        Ok(open) => back_up(&api, &name, open, &validated, ctx).await,
         Err(error) => Err(error.to_string()),
     };
-    ctx.running_backups.lock().unwrap().remove(&name);
+    drop(running);
     let uploaded = outcome.is_ok();
     let (ended, items, item_errors) = match &outcome {
         Ok(status) => (
@@ -340,7 +234,7 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
     };
     let claim = operation::finish::<Backup>(&api, &name, outcome).await?;
     if claim == patch::Claim::Won {
-        ctx.metrics
+        kube.metrics
             .backup_ended(&schedule, ended, started.elapsed(), items, item_errors);
     }
     if let (patch::Claim::Lost, true, Ok(open)) = (claim, uploaded, &open) {
@@ -355,7 +249,7 @@ async fn process(backup: &Backup, ctx: &Context) -> Result<(), kube::Error> {
 /// less often, up to every 30 s): while it does not, whether the backup exists is not known,
 /// and it stays InProgress (a server restarted meanwhile decides from the bucket too).
 async fn landed(store: &ark_storage::BackupStore, key: &ark_storage::Path) -> bool {
-    let mut backoff = Backoff::starting_at(std::time::Duration::from_secs(1));
+    let mut backoff = Backoff::starting_at(Duration::from_secs(1));
     loop {
         match store.exists(key).await {
             Ok(exists) => return exists,
@@ -394,10 +288,8 @@ async fn failed_validation(
     api: &Api<DynamicObject>,
     backup: &Backup,
     errors: Vec<String>,
-    default_ttl: std::time::Duration,
+    ttl: Duration,
 ) -> kube::Result<patch::Claim> {
-    let ttl = ark_api::duration::parse_or_default(backup.spec.ttl.as_deref(), default_ttl)
-        .unwrap_or(default_ttl);
     patch::claim(
         api,
         &backup.name_any(),
@@ -410,9 +302,7 @@ async fn failed_validation(
     .await
 }
 
-fn expiration_after(
-    ttl: std::time::Duration,
-) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+fn expiration_after(ttl: Duration) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
     k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         patch::now().0 + k8s_openapi::jiff::SignedDuration::try_from(ttl).unwrap_or_default(),
     )
@@ -423,13 +313,17 @@ async fn back_up(
     api: &Api<DynamicObject>,
     name: &str,
     open: &OpenLocation,
-    ctx: &Context,
+    validated: &ValidatedBackup,
+    ctx: &Ctx,
 ) -> Result<BackupStatus, String> {
     let store = &open.store;
     let layout = &store.layout;
     let location = open.name();
-    let mut log = OperationLog::create(&ctx.scratch, format!("backup={}/{name}", ctx.namespace))
-        .map_err(|e| format!("creating the backup log: {e}"))?;
+    let mut log = OperationLog::create(
+        &ctx.scratch,
+        format!("backup={}/{name}", ctx.kube.namespace),
+    )
+    .map_err(|e| format!("creating the backup log: {e}"))?;
     log.info(&format!("starting backup to location {location}"));
     let current: Backup = objects::typed(&api.get(name).await.map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
@@ -448,8 +342,8 @@ async fn back_up(
     let (progress, reporter) =
         operation::ProgressReporter::start::<Backup>(api.clone(), name.to_string());
     let collected = engine::collect(
-        &ctx.client,
-        &current.spec,
+        &ctx.kube.client,
+        &validated.selection,
         &ctx.scratch,
         &mut log,
         &progress,

@@ -73,9 +73,30 @@ fn child_dirs(dir: &Path) -> Vec<String> {
     names
 }
 
+/// What a restore takes from its backup, and how, as its validation read the spec.
+pub struct Selection {
+    pub namespaces: IncludesExcludes,
+    pub resources: IncludesExcludes,
+    pub selector: Option<kube::core::Selector>,
+    pub include_cluster_resources: Option<bool>,
+    pub existing: ExistingResourcePolicy,
+}
+
+/// What becomes of an item that exists already and differs from the backup's (Velero's
+/// `existingResourcePolicy`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ExistingResourcePolicy {
+    /// Left as it is, with a warning.
+    None,
+    /// Patched to the backup's.
+    Update,
+}
+
 pub struct RestoreInput<'a> {
     pub client: &'a Client,
+    /// For what the selection does not cover: hooks and the namespace mapping.
     pub spec: &'a RestoreSpec,
+    pub selection: &'a Selection,
     pub restore_name: &'a str,
     pub unpacked: &'a Path,
     pub resource_list: &'a mut ResourceListWriter,
@@ -98,6 +119,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     let RestoreInput {
         client,
         spec,
+        selection,
         restore_name,
         unpacked,
         resource_list,
@@ -111,24 +133,11 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         log.log(Level::Warning, &warning);
         results.warnings.add(None, warning);
     }
-    let namespace_filter = IncludesExcludes::new(
-        spec.included_namespaces.as_ref(),
-        spec.excluded_namespaces.as_ref(),
-    );
-    let resource_filter = IncludesExcludes::new(
-        spec.included_resources.as_ref(),
-        spec.excluded_resources.as_ref(),
-    );
-    let cluster_scoped = include_cluster_scoped(spec.include_cluster_resources, &namespace_filter);
-    let selector = spec
-        .label_selector
-        .clone()
-        .map(kube::core::Selector::try_from)
-        .transpose()
-        .ok()
-        .flatten();
+    let namespace_filter = &selection.namespaces;
+    let resource_filter = &selection.resources;
+    let cluster_scoped =
+        include_cluster_scoped(selection.include_cluster_resources, namespace_filter);
     let mapping = spec.namespace_mapping.clone().unwrap_or_default();
-    let update_existing = spec.existing_resource_policy.as_deref() == Some("update");
 
     let discovered = crate::shared::discovery::discover(client).await?;
     for skipped in discovered.skipped {
@@ -253,9 +262,9 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             restore: &restore_cx,
             actions: &actions,
             restore_name,
-            selector: &selector,
+            selector: &selection.selector,
             unpacked,
-            update_existing,
+            update_existing: selection.existing == ExistingResourcePolicy::Update,
             namespaces: &namespaces,
             in_flight: &in_flight,
         };

@@ -6,163 +6,80 @@ mod engine;
 pub(crate) mod extract;
 mod order;
 mod transform;
+mod validate;
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use ark_api::{
-    Backup, BackupPhase, HookStatus, Restore, RestorePhase, RestoreProgress, RestoreStatus, labels,
-};
+use ark_api::{HookStatus, Restore, RestorePhase, RestoreProgress, RestoreStatus, labels};
 use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use crate::Context;
+use validate::{Rejected, ValidatedRestore};
+
 use crate::hooks;
+use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
-use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
 use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::gzip_json;
-use crate::shared::{metrics, objects, patch, unhonoured};
+use crate::shared::{metrics, patch, unhonoured};
 
-pub async fn run(ctx: Arc<Context>) {
-    for restore in operation::interrupted::<Restore>(&ctx).await {
-        operation::fail_interrupted::<Restore>(&ctx, &restore).await;
-    }
-    operation::run::<Restore, _, _>(ctx, reconcile).await;
+/// The restore controller's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Restores run at once.
+    pub workers: u16,
+    /// `itemOperationTimeout` of a restore that sets none.
+    pub default_item_operation_timeout: Duration,
+    /// How long a restore waits, at most, for the exec hooks of its pods.
+    pub hooks_timeout: Duration,
+    /// Exec hook commands one restore runs at once.
+    pub hook_execs_at_once: u16,
+    /// Items of one resource a restore creates at once.
+    pub items_at_once: u16,
 }
 
-async fn reconcile(
-    cached: Arc<DynamicObject>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
-    let Some(restore) = operation::claimable::<Restore>(&ctx, &cached).await? else {
+pub struct Ctx {
+    pub kube: Kube,
+    pub config: Config,
+    /// Where backups are downloaded and unpacked; never the object store.
+    pub scratch: PathBuf,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>) {
+    for restore in operation::interrupted::<Restore>(&ctx.kube).await {
+        operation::fail_interrupted::<Restore>(&ctx.kube, &restore).await;
+    }
+    let workers = ctx.config.workers;
+    operation::run::<Restore, _, _, _>(ctx, workers, reconcile).await;
+}
+
+async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let Some(restore) = operation::claimable::<Restore>(&ctx.kube, &cached).await? else {
         return Ok(Action::await_change());
     };
     process(&restore, &ctx).await?;
     Ok(Action::await_change())
 }
 
-/// Validation of the restore's own spec (the backup is checked against the cluster afterwards):
-/// its item operation timeout, Velero's default applied, or every error found.
-fn validate(restore: &Restore, ctx: &Context) -> Result<std::time::Duration, Vec<String>> {
-    let spec = &restore.spec;
-    let mut errors = unhonoured::refused(&spec.unmodelled, unhonoured::RESTORE_FILTERS);
-    let item_operation_timeout = ark_api::duration::parse_or_default(
-        spec.item_operation_timeout.as_deref(),
-        ctx.default_item_operation_timeout,
-    )
-    .map_err(|e| errors.push(format!("itemOperationTimeout: {e}")));
-    if spec.backup_name.is_empty() {
-        errors.push("spec.backupName is required".to_string());
-    }
-    if let Some(hooks) = &spec.hooks {
-        errors.extend(
-            ark_api::hooks::validate(hooks, ark_api::hooks::Rules::Velero)
-                .iter()
-                .map(|e| format!("spec.hooks.{e}")),
-        );
-    }
-    errors.extend(
-        IncludesExcludes::new(
-            spec.included_namespaces.as_ref(),
-            spec.excluded_namespaces.as_ref(),
-        )
-        .validate("namespace"),
-    );
-    errors.extend(
-        IncludesExcludes::new(
-            spec.included_resources.as_ref(),
-            spec.excluded_resources.as_ref(),
-        )
-        .validate("resource"),
-    );
-    match spec.existing_resource_policy.as_deref() {
-        None | Some("") | Some("none") | Some("update") => {}
-        Some(other) => errors.push(format!(
-            "invalid existingResourcePolicy {other:?}: expected none or update"
-        )),
-    }
-    if let Some(selector) = &spec.label_selector
-        && let Err(error) = kube::core::Selector::try_from(selector.clone())
-    {
-        errors.push(format!("labelSelector: {error}"));
-    }
-    match item_operation_timeout {
-        Ok(timeout) if errors.is_empty() => Ok(timeout),
-        _ => Err(errors),
-    }
-}
-
-/// The restore's resource modifiers, read from their ConfigMap in the restore's namespace and
-/// checked; the validation error, in Velero's words, when they cannot be used.
-async fn read_resource_modifiers(
-    restore: &Restore,
-    ctx: &Context,
-) -> Result<Result<Option<actions::ResourceModifiers>, String>, kube::Error> {
-    let Some(reference) = &restore.spec.resource_modifier else {
-        return Ok(Ok(None));
-    };
-    let shown = format!("{}/{}", ctx.namespace, reference.name);
-    if !reference.kind.eq_ignore_ascii_case("configmap") {
-        return Ok(Err(format!(
-            "resourceModifier: kind {:?} is not supported: resource modifiers are read from a ConfigMap",
-            reference.kind
-        )));
-    }
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let config_map = match api.get_opt(&reference.name).await {
-        Ok(Some(config_map)) => config_map,
-        Ok(None) => {
-            return Ok(Err(format!(
-                "failed to get resource modifiers configmap {shown}: not found"
-            )));
-        }
-        Err(kube::Error::Api(status)) if status.code == 403 => {
-            return Ok(Err(format!(
-                "failed to get resource modifiers configmap {shown}: {}",
-                status.message
-            )));
-        }
-        Err(error) => return Err(error),
-    };
-    Ok(
-        actions::ResourceModifiers::from_config_map_data(&config_map.data.unwrap_or_default())
-            .map(Some)
-            .map_err(|e| format!("resource modifiers configmap {shown}: {e}")),
-    )
-}
-
-async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
-    let api = operation::api::<Restore>(ctx);
+async fn process(restore: &Restore, ctx: &Ctx) -> Result<(), kube::Error> {
+    let kube = &ctx.kube;
+    let api = operation::api::<Restore>(kube);
     let name = restore.name_any();
     let resource_version = restore.metadata.resource_version.as_deref();
-    let (item_operation_timeout, mut errors) = match validate(restore, ctx) {
-        Ok(timeout) => (Some(timeout), Vec::new()),
-        Err(errors) => (None, errors),
-    };
-    let mut backup = None;
-    let mut resource_modifiers = None;
-    if item_operation_timeout.is_some() {
-        match read_resource_modifiers(restore, ctx).await? {
-            Ok(found) => resource_modifiers = found,
-            Err(error) => errors.push(error),
-        }
-        let backup_name = &restore.spec.backup_name;
-        match objects::get::<Backup>(&ctx.client, &ctx.namespace, backup_name).await? {
-            None => errors.push(format!("backup {backup_name:?} not found")),
-            Some(Err(unfit)) => errors.push(format!("backup {backup_name:?} cannot be read: {unfit}")),
-            Some(Ok(found)) if !matches!(found.phase(), BackupPhase::Completed | BackupPhase::PartiallyFailed) => {
-                errors.push(format!("backup {backup_name:?} is {:?}: only Completed or PartiallyFailed backups can be restored", found.phase()))
-            }
-            Some(Ok(found)) => backup = Some(found),
-        }
-    }
     // Velero labels a restore's metrics with its `scheduleName`.
     let schedule = restore
         .spec
@@ -171,17 +88,20 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let (Some(backup), Some(item_operation_timeout), true) =
-        (backup, item_operation_timeout, errors.is_empty())
-    else {
-        let status = <Restore as operation::Operation>::failed_validation(errors);
-        let claim =
-            patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
-        if claim == patch::Claim::Won {
-            ctx.metrics.restore_attempted(&schedule);
-            ctx.metrics.restore_failed_validation(&schedule);
+    let validated = match validate::validate(restore, kube, &ctx.config).await {
+        Ok(validated) => validated,
+        Err(Rejected::Invalid(errors)) => {
+            let status = <Restore as operation::Operation>::failed_validation(errors);
+            let claim =
+                patch::claim(&api, &name, resource_version, json!({ "status": status })).await?;
+            if claim == patch::Claim::Won {
+                kube.metrics.restore_attempted(&schedule);
+                kube.metrics.restore_failed_validation(&schedule);
+            }
+            return Ok(());
         }
-        return Ok(());
+        // Still New: validated again when the controller retries.
+        Err(Rejected::Unreadable(error)) => return Err(error),
     };
     let claim = patch::claim(
         &api,
@@ -190,7 +110,7 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         json!({
             "metadata": { "labels": { labels::BACKUP_NAME: labels::valid_label_value(&restore.spec.backup_name) } },
             // Velero's default, written as Velero's restore controller writes it.
-            "spec": { "itemOperationTimeout": ark_api::duration::format(item_operation_timeout) },
+            "spec": { "itemOperationTimeout": ark_api::duration::format(validated.item_operation_timeout) },
             "status": RestoreStatus {
                 phase: Some(RestorePhase::InProgress),
                 start_timestamp: Some(patch::now()),
@@ -202,20 +122,15 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
     if claim == patch::Claim::Lost {
         return Ok(());
     }
-    ctx.metrics.restore_attempted(&schedule);
-    let location = backup.spec.storage_location.clone().unwrap_or_default();
-    let outcome = match locations::open_named(&ctx.client, &ctx.namespace, &location).await {
-        Ok(open) => {
-            restore_from(
-                &api,
-                restore,
-                &name,
-                &open,
-                resource_modifiers.as_ref(),
-                ctx,
-            )
-            .await
-        }
+    kube.metrics.restore_attempted(&schedule);
+    let location = validated
+        .backup
+        .spec
+        .storage_location
+        .clone()
+        .unwrap_or_default();
+    let outcome = match locations::open_named(&kube.client, &kube.namespace, &location).await {
+        Ok(open) => restore_from(&api, restore, &name, &open, &validated, ctx).await,
         Err(error) => Err(error.to_string()),
     };
     let ended = match &outcome {
@@ -227,7 +142,7 @@ async fn process(restore: &Restore, ctx: &Context) -> Result<(), kube::Error> {
         Err(_) => metrics::Ended::Failure,
     };
     if operation::finish::<Restore>(&api, &name, outcome).await? == patch::Claim::Won {
-        ctx.metrics.restore_ended(&schedule, ended);
+        kube.metrics.restore_ended(&schedule, ended);
     }
     Ok(())
 }
@@ -237,14 +152,17 @@ async fn restore_from(
     restore: &Restore,
     name: &str,
     open: &OpenLocation,
-    resource_modifiers: Option<&actions::ResourceModifiers>,
-    ctx: &Context,
+    validated: &ValidatedRestore,
+    ctx: &Ctx,
 ) -> Result<RestoreStatus, String> {
     let store = &open.store;
     let layout = &store.layout;
     let backup_name = &restore.spec.backup_name;
-    let mut log = OperationLog::create(&ctx.scratch, format!("restore={}/{name}", ctx.namespace))
-        .map_err(|e| format!("creating the restore log: {e}"))?;
+    let mut log = OperationLog::create(
+        &ctx.scratch,
+        format!("restore={}/{name}", ctx.kube.namespace),
+    )
+    .map_err(|e| format!("creating the restore log: {e}"))?;
     log.info(&format!(
         "starting restore from backup {backup_name} in location {}",
         open.name()
@@ -273,15 +191,16 @@ async fn restore_from(
     let (progress, reporter) =
         operation::ProgressReporter::start::<Restore>(api.clone(), name.to_string());
     let restored = engine::restore(engine::RestoreInput {
-        client: &ctx.client,
+        client: &ctx.kube.client,
         spec: &restore.spec,
+        selection: &validated.selection,
         restore_name: name,
         unpacked: extracted.dir.path(),
         resource_list: &mut resource_list,
         log: &mut log,
         progress: &progress,
-        items_at_once: ctx.restore_items_at_once,
-        resource_modifiers,
+        items_at_once: ctx.config.items_at_once.max(1).into(),
+        resource_modifiers: validated.resource_modifiers.as_ref(),
     })
     .await;
     drop(reporter);
@@ -382,7 +301,7 @@ async fn restore_from(
 /// Runs the exec hooks of the restored pods, pods in parallel (bounded), all within the server's
 /// hooks timeout; every hook's outcome goes into the log, failures into the restore's errors.
 async fn run_hooks(
-    ctx: &Context,
+    ctx: &Ctx,
     restore_name: &str,
     pods: Vec<engine::PodWithHooks>,
     results: &mut crate::shared::results::Results,
@@ -397,12 +316,13 @@ async fn run_hooks(
         labels::RESTORE_NAME,
         labels::valid_label_value(restore_name)
     );
-    let (restored, watching) = hooks::exec::RestoredPods::watch(&ctx.client, &selector);
+    let client = &ctx.kube.client;
+    let (restored, watching) = hooks::exec::RestoredPods::watch(client, &selector);
     let shared = &hooks::exec::Shared {
-        client: &ctx.client,
+        client,
         restored: &restored,
-        execs: &tokio::sync::Semaphore::new(ctx.hook_execs_at_once),
-        deadline: tokio::time::Instant::now() + ctx.hooks_timeout,
+        execs: &tokio::sync::Semaphore::new(ctx.config.hook_execs_at_once.max(1).into()),
+        deadline: tokio::time::Instant::now() + ctx.config.hooks_timeout,
     };
     let running = pods
         .into_iter()

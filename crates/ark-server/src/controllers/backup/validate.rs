@@ -1,0 +1,275 @@
+//! A New backup's validation: its spec read once into the values the backup runs on, or every
+//! reason it cannot run. Failing to read what validation needs (the API server gone a moment) is
+//! neither: the backup stays New and is validated again.
+
+use std::time::Duration;
+
+use ark_api::{Backup, BackupSpec, BackupStorageLocation};
+use kube::core::Expression;
+use kube::core::Selector;
+use serde_json::json;
+
+use super::Config;
+use super::engine::Selection;
+use crate::shared::context::Kube;
+use crate::shared::filter::IncludesExcludes;
+use crate::shared::locations::{self, LocationError};
+use crate::shared::{objects, unhonoured};
+
+/// Velero's CSI snapshot timeout, for a backup that sets none (Velero has no flag for it).
+const CSI_SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Velero's label key that groups claims into one VolumeGroupSnapshot, for a backup that sets none.
+const VOLUME_GROUP_SNAPSHOT_LABEL_KEY: &str = "velero.io/volume-group";
+
+/// A backup ready to run.
+pub(super) struct ValidatedBackup {
+    pub selection: Selection,
+    pub durations: Durations,
+    /// Its location: found, writable and, as last checked, available.
+    pub location: BackupStorageLocation,
+    pub location_name: String,
+}
+
+/// Why a backup does not run now.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Rejected {
+    /// As written, it cannot run: it ends FailedValidation with these reasons.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// What validation needs could not be read: tried again.
+    #[error(transparent)]
+    Unreadable(#[from] kube::Error),
+}
+
+/// A backup's durations as Velero's backup controller reads them: zero or absent means the
+/// default (`velero backup create` without `--ttl` writes `ttl: 0s`).
+pub(super) struct Durations {
+    pub ttl: Duration,
+    pub csi_snapshot_timeout: Duration,
+    pub item_operation_timeout: Duration,
+}
+
+impl Durations {
+    fn of(spec: &BackupSpec, config: &Config, errors: &mut Vec<String>) -> Durations {
+        let mut read = |field: &str, value: &Option<String>, default| {
+            ark_api::duration::parse_or_default(value.as_deref(), default).unwrap_or_else(|e| {
+                errors.push(format!("{field}: {e}"));
+                default
+            })
+        };
+        Durations {
+            ttl: read("ttl", &spec.ttl, config.default_ttl),
+            csi_snapshot_timeout: read(
+                "csiSnapshotTimeout",
+                &spec.csi_snapshot_timeout,
+                CSI_SNAPSHOT_TIMEOUT,
+            ),
+            item_operation_timeout: read(
+                "itemOperationTimeout",
+                &spec.item_operation_timeout,
+                config.default_item_operation_timeout,
+            ),
+        }
+    }
+
+    /// The TTL that a backup failing validation expires after: its own if it can be read.
+    pub fn ttl_or_default(spec: &BackupSpec, config: &Config) -> Duration {
+        Durations::of(spec, config, &mut Vec::new()).ttl
+    }
+}
+
+/// Validates a backup before anything is done: its spec, then its location. Every reason found
+/// is given at once.
+pub(super) async fn validate(
+    backup: &Backup,
+    kube: &Kube,
+    config: &Config,
+) -> Result<ValidatedBackup, Rejected> {
+    let spec = &backup.spec;
+    let mut errors = Vec::new();
+    let namespaces = IncludesExcludes::new(
+        spec.included_namespaces.as_ref(),
+        spec.excluded_namespaces.as_ref(),
+    );
+    errors.extend(namespaces.validate("namespace"));
+    let resources = IncludesExcludes::new(
+        spec.included_resources.as_ref(),
+        spec.excluded_resources.as_ref(),
+    );
+    errors.extend(resources.validate("resource"));
+    errors.extend(unhonoured::refused(
+        &spec.unmodelled,
+        unhonoured::BACKUP_FILTERS,
+    ));
+    let durations = Durations::of(spec, config, &mut errors);
+    let mut selector = match &spec.label_selector {
+        Some(selector) => Selector::try_from(selector.clone()).unwrap_or_else(|error| {
+            errors.push(format!("labelSelector: {error}"));
+            Selector::default()
+        }),
+        None => Selector::default(),
+    };
+    // Left out by the API server, whatever else selects them (an item without the label matches).
+    selector.extend([Expression::NotEqual(
+        ark_api::labels::EXCLUDE_FROM_BACKUP.into(),
+        "true".into(),
+    )]);
+    let location = location(spec, kube).await?;
+    let location = location.map_err(|error| errors.push(error)).ok();
+    match location {
+        Some((location_name, location)) if errors.is_empty() => Ok(ValidatedBackup {
+            selection: Selection {
+                namespaces,
+                resources,
+                selector,
+                include_cluster_resources: spec.include_cluster_resources,
+            },
+            durations,
+            location,
+            location_name,
+        }),
+        _ => Err(Rejected::Invalid(errors)),
+    }
+}
+
+/// The backup's location (or the default one) by name, if it can take the backup; the reason it
+/// cannot otherwise.
+async fn location(
+    spec: &BackupSpec,
+    kube: &Kube,
+) -> Result<Result<(String, BackupStorageLocation), String>, kube::Error> {
+    let name = match &spec.storage_location {
+        Some(location) if !location.is_empty() => location.clone(),
+        _ => match locations::default_name(&kube.client, &kube.namespace).await {
+            Ok(location) => location,
+            Err(error) => return invalid_unless_transient(error),
+        },
+    };
+    let location = match locations::get(&kube.client, &kube.namespace, &name).await {
+        Ok(location) => location,
+        Err(error) => return invalid_unless_transient(error),
+    };
+    if location.is_read_only() {
+        return Ok(Err(format!(
+            "backup storage location {name:?} is read-only"
+        )));
+    }
+    // Its last check failed: checked again now, so that a location back since (S3 gone for a
+    // moment) takes backups at once, and one still down fails with today's reason.
+    if location.unavailable().is_some()
+        && let Err(reason) = locations::check(&kube.client, location.clone()).await
+    {
+        return Ok(Err(format!(
+            "backup storage location {name:?} is Unavailable: {reason}"
+        )));
+    }
+    Ok(Ok((name, location)))
+}
+
+/// A location that cannot be read is a reason not to run, unless the API server failed to answer
+/// (unreachable, or a server error): then nothing is known yet.
+fn invalid_unless_transient<T>(error: LocationError) -> Result<Result<T, String>, kube::Error> {
+    match error {
+        LocationError::Api(_, error) if objects::is_transient(&error) => Err(error),
+        error => Ok(Err(error.to_string())),
+    }
+}
+
+/// What Velero's backup controller writes into a backup's spec as it starts it: the location
+/// chosen, and each default it applied (so that Velero, reading the backup, sees what ark did).
+pub(super) fn defaulted_spec(spec: &BackupSpec, validated: &ValidatedBackup) -> serde_json::Value {
+    let durations = &validated.durations;
+    let kept_or = |field: &str, default: serde_json::Value| {
+        spec.unmodelled
+            .get(field)
+            .filter(|v| !v.is_null() && v.as_str() != Some(""))
+            .cloned()
+            .unwrap_or(default)
+    };
+    json!({
+        "storageLocation": validated.location_name,
+        "ttl": ark_api::duration::format(durations.ttl),
+        "csiSnapshotTimeout": ark_api::duration::format(durations.csi_snapshot_timeout),
+        "itemOperationTimeout": ark_api::duration::format(durations.item_operation_timeout),
+        "defaultVolumesToFsBackup": kept_or("defaultVolumesToFsBackup", false.into()),
+        "snapshotMoveData": kept_or("snapshotMoveData", false.into()),
+        "volumeGroupSnapshotLabelKey": kept_or(
+            "volumeGroupSnapshotLabelKey",
+            VOLUME_GROUP_SNAPSHOT_LABEL_KEY.into(),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An API server that answers every request with `code` (a test double: the real one cannot
+    /// be made to fail one kind of request on demand).
+    fn answering(code: u16) -> Kube {
+        let service = tower::service_fn(move |_: http::Request<kube::client::Body>| async move {
+            let status = serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": format!("answered {code}"), "code": code,
+                "reason": if code == 404 { "NotFound" } else { "Test" },
+            });
+            Ok::<_, std::io::Error>(
+                http::Response::builder()
+                    .status(code)
+                    .body(kube::client::Body::from(status.to_string().into_bytes()))
+                    .unwrap(),
+            )
+        });
+        Kube::for_tests(kube::Client::new(service, "velero")).0
+    }
+
+    fn config() -> Config {
+        Config {
+            workers: 1,
+            default_ttl: Duration::from_secs(3600),
+            default_item_operation_timeout: Duration::from_secs(3600),
+        }
+    }
+
+    fn backup_to(location: Option<&str>) -> Backup {
+        Backup::new(
+            "b1",
+            BackupSpec {
+                storage_location: location.map(str::to_string),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn a_backup_whose_location_cannot_be_read_for_a_moment_is_validated_again_not_failed() {
+        for code in [500, 503, 429] {
+            for location in [Some("primary"), None] {
+                let rejected = validate(&backup_to(location), &answering(code), &config()).await;
+                assert!(
+                    matches!(rejected, Err(Rejected::Unreadable(_))),
+                    "{code} {location:?}: {:?}",
+                    rejected.err()
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_backup_whose_location_is_missing_or_forbidden_fails_validation_with_every_reason() {
+        let mut backup = backup_to(Some("primary"));
+        backup.spec.ttl = Some("soon".into());
+        let rejected = validate(&backup, &answering(404), &config()).await;
+        let Err(Rejected::Invalid(errors)) = rejected else {
+            panic!("{:?}", rejected.err());
+        };
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("ttl: "), "{errors:?}");
+        assert_eq!(errors[1], "backup storage location \"primary\" not found");
+        let rejected = validate(&backup_to(Some("primary")), &answering(403), &config()).await;
+        let Err(Rejected::Invalid(errors)) = rejected else {
+            panic!("{:?}", rejected.err());
+        };
+        assert!(errors[0].contains("answered 403"), "{errors:?}");
+    }
+}

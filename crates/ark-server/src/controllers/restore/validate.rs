@@ -1,0 +1,193 @@
+//! A New restore's validation: its spec read once into the values the restore runs on, its backup
+//! and its resource modifiers read and checked, or every reason it cannot run. Failing to read
+//! them (the API server gone a moment) is neither: the restore stays New and is validated again.
+
+use std::time::Duration;
+
+use ark_api::{Backup, BackupPhase, Restore, RestoreSpec};
+use kube::Api;
+
+use super::Config;
+use super::actions::ResourceModifiers;
+use super::engine::{ExistingResourcePolicy, Selection};
+use crate::shared::context::Kube;
+use crate::shared::filter::IncludesExcludes;
+use crate::shared::{objects, unhonoured};
+
+/// A restore ready to run.
+pub(super) struct ValidatedRestore {
+    pub selection: Selection,
+    pub item_operation_timeout: Duration,
+    /// Its backup, Completed or PartiallyFailed.
+    pub backup: Backup,
+    pub resource_modifiers: Option<ResourceModifiers>,
+}
+
+/// Why a restore does not run now.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Rejected {
+    /// As written, it cannot run: it ends FailedValidation with these reasons.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// What validation needs could not be read: tried again.
+    #[error(transparent)]
+    Unreadable(#[from] kube::Error),
+}
+
+/// Validates a restore before anything is done: its own spec first, then (if that holds) its
+/// backup and its resource modifiers against the cluster. Every reason found is given at once.
+pub(super) async fn validate(
+    restore: &Restore,
+    kube: &Kube,
+    config: &Config,
+) -> Result<ValidatedRestore, Rejected> {
+    let spec = &restore.spec;
+    let mut errors = Vec::new();
+    let read = read_spec(spec, config, &mut errors);
+    if !errors.is_empty() {
+        return Err(Rejected::Invalid(errors));
+    }
+    let resource_modifiers = read_resource_modifiers(spec, kube)
+        .await?
+        .map_err(|error| errors.push(error))
+        .ok()
+        .flatten();
+    let backup_name = &spec.backup_name;
+    let backup = match objects::get::<Backup>(&kube.client, &kube.namespace, backup_name).await? {
+        None => Err(format!("backup {backup_name:?} not found")),
+        Some(Err(unfit)) => Err(format!("backup {backup_name:?} cannot be read: {unfit}")),
+        Some(Ok(found))
+            if !matches!(
+                found.phase(),
+                BackupPhase::Completed | BackupPhase::PartiallyFailed
+            ) =>
+        {
+            Err(format!(
+                "backup {backup_name:?} is {:?}: only Completed or PartiallyFailed backups can be restored",
+                found.phase()
+            ))
+        }
+        Some(Ok(found)) => Ok(found),
+    };
+    let backup = backup.map_err(|error| errors.push(error)).ok();
+    match (read, backup) {
+        (Some((selection, item_operation_timeout)), Some(backup)) if errors.is_empty() => {
+            Ok(ValidatedRestore {
+                selection,
+                item_operation_timeout,
+                backup,
+                resource_modifiers,
+            })
+        }
+        _ => Err(Rejected::Invalid(errors)),
+    }
+}
+
+/// The restore's own spec: what it selects and its item operation timeout (Velero's default
+/// applied); each error found goes into `errors`.
+fn read_spec(
+    spec: &RestoreSpec,
+    config: &Config,
+    errors: &mut Vec<String>,
+) -> Option<(Selection, Duration)> {
+    errors.extend(unhonoured::refused(
+        &spec.unmodelled,
+        unhonoured::RESTORE_FILTERS,
+    ));
+    let item_operation_timeout = ark_api::duration::parse_or_default(
+        spec.item_operation_timeout.as_deref(),
+        config.default_item_operation_timeout,
+    )
+    .map_err(|e| errors.push(format!("itemOperationTimeout: {e}")))
+    .ok();
+    if spec.backup_name.is_empty() {
+        errors.push("spec.backupName is required".to_string());
+    }
+    if let Some(hooks) = &spec.hooks {
+        errors.extend(
+            ark_api::hooks::validate(hooks, ark_api::hooks::Rules::Velero)
+                .iter()
+                .map(|e| format!("spec.hooks.{e}")),
+        );
+    }
+    let namespaces = IncludesExcludes::new(
+        spec.included_namespaces.as_ref(),
+        spec.excluded_namespaces.as_ref(),
+    );
+    errors.extend(namespaces.validate("namespace"));
+    let resources = IncludesExcludes::new(
+        spec.included_resources.as_ref(),
+        spec.excluded_resources.as_ref(),
+    );
+    errors.extend(resources.validate("resource"));
+    let existing = match spec.existing_resource_policy.as_deref() {
+        None | Some("") | Some("none") => Some(ExistingResourcePolicy::None),
+        Some("update") => Some(ExistingResourcePolicy::Update),
+        Some(other) => {
+            errors.push(format!(
+                "invalid existingResourcePolicy {other:?}: expected none or update"
+            ));
+            None
+        }
+    };
+    let selector = match spec
+        .label_selector
+        .clone()
+        .map(kube::core::Selector::try_from)
+    {
+        Some(Err(error)) => {
+            errors.push(format!("labelSelector: {error}"));
+            None
+        }
+        Some(Ok(selector)) => Some(Some(selector)),
+        None => Some(None),
+    };
+    let selection = Selection {
+        namespaces,
+        resources,
+        selector: selector?,
+        include_cluster_resources: spec.include_cluster_resources,
+        existing: existing?,
+    };
+    Some((selection, item_operation_timeout?))
+}
+
+/// The restore's resource modifiers, read from their ConfigMap in the restore's namespace and
+/// checked; the validation error, in Velero's words, when they cannot be used.
+async fn read_resource_modifiers(
+    spec: &RestoreSpec,
+    kube: &Kube,
+) -> Result<Result<Option<ResourceModifiers>, String>, kube::Error> {
+    let Some(reference) = &spec.resource_modifier else {
+        return Ok(Ok(None));
+    };
+    let shown = format!("{}/{}", kube.namespace, reference.name);
+    if !reference.kind.eq_ignore_ascii_case("configmap") {
+        return Ok(Err(format!(
+            "resourceModifier: kind {:?} is not supported: resource modifiers are read from a ConfigMap",
+            reference.kind
+        )));
+    }
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(kube.client.clone(), &kube.namespace);
+    let config_map = match api.get_opt(&reference.name).await {
+        Ok(Some(config_map)) => config_map,
+        Ok(None) => {
+            return Ok(Err(format!(
+                "failed to get resource modifiers configmap {shown}: not found"
+            )));
+        }
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            return Ok(Err(format!(
+                "failed to get resource modifiers configmap {shown}: {}",
+                status.message
+            )));
+        }
+        Err(error) => return Err(error),
+    };
+    Ok(
+        ResourceModifiers::from_config_map_data(&config_map.data.unwrap_or_default())
+            .map(Some)
+            .map_err(|e| format!("resource modifiers configmap {shown}: {e}")),
+    )
+}
