@@ -1,5 +1,6 @@
 //! Where ark keeps backups: Velero's bucket layout over any object store.
 
+pub mod backoff;
 pub mod credentials;
 pub mod layout;
 mod location;

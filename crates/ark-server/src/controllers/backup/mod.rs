@@ -15,7 +15,6 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use crate::Context;
-use crate::shared::backoff::Backoff;
 use crate::shared::controller::ReconcileError;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, OpenLocation};
@@ -23,6 +22,7 @@ use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
 use crate::shared::{metrics, objects, patch, unhonoured};
+use ark_storage::backoff::Backoff;
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Context>) {
