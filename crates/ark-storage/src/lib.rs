@@ -2,11 +2,13 @@
 
 pub mod backoff;
 pub mod credentials;
+mod file_sets;
 pub mod layout;
 mod location;
 mod store;
 pub mod tarball;
 
+pub use file_sets::{BackupFiles, PutBackupError, UploadError};
 pub use location::{Location, StorageError, open};
 pub use object_store::{ObjectStore, path::Path};
 pub use store::{BackupStore, StoreError};
