@@ -1,5 +1,5 @@
-//! A backup's files as Velero keeps them: which there are, and the order they are uploaded in.
-//! Callers hand over contents; the keys are the layout's.
+//! A backup's and a restore's files as Velero keeps them: which there are, and the order a backup
+//! is uploaded in. Callers hand over contents; the keys are the layout's.
 
 use std::future::Future;
 use std::time::Duration;
@@ -24,6 +24,15 @@ pub struct BackupFiles {
     pub volume_info: Bytes,
     /// `velero-backup.json`: the Backup object as uploaded.
     pub metadata: Bytes,
+}
+
+/// A restore's files, as [`BackupStore::put_restore_outputs`] uploads them.
+pub struct RestoreFiles {
+    pub log: std::fs::File,
+    pub results: Bytes,
+    pub resource_list: std::fs::File,
+    /// ark's record of each restored pod's hooks; None when no pod had any.
+    pub hook_results: Option<Bytes>,
 }
 
 /// A file that could not be uploaded.
@@ -173,6 +182,40 @@ impl BackupStore {
     pub async fn get_backup_metadata(&self, name: &str) -> Result<Bytes, StoreError> {
         let key = self.layout.backup_metadata(name);
         self.get_at_most(&key, MAX_METADATA_BYTES).await
+    }
+
+    /// Downloads a backup's tarball into `file`, rewound for reading.
+    pub async fn download_backup_contents(
+        &self,
+        name: &str,
+        file: &std::fs::File,
+    ) -> Result<(), StoreError> {
+        let key = self.layout.backup_contents(name);
+        self.download_file(&key, file).await.map(|_| ())
+    }
+
+    /// Uploads a restore's log, results, resource list and hook results, in that order.
+    pub async fn put_restore_outputs(
+        &self,
+        restore: &str,
+        files: RestoreFiles,
+    ) -> Result<(), UploadError> {
+        let layout = &self.layout;
+        self.upload_file(&layout.restore_log(restore), files.log)
+            .await
+            .map_err(uploading("restore log"))?;
+        self.put(&layout.restore_results(restore), files.results)
+            .await
+            .map_err(uploading("restore results"))?;
+        self.upload_file(&layout.restore_resource_list(restore), files.resource_list)
+            .await
+            .map_err(uploading("restore resource list"))?;
+        if let Some(hook_results) = files.hook_results {
+            self.put(&layout.restore_hook_results(restore), hook_results)
+                .await
+                .map_err(uploading("restore hook results"))?;
+        }
+        Ok(())
     }
 }
 

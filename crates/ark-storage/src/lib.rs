@@ -8,7 +8,7 @@ mod location;
 mod store;
 pub mod tarball;
 
-pub use file_sets::{BackupFiles, PutBackupError, UploadError};
+pub use file_sets::{BackupFiles, PutBackupError, RestoreFiles, UploadError};
 pub use location::{Location, StorageError, open};
 pub use object_store::{ObjectStore, path::Path};
 pub use store::{BackupStore, StoreError};

@@ -136,7 +136,11 @@ impl BackupStore {
     }
 
     /// Uploads a local file without reading it into memory (multipart past the first part).
-    pub async fn upload_file(&self, key: &Path, file: std::fs::File) -> Result<(), StoreError> {
+    pub(crate) async fn upload_file(
+        &self,
+        key: &Path,
+        file: std::fs::File,
+    ) -> Result<(), StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
             source,
