@@ -1,6 +1,8 @@
-//! A backup's and a restore's files as Velero keeps them: which there are, and the order a backup
-//! is uploaded in. Callers hand over contents; the keys are the layout's.
+//! A backup's and a restore's files as Velero keeps them: which there are, the order a backup is
+//! uploaded in, and what deleting one reads and removes. Callers hand over contents; the keys are
+//! the layout's.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Duration;
 
@@ -55,6 +57,22 @@ pub enum PutBackupError<E> {
     /// The caller's check before the metadata failed, or found the backup no longer its own.
     #[error("{0}")]
     Refused(E),
+}
+
+/// One listing of a backup's folder: which of its records there are to read, and what deleting
+/// the backup removes.
+pub struct BackupListing {
+    name: String,
+    keys: BTreeSet<Path>,
+}
+
+/// The records of a backup that its listing has, read for its deletion.
+pub struct BackupRecords {
+    pub volume_snapshots: Option<Bytes>,
+    pub csi_snapshot_contents: Option<Bytes>,
+    pub volume_info: Option<Bytes>,
+    /// Whether the listing has the tarball.
+    pub contents_listed: bool,
 }
 
 impl BackupStore {
@@ -191,7 +209,68 @@ impl BackupStore {
         file: &std::fs::File,
     ) -> Result<(), StoreError> {
         let key = self.layout.backup_contents(name);
-        self.download_file(&key, file).await.map(|_| ())
+        self.download_file(&key, file).await
+    }
+
+    pub async fn list_backup(&self, name: &str) -> Result<BackupListing, StoreError> {
+        let keys = self.keys_under(&self.layout.backup_dir(name)).await?;
+        Ok(BackupListing {
+            name: name.to_string(),
+            keys: keys.into_iter().collect(),
+        })
+    }
+
+    /// The snapshot records the listing has, each read up to `max` bytes (someone else may have
+    /// written them); one deleted since the listing is absent.
+    pub async fn backup_records(
+        &self,
+        listing: &BackupListing,
+        max: usize,
+    ) -> Result<BackupRecords, StoreError> {
+        let layout = &self.layout;
+        let name = &listing.name;
+        let record = async |key: Path| -> Result<Option<Bytes>, StoreError> {
+            if !listing.keys.contains(&key) {
+                return Ok(None);
+            }
+            match self.get_at_most(&key, max).await {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(error) if error.is_not_found() => Ok(None),
+                Err(error) => Err(error),
+            }
+        };
+        Ok(BackupRecords {
+            volume_snapshots: record(layout.backup_volume_snapshots(name)).await?,
+            csi_snapshot_contents: record(layout.backup_csi_snapshot_contents(name)).await?,
+            volume_info: record(layout.backup_volume_info(name)).await?,
+            contents_listed: listing.keys.contains(&layout.backup_contents(name)),
+        })
+    }
+
+    /// Every key of a restore's data.
+    pub async fn restore_keys(&self, restore: &str) -> Result<Vec<Path>, StoreError> {
+        self.keys_under(&self.layout.restore_dir(restore)).await
+    }
+
+    /// Deletes a backup as listed: `velero-backup.json` first, from then on the backup no longer
+    /// exists for sync; then the rest of its keys and `restore_keys` (its restores' data) in one
+    /// batch delete, which goes even when the metadata's delete failed (as it always has).
+    pub async fn delete_backup(
+        &self,
+        listing: BackupListing,
+        restore_keys: Vec<Path>,
+    ) -> Result<(), StoreError> {
+        let metadata = self.layout.backup_metadata(&listing.name);
+        let metadata_deleted = self.delete(&metadata).await;
+        let rest = listing
+            .keys
+            .into_iter()
+            .filter(|key| *key != metadata)
+            .chain(restore_keys)
+            .collect();
+        let rest_deleted = self.delete_keys(rest).await;
+        metadata_deleted?;
+        rest_deleted.map(|_| ())
     }
 
     /// Uploads a restore's log, results, resource list and hook results, in that order.
@@ -484,5 +563,60 @@ mod tests {
             Some("delete p/backups/b1/velero-backup.json")
         );
         assert_eq!(keys(&store, "p").await, ["p/backups/b1/b1-logs.gz"]);
+    }
+
+    #[tokio::test]
+    async fn deleting_a_backup_deletes_its_metadata_first_and_leaves_other_backups_alone() {
+        let (bucket, store) = store();
+        // b10 shares b1's name as a prefix; r2 is b10's restore.
+        for name in ["b1", "b10"] {
+            store.put_backup(name, files(name), ours()).await.unwrap();
+        }
+        for restore in ["r1", "r2"] {
+            let outputs = RestoreFiles {
+                log: file(b"log"),
+                results: Bytes::from_static(b"results"),
+                resource_list: file(b"resource list"),
+                hook_results: None,
+            };
+            store.put_restore_outputs(restore, outputs).await.unwrap();
+        }
+        let before = keys(&store, "p").await;
+        bucket.calls();
+
+        let listing = store.list_backup("b1").await.unwrap();
+        let restore_keys = store.restore_keys("r1").await.unwrap();
+        store.delete_backup(listing, restore_keys).await.unwrap();
+
+        let calls = bucket.calls();
+        assert_eq!(calls[0], "delete p/backups/b1/velero-backup.json");
+        // The backup's other six files and the restore's three.
+        assert_eq!(calls.len(), 1 + 6 + 3, "{calls:?}");
+        let left = keys(&store, "p").await;
+        let kept: Vec<&String> = before
+            .iter()
+            .filter(|key| !key.starts_with("p/backups/b1/") && !key.starts_with("p/restores/r1/"))
+            .collect();
+        assert_eq!(left.iter().collect::<Vec<_>>(), kept);
+        assert_eq!(keys(&store, "p/backups/b10").await.len(), 7);
+        assert_eq!(keys(&store, "p/restores/r2").await.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_backups_records_are_those_its_listing_has() {
+        let (_, store) = store();
+        store.put_backup("b1", files("b1"), ours()).await.unwrap();
+        let listing = store.list_backup("b1").await.unwrap();
+        // Written after the listing: not read.
+        let csi = store.layout.backup_csi_snapshot_contents("b1");
+        store.put(&csi, Bytes::from_static(b"[]")).await.unwrap();
+        let records = store.backup_records(&listing, 1 << 10).await.unwrap();
+        assert_eq!(records.volume_snapshots.unwrap(), "volume snapshots");
+        assert_eq!(records.volume_info.unwrap(), "volume info");
+        assert_eq!(records.csi_snapshot_contents, None);
+        assert!(records.contents_listed);
+        // A record larger than asked for is an error, not read.
+        let error = store.backup_records(&listing, 4).await.err().unwrap();
+        assert!(matches!(error, StoreError::TooLarge { .. }), "{error}");
     }
 }

@@ -8,7 +8,9 @@ mod location;
 mod store;
 pub mod tarball;
 
-pub use file_sets::{BackupFiles, PutBackupError, RestoreFiles, UploadError};
+pub use file_sets::{
+    BackupFiles, BackupListing, BackupRecords, PutBackupError, RestoreFiles, UploadError,
+};
 pub use location::{Location, StorageError, open};
 pub use object_store::{ObjectStore, path::Path};
 pub use store::{BackupStore, StoreError};
