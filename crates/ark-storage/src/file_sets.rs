@@ -254,23 +254,21 @@ impl BackupStore {
 
     /// Deletes a backup as listed: `velero-backup.json` first, from then on the backup no longer
     /// exists for sync; then the rest of its keys and `restore_keys` (its restores' data) in one
-    /// batch delete, which goes even when the metadata's delete failed (as it always has).
+    /// batch delete.
     pub async fn delete_backup(
         &self,
         listing: BackupListing,
         restore_keys: Vec<Path>,
     ) -> Result<(), StoreError> {
         let metadata = self.layout.backup_metadata(&listing.name);
-        let metadata_deleted = self.delete(&metadata).await;
+        self.delete(&metadata).await?;
         let rest = listing
             .keys
             .into_iter()
             .filter(|key| *key != metadata)
             .chain(restore_keys)
             .collect();
-        let rest_deleted = self.delete_keys(rest).await;
-        metadata_deleted?;
-        rest_deleted.map(|_| ())
+        self.delete_keys(rest).await.map(|_| ())
     }
 
     /// Uploads a restore's log, results, resource list and hook results, in that order.
@@ -320,17 +318,17 @@ mod tests {
     enum Fault {
         /// Nothing is done.
         Refused,
-        /// Done, and then failed as when the bucket's answer is lost on its way back.
+        /// Done, and then failed as when the bucket's answer is lost on its way back (puts only).
         AnswerLost,
     }
 
     /// A bucket in memory that records each put and delete (`put <key>`, `delete <key>`) in
-    /// order, and fails the puts it is told to.
+    /// order, and fails the calls it is told to.
     #[derive(Debug, Default)]
     struct Bucket {
         inner: InMemory,
         calls: Arc<Mutex<Vec<String>>>,
-        faults: Mutex<HashMap<String, Fault>>,
+        faults: Arc<Mutex<HashMap<String, Fault>>>,
     }
 
     impl std::fmt::Display for Bucket {
@@ -387,11 +385,17 @@ mod tests {
             &self,
             locations: BoxStream<'static, object_store::Result<Path>>,
         ) -> BoxStream<'static, object_store::Result<Path>> {
-            let calls = self.calls.clone();
+            let (calls, faults) = (self.calls.clone(), self.faults.clone());
             let locations = locations
-                .inspect(move |key| {
-                    if let Ok(key) = key {
-                        calls.lock().unwrap().push(format!("delete {key}"));
+                .map(move |key| {
+                    let key = key?;
+                    let call = format!("delete {key}");
+                    let refused = faults.lock().unwrap().contains_key(&call);
+                    calls.lock().unwrap().push(call);
+                    if refused {
+                        Err(failed("refused"))
+                    } else {
+                        Ok(key)
                     }
                 })
                 .boxed();
@@ -428,6 +432,11 @@ mod tests {
                 .lock()
                 .unwrap()
                 .insert(format!("put {key}"), fault);
+        }
+
+        fn refuse_delete(&self, key: Path) {
+            let call = format!("delete {key}");
+            self.faults.lock().unwrap().insert(call, Fault::Refused);
         }
 
         fn calls(&self) -> Vec<String> {
@@ -600,6 +609,16 @@ mod tests {
         assert_eq!(left.iter().collect::<Vec<_>>(), kept);
         assert_eq!(keys(&store, "p/backups/b10").await.len(), 7);
         assert_eq!(keys(&store, "p/restores/r2").await.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_backup_whose_metadata_cannot_be_deleted_keeps_its_other_files() {
+        let (bucket, store) = store();
+        store.put_backup("b1", files("b1"), ours()).await.unwrap();
+        bucket.refuse_delete(store.layout.backup_metadata("b1"));
+        let listing = store.list_backup("b1").await.unwrap();
+        store.delete_backup(listing, vec![]).await.unwrap_err();
+        assert_eq!(keys(&store, "p/backups/b1").await.len(), 7);
     }
 
     #[tokio::test]
