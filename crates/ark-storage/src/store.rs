@@ -112,7 +112,7 @@ impl BackupStore {
 
     /// A file someone else may have written (a backup's metadata, its snapshot lists), read only
     /// up to `max` bytes: a larger one is an error, and no more than that is ever held.
-    pub async fn get_at_most(&self, key: &Path, max: usize) -> Result<Bytes, StoreError> {
+    pub(crate) async fn get_at_most(&self, key: &Path, max: usize) -> Result<Bytes, StoreError> {
         let result = self.store.get(key).await.map_err(object_error(key))?;
         let mut stream = result.into_stream();
         let mut read = Vec::new();
@@ -136,7 +136,11 @@ impl BackupStore {
     }
 
     /// Uploads a local file without reading it into memory (multipart past the first part).
-    pub async fn upload_file(&self, key: &Path, file: std::fs::File) -> Result<(), StoreError> {
+    pub(crate) async fn upload_file(
+        &self,
+        key: &Path,
+        file: std::fs::File,
+    ) -> Result<(), StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
             source,
@@ -155,7 +159,11 @@ impl BackupStore {
     }
 
     /// Downloads an object into a local file, chunk by chunk, and rewinds it for reading.
-    pub async fn download_file(&self, key: &Path, file: &std::fs::File) -> Result<u64, StoreError> {
+    pub(crate) async fn download_file(
+        &self,
+        key: &Path,
+        file: &std::fs::File,
+    ) -> Result<(), StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
             source,
@@ -163,15 +171,13 @@ impl BackupStore {
         let result = self.store.get(key).await.map_err(object_error(key))?;
         let mut out = tokio::fs::File::from_std(file.try_clone().map_err(io_error)?);
         let mut stream = result.into_stream();
-        let mut written = 0;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(object_error(key))?;
-            written += chunk.len() as u64;
             out.write_all(&chunk).await.map_err(io_error)?;
         }
         out.flush().await.map_err(io_error)?;
         out.rewind().await.map_err(io_error)?;
-        Ok(written)
+        Ok(())
     }
 
     /// The backups in the store: every `backups/<name>/velero-backup.json`. Listed by key rather
@@ -213,7 +219,7 @@ impl BackupStore {
     }
 
     /// Deletes these keys with the store's batch delete; returns how many went.
-    pub async fn delete_keys(&self, keys: Vec<Path>) -> Result<usize, StoreError> {
+    pub(crate) async fn delete_keys(&self, keys: Vec<Path>) -> Result<usize, StoreError> {
         let Some(first) = keys.first().cloned() else {
             return Ok(0);
         };

@@ -13,6 +13,7 @@ use ark_api::{
     Backup, BackupPhase, BackupStatus, DeleteBackupRequest, DeleteBackupRequestPhase,
     DeleteBackupRequestStatus, Restore, labels,
 };
+use ark_storage::BackupListing;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
@@ -515,50 +516,31 @@ impl DataOutcome {
     }
 }
 
-/// A record of the backup's, if the listing of its folder has it.
-async fn optional(
-    store: &ark_storage::BackupStore,
-    listed: &BTreeSet<ark_storage::Path>,
-    key: &ark_storage::Path,
-) -> Result<Option<bytes::Bytes>, String> {
-    if !listed.contains(key) {
-        return Ok(None);
-    }
-    match store
-        .get_at_most(key, snapshots::MAX_LIST_BYTES as usize)
-        .await
-    {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(error) if error.is_not_found() => Ok(None),
-        Err(error) => Err(error.to_string()),
-    }
-}
-
 /// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it. Only
 /// the files the listing of the backup's folder has are read.
 async fn recorded_snapshots(
     ctx: &Ctx,
     store: &ark_storage::BackupStore,
-    listed: &BTreeSet<ark_storage::Path>,
+    listing: &BackupListing,
     request: &DeleteBackupRequest,
     name: &str,
 ) -> Result<Recorded, String> {
-    let layout = &store.layout;
-    let provider = optional(store, listed, &layout.backup_volume_snapshots(name)).await?;
-    let csi = optional(store, listed, &layout.backup_csi_snapshot_contents(name)).await?;
-    let mut recorded = snapshots::parse_recorded(provider.as_deref(), csi.as_deref())?;
-    let volume_info = optional(store, listed, &layout.backup_volume_info(name)).await?;
-    if !snapshots::tarball_may_hold_csi_contents(volume_info.as_deref())?
-        || !listed.contains(&layout.backup_contents(name))
+    let records = store
+        .backup_records(listing, snapshots::MAX_LIST_BYTES as usize)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut recorded = snapshots::parse_recorded(
+        records.volume_snapshots.as_deref(),
+        records.csi_snapshot_contents.as_deref(),
+    )?;
+    if !snapshots::tarball_may_hold_csi_contents(records.volume_info.as_deref())?
+        || !records.contents_listed
     {
         return Ok(recorded);
     }
     let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
-    match store
-        .download_file(&layout.backup_contents(name), &tarball)
-        .await
-    {
-        Ok(_) => {}
+    match store.download_backup_contents(name, &tarball).await {
+        Ok(()) => {}
         Err(error) if error.is_not_found() => return Ok(recorded),
         Err(error) => return Err(format!("downloading the backup tarball: {error}")),
     }
@@ -596,17 +578,15 @@ async fn delete_data(
     backup: &Backup,
 ) -> DataOutcome {
     let name = backup.name_any();
-    let layout = &store.layout;
     // One listing of the backup's folder says which of its records there are to read, and is
     // what is deleted afterwards.
-    let listed: BTreeSet<ark_storage::Path> =
-        match store.keys_under(&layout.backup_dir(&name)).await {
-            Ok(keys) => keys.into_iter().collect(),
-            Err(error) => {
-                return DataOutcome::failed(format!("listing the backup's data: {error}"));
-            }
-        };
-    let recorded = match recorded_snapshots(ctx, store, &listed, request, &name).await {
+    let listing = match store.list_backup(&name).await {
+        Ok(listing) => listing,
+        Err(error) => {
+            return DataOutcome::failed(format!("listing the backup's data: {error}"));
+        }
+    };
+    let recorded = match recorded_snapshots(ctx, store, &listing, request, &name).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
@@ -673,25 +653,16 @@ async fn delete_data(
         return outcome;
     }
 
-    // velero-backup.json first: from then on the backup no longer exists for sync. The rest of
-    // the backup's data and its restores' data go in one batch delete.
     outcome.touched = true;
-    let metadata = layout.backup_metadata(&name);
-    let rest = listed
-        .into_iter()
-        .filter(|key| *key != metadata)
-        .chain(restores.iter().flat_map(|(_, keys)| keys.iter().cloned()))
+    let restore_keys = restores
+        .iter()
+        .flat_map(|(_, keys)| keys.iter().cloned())
         .collect();
-    for result in [
-        store.delete(&metadata).await,
-        store.delete_keys(rest).await.map(|_| ()),
-    ] {
-        if let Err(error) = result {
-            outcome
-                .errors
-                .push(format!("deleting backup data: {error}"));
-            return outcome;
-        }
+    if let Err(error) = store.delete_backup(listing, restore_keys).await {
+        outcome
+            .errors
+            .push(format!("deleting backup data: {error}"));
+        return outcome;
     }
     let api = objects::api::<Restore>(&ctx.kube.client, &ctx.kube.namespace);
     for (restore, _) in &restores {
@@ -731,7 +702,7 @@ async fn restores_of(
     let mut restores = Vec::new();
     for name in names {
         let keys = store
-            .keys_under(&store.layout.restore_dir(&name))
+            .restore_keys(&name)
             .await
             .map_err(|error| format!("listing data of restore {name}: {error}"))?;
         restores.push((name, keys));

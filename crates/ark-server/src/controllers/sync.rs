@@ -147,10 +147,7 @@ async fn sync_location(
     let store = &open.store;
     let in_bucket = store.backup_names().await.map_err(|e| e.to_string())?;
     for name in in_bucket.iter().filter(|name| !known.contains(*name)) {
-        let bytes = match store
-            .get_at_most(&store.layout.backup_metadata(name), MAX_METADATA_BYTES)
-            .await
-        {
+        let bytes = match store.get_backup_metadata(name).await {
             Ok(bytes) => bytes,
             // Deleted since it was listed.
             Err(error) if error.is_not_found() => continue,
@@ -233,9 +230,6 @@ async fn sync_location(
     }
     Ok(orphans.missing)
 }
-
-/// A `velero-backup.json` is a few KiB; a larger one is not read.
-const MAX_METADATA_BYTES: usize = 4 << 20;
 
 /// The Backup object for a backup found in a bucket: its spec and status as uploaded, with only
 /// the identity a new object may carry, in this server's namespace and location.

@@ -1,7 +1,6 @@
 //! The mechanisms the controllers share.
 
 pub mod archive;
-pub mod backoff;
 pub mod context;
 pub mod controller;
 pub mod discovery;

@@ -1,7 +1,7 @@
 //! What the backup and restore controllers share: each carries out a long operation on an object
 //! whose status lives in the object, with a phase and progress, one controller loop each.
 
-use crate::shared::backoff::Backoff;
+use ark_storage::backoff::Backoff;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! Deleting) names the resourceVersion it decided on, ending names the phase it expects, so two
 //! servers (an old leader paused past its lease and the new one) never both act on one object.
 
-use crate::shared::backoff::Backoff;
+use ark_storage::backoff::Backoff;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde::Serialize;

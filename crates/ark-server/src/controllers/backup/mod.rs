@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, BackupProgress, BackupStatus, labels};
+use ark_storage::{BackupFiles, PutBackupError};
 use bytes::Bytes;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -21,7 +22,6 @@ use serde_json::json;
 pub use tracker::RunningBackups;
 use validate::{Durations, Rejected, ValidatedBackup};
 
-use crate::shared::backoff::Backoff;
 use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
 use crate::shared::locations::{self, OpenLocation};
@@ -84,7 +84,7 @@ async fn recover_interrupted(kube: &Kube, backup: &DynamicObject) {
         }
     };
     let store = &open.store;
-    match store.get(&store.layout.backup_metadata(&name)).await {
+    match store.get_backup_metadata(&name).await {
         Ok(bytes) => {
             let uploaded: Option<Backup> = serde_json::from_slice(&bytes).ok();
             let same = uploaded.filter(|u| u.metadata.uid == backup.uid());
@@ -98,17 +98,15 @@ async fn recover_interrupted(kube: &Kube, backup: &DynamicObject) {
             }
             // Another backup of that name is in the bucket: this one never wrote anything there.
         }
-        Err(error) if error.is_not_found() => {
-            match store.delete_under(&store.layout.backup_dir(&name)).await {
-                Ok(removed) if removed > 0 => tracing::info!(
-                    "backup {name} was left InProgress: removed the {removed} keys it had uploaded"
-                ),
-                Ok(_) => {}
-                Err(error) => tracing::warn!(
-                    "backup {name} was left InProgress: removing what it had uploaded: {error}"
-                ),
-            }
-        }
+        Err(error) if error.is_not_found() => match store.remove_incomplete_backup(&name).await {
+            Ok(removed) if removed > 0 => tracing::info!(
+                "backup {name} was left InProgress: removed the {removed} keys it had uploaded"
+            ),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(
+                "backup {name} was left InProgress: removing what it had uploaded: {error}"
+            ),
+        },
         Err(error) => tracing::warn!("backup {name} was left InProgress: {error}"),
     }
     operation::fail_interrupted::<Backup>(kube, backup).await;
@@ -240,46 +238,9 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
     if let (patch::Claim::Lost, true, Ok(open)) = (claim, uploaded, &open) {
         // Ended elsewhere meanwhile (another server marked it Failed): what this server uploaded
         // must not make a backup exist that its object says failed.
-        remove_uploaded(&open.store, &name, true).await;
+        open.store.remove_uploaded_backup(&name).await;
     }
     Ok(())
-}
-
-/// Whether `key` is in the bucket, asked until the bucket answers (every second at first, then
-/// less often, up to every 30 s): while it does not, whether the backup exists is not known,
-/// and it stays InProgress (a server restarted meanwhile decides from the bucket too).
-async fn landed(store: &ark_storage::BackupStore, key: &ark_storage::Path) -> bool {
-    let mut backoff = Backoff::starting_at(Duration::from_secs(1));
-    loop {
-        match store.exists(key).await {
-            Ok(exists) => return exists,
-            Err(error) => {
-                tracing::warn!(
-                    "asking the bucket whether {key} was stored: {error}; again in {:?}",
-                    backoff.pause()
-                );
-                backoff.wait().await;
-            }
-        }
-    }
-}
-
-/// Removes what a backup uploaded: `velero-backup.json` first (from then on no backup exists),
-/// then its other files; its log stays, for `ark backup logs`.
-async fn remove_uploaded(store: &ark_storage::BackupStore, name: &str, metadata: bool) {
-    let layout = &store.layout;
-    let metadata = metadata.then(|| layout.backup_metadata(name));
-    for key in metadata.into_iter().chain([
-        layout.backup_contents(name),
-        layout.backup_resource_list(name),
-        layout.backup_results(name),
-        layout.backup_volume_snapshots(name),
-        layout.backup_volume_info(name),
-    ]) {
-        if let Err(error) = store.delete(&key).await {
-            tracing::warn!("backup {name}: removing {key}: {error}");
-        }
-    }
 }
 
 /// Ends a New backup FailedValidation, with an expiration as Velero sets one, so that garbage
@@ -317,7 +278,6 @@ async fn back_up(
     ctx: &Ctx,
 ) -> Result<BackupStatus, String> {
     let store = &open.store;
-    let layout = &store.layout;
     let location = open.name();
     let mut log = OperationLog::create(
         &ctx.scratch,
@@ -329,7 +289,7 @@ async fn back_up(
         .map_err(|e| e.to_string())?;
     // Velero's rule: a backup never replaces another of its name in the bucket (one whose Backup
     // object was deleted and not yet synced back, or another cluster's on the same prefix).
-    match store.exists(&layout.backup_metadata(name)).await {
+    match store.backup_exists(name).await {
         Ok(false) => {}
         Ok(true) => return Err("backup already exists in object storage".into()),
         Err(error) => {
@@ -396,75 +356,43 @@ async fn back_up(
     uploaded.metadata.managed_fields = None;
     let metadata = serde_json::to_value(&uploaded).map_err(|e| e.to_string())?;
 
-    let upload_error = |what: &str, e: ark_storage::StoreError| {
-        format!("backup storage location {location:?}: uploading {what}: {e}")
-    };
-    let log_file = log
-        .finish()
-        .map_err(|e| format!("finishing the backup log: {e}"))?;
-    // Log, tarball, the other files, and `velero-backup.json` last: its presence is what makes a
-    // backup exist (for sync here, on other clusters, and for Velero), so a server stopped at any
-    // point before it leaves no backup that looks whole.
-    store
-        .upload_file(&layout.backup_log(name), log_file)
-        .await
-        .map_err(|e| upload_error("log", e))?;
-    let files = async {
-        store
-            .upload_file(&layout.backup_contents(name), collected.tarball)
-            .await
-            .map_err(|e| upload_error("tarball", e))?;
-        store
-            .upload_file(&layout.backup_resource_list(name), collected.resource_list)
-            .await
-            .map_err(|e| upload_error("resource list", e))?;
-        let gzip_error = |e: std::io::Error| e.to_string();
-        let results = gzip_json(&collected.results).map_err(gzip_error)?;
-        store
-            .put(&layout.backup_results(name), results)
-            .await
-            .map_err(|e| upload_error("results", e))?;
-        let none: [(); 0] = [];
-        let snapshots = gzip_json(&none).map_err(gzip_error)?;
-        store
-            .put(&layout.backup_volume_snapshots(name), snapshots.clone())
-            .await
-            .map_err(|e| upload_error("volume snapshots", e))?;
+    let gzip_error = |e: std::io::Error| e.to_string();
+    let none: [(); 0] = [];
+    let no_snapshots = gzip_json(&none).map_err(gzip_error)?;
+    let files = BackupFiles {
+        log: log
+            .finish()
+            .map_err(|e| format!("finishing the backup log: {e}"))?,
+        contents: collected.tarball,
+        resource_list: collected.resource_list,
+        results: gzip_json(&collected.results).map_err(gzip_error)?,
+        volume_snapshots: no_snapshots.clone(),
         // No volumes kept: also what tells deletion there is no CSI snapshot in the tarball.
-        store
-            .put(&layout.backup_volume_info(name), snapshots)
-            .await
-            .map_err(|e| upload_error("volume info", e))?;
-        // The metadata is what makes the backup exist: not if another server has ended it
-        // meanwhile (this one paused past its lease, say). The end is checked again afterwards.
-        let still_ours =
+        volume_info: no_snapshots,
+        metadata: Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?),
+    };
+    // The metadata is what makes the backup exist: not if another server has ended it meanwhile
+    // (this one paused past its lease, say). The end is checked again afterwards.
+    let still_ours = async {
+        let claim =
             patch::status_in_phase(api, name, BackupPhase::InProgress, &BackupStatus::default())
                 .await
                 .map_err(|e| format!("checking that the backup is still InProgress: {e}"))?;
-        if still_ours == patch::Claim::Lost {
-            return Err("the backup was ended elsewhere while it was uploaded".to_string());
-        }
-        let metadata_bytes =
-            Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?);
-        let key = layout.backup_metadata(name);
-        match store.put(&key, metadata_bytes).await {
-            Ok(()) => Ok(()),
-            // A failed answer is not a failed write: the bucket may have stored it and the answer
-            // been lost. The backup exists exactly when the bucket has the file, so ask.
-            Err(error) => match landed(store, &key).await {
-                true => {
-                    tracing::warn!(
-                        "backup {name}: uploading {key} failed ({error}), but the bucket has it"
-                    );
-                    Ok(())
-                }
-                false => Err(upload_error("metadata", error)),
-            },
+        match claim {
+            patch::Claim::Won => Ok(()),
+            patch::Claim::Lost => {
+                Err("the backup was ended elsewhere while it was uploaded".to_string())
+            }
         }
     };
-    if let Err(error) = files.await {
-        remove_uploaded(store, name, false).await;
-        return Err(error);
-    }
+    store
+        .put_backup(name, files, still_ours)
+        .await
+        .map_err(|error| match error {
+            PutBackupError::Upload(error) => {
+                format!("backup storage location {location:?}: {error}")
+            }
+            PutBackupError::Refused(reason) => reason,
+        })?;
     Ok(final_status)
 }

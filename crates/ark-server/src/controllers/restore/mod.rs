@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{HookStatus, Restore, RestorePhase, RestoreProgress, RestoreStatus, labels};
+use ark_storage::RestoreFiles;
 use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -156,7 +157,6 @@ async fn restore_from(
     ctx: &Ctx,
 ) -> Result<RestoreStatus, String> {
     let store = &open.store;
-    let layout = &store.layout;
     let backup_name = &restore.spec.backup_name;
     let mut log = OperationLog::create(
         &ctx.scratch,
@@ -170,7 +170,7 @@ async fn restore_from(
 
     let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     store
-        .download_file(&layout.backup_contents(backup_name), &tarball)
+        .download_backup_contents(backup_name, &tarball)
         .await
         .map_err(|e| {
             format!(
@@ -265,36 +265,21 @@ async fn restore_from(
         );
         return Ok(final_status);
     }
-    let upload_error = |what: &str, e: ark_storage::StoreError| {
-        format!(
-            "backup storage location {:?}: uploading restore {what}: {e}",
-            open.name()
-        )
+    let files = RestoreFiles {
+        log: log
+            .finish()
+            .map_err(|e| format!("finishing the restore log: {e}"))?,
+        results: gzip_json(&restored.results).map_err(|e| e.to_string())?,
+        resource_list: resource_list.finish().map_err(|e| e.to_string())?,
+        hook_results: (!hook_results.is_empty())
+            .then(|| gzip_json(&hook_results))
+            .transpose()
+            .map_err(|e| e.to_string())?,
     };
-    let log_file = log
-        .finish()
-        .map_err(|e| format!("finishing the restore log: {e}"))?;
     store
-        .upload_file(&layout.restore_log(name), log_file)
+        .put_restore_outputs(name, files)
         .await
-        .map_err(|e| upload_error("log", e))?;
-    let results = gzip_json(&restored.results).map_err(|e| e.to_string())?;
-    store
-        .put(&layout.restore_results(name), results)
-        .await
-        .map_err(|e| upload_error("results", e))?;
-    let list = resource_list.finish().map_err(|e| e.to_string())?;
-    store
-        .upload_file(&layout.restore_resource_list(name), list)
-        .await
-        .map_err(|e| upload_error("resource list", e))?;
-    if !hook_results.is_empty() {
-        let bytes = gzip_json(&hook_results).map_err(|e| e.to_string())?;
-        store
-            .put(&layout.restore_hook_results(name), bytes)
-            .await
-            .map_err(|e| upload_error("hook results", e))?;
-    }
+        .map_err(|e| format!("backup storage location {:?}: {e}", open.name()))?;
     Ok(final_status)
 }
 
