@@ -119,7 +119,10 @@ fn after_unanswered_claim(
     })
 }
 
-/// Whether `object` is what merge-patching `patch` into it leaves unchanged.
+/// Whether `object` is what merge-patching `patch` into it leaves unchanged: JSON merge-patch
+/// rules, so a null asks for the field's absence and an array must be equal as a whole. (The
+/// restore's `transform::contains` differs on purpose: it reads a live object against a backed-up
+/// one, and the API server's defaults inside array elements are no difference there.)
 fn holds(object: &Value, patch: &Value) -> bool {
     match patch {
         Value::Object(fields) => fields

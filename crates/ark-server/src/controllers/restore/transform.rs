@@ -114,7 +114,10 @@ pub fn differs(existing: &Value, candidate: &Value) -> bool {
             .any(|(e, c)| !c.is_null() && !contains(e, c))
 }
 
-/// Whether every field set in `wanted` has the same value in `actual` (defaults in `actual` allowed).
+/// Whether every field set in `wanted` has the same value in `actual` (defaults in `actual` allowed,
+/// inside array elements too, which keep their order and count). Not `patch::holds`, which asks
+/// whether a merge patch would change an object: there a null means "absent" and arrays are
+/// replaced whole.
 fn contains(actual: &Value, wanted: &Value) -> bool {
     match (actual, wanted) {
         (Value::Object(a), Value::Object(w)) => w
