@@ -24,6 +24,7 @@ use crate::controllers::backup::RunningBackups;
 use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::locations::{self, LocationError};
+use crate::shared::objects::Readable;
 use crate::shared::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
 use crate::shared::{objects, patch};
 
@@ -193,24 +194,28 @@ impl RemovedRequests {
     }
 }
 
-async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(
+    cached: Arc<Readable<DeleteBackupRequest>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ReconcileError> {
     let kube = &ctx.kube;
     let requests = objects::api::<DeleteBackupRequest>(&kube.client, &kube.namespace);
-    let name = cached.name_any();
+    let name = cached.name();
     if cached
+        .stored
         .uid()
         .is_some_and(|uid| ctx.removed_requests.contains(&uid))
     {
         return Ok(Action::await_change());
     }
-    if objects::phase(&cached) == objects::Phase::Known(DeleteBackupRequestPhase::Processed) {
-        return expire(&requests, &cached, &ctx).await;
+    if cached.phase() == objects::Phase::Known(DeleteBackupRequestPhase::Processed) {
+        return expire(&requests, &cached.stored, &ctx).await;
     }
     // Decided on the request as the controller's cache has it, which may predate a write of this
     // server's (deleting is not idempotent for what it reports: a refused snapshot is asked
     // again). So the first write of every decision names the version decided on, and a request
     // that moved on since is decided again, as it is now.
-    let version = cached.resource_version();
+    let version = cached.stored.resource_version();
     // Velero's deletion metrics are labelled with the backup's schedule, once the backup is read.
     let reject = async |errors: Vec<String>, schedule: &str| -> Result<Action, ReconcileError> {
         let status = json!({ "status": processed_status(errors) });
@@ -224,7 +229,7 @@ async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, 
             },
         )
     };
-    let request: DeleteBackupRequest = match objects::typed(&cached) {
+    let request = match &cached.read {
         Ok(request) => request,
         Err(unfit) => return reject(vec![unfit.to_string()], "").await,
     };
@@ -260,26 +265,26 @@ async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, 
         .unwrap_or_default();
     kube.metrics.deletion_attempted(&schedule);
     let running_here = ctx.running_backups.contains(&backup_name);
-    match decide(&request, backup.as_ref(), running_here) {
+    match decide(request, backup.as_ref(), running_here) {
         Decision::Reject(error) => return reject(vec![error], &schedule).await,
         // A deletion that succeeded removes its requests at once, without marking them Processed
         // first as Velero does: nobody reads a request that is about to go, and a server stopped
         // in between finds it again, the backup gone, and removes it then.
         Decision::AlreadyDone => {
-            remove_requests(&ctx, &requests, &request, None).await?;
+            remove_requests(&ctx, &requests, request, None).await?;
             kube.metrics.deletion_succeeded(&schedule);
         }
         Decision::Delete(backup) => {
-            let Some(errors) = delete(&ctx, &requests, &request, backup).await? else {
+            let Some(errors) = delete(&ctx, &requests, request, backup).await? else {
                 // The request or the backup changed since it was read: decide again.
                 return Ok(Action::requeue(Duration::from_secs(1)));
             };
             let uid = backup.metadata.uid.as_deref();
             if errors.is_empty() {
-                remove_requests(&ctx, &requests, &request, uid).await?;
+                remove_requests(&ctx, &requests, request, uid).await?;
                 kube.metrics.deletion_succeeded(&schedule);
             } else {
-                remove_earlier_requests(&requests, &request, backup).await?;
+                remove_earlier_requests(&requests, request, backup).await?;
                 patch::object_status(&requests, &name, &processed_status(errors)).await?;
                 kube.metrics.deletion_failed(&schedule);
             }

@@ -9,12 +9,13 @@ use std::time::Duration;
 use ark_api::{Backup, DownloadRequest, DownloadRequestPhase, DownloadRequestStatus, Restore};
 use ark_storage::layout::Layout;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{DeleteParams, DynamicObject};
+use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
+use crate::shared::objects::Readable;
 use crate::shared::{locations, objects, patch};
 
 /// How long a download URL is valid, and an unanswered request kept (Velero's `DownloadURLTTL`).
@@ -61,17 +62,22 @@ fn decide(request: &DownloadRequest, now: Timestamp) -> Decision {
     }
 }
 
-async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Kube>) -> Result<Action, ReconcileError> {
+async fn reconcile(
+    object: Arc<Readable<DownloadRequest>>,
+    ctx: Arc<Kube>,
+) -> Result<Action, ReconcileError> {
     let api = objects::api::<DownloadRequest>(&ctx.client, &ctx.namespace);
-    let name = object.name_any();
-    let request: DownloadRequest = match objects::typed(object.as_ref()) {
+    let name = object.name();
+    let request = match &object.read {
         Ok(request) => request,
         Err(unfit) => {
             // Nothing can be answered to it; removed as an expired one would be.
             let note = format!("download request {name} cannot be read and is removed: {unfit}");
             ctx.events
                 .warn(
-                    object.object_ref(&objects::resource::<DownloadRequest>()),
+                    object
+                        .stored
+                        .object_ref(&objects::resource::<DownloadRequest>()),
                     None,
                     "Unreadable",
                     "Answer",
@@ -82,13 +88,13 @@ async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Kube>) -> Result<Action,
             return Ok(Action::await_change());
         }
     };
-    match decide(&request, Timestamp::now()) {
+    match decide(request, Timestamp::now()) {
         Decision::Remove => {
             patch::ignore_not_found(api.delete(&name, &DeleteParams::background()).await)?;
             Ok(Action::await_change())
         }
         Decision::KeepFor(left) => Ok(Action::requeue(left)),
-        Decision::Answer => match signed_url(&ctx, &request).await {
+        Decision::Answer => match signed_url(&ctx, request).await {
             Ok(Some(url)) => {
                 let status = DownloadRequestStatus {
                     phase: Some(DownloadRequestPhase::Processed),

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::shared::context::Kube;
 use crate::shared::locations::{self, LocationError};
+use crate::shared::objects::Readable;
 use crate::shared::{objects, periodic};
 
 pub struct Ctx {
@@ -34,11 +35,11 @@ pub async fn run(ctx: Arc<Ctx>) {
 
 /// One backup's garbage collection; again after `--garbage-collection-frequency`, or when the
 /// backup expires if that is sooner.
-async fn collect(object: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Duration {
-    let Ok(backup) = objects::typed::<Backup>(object.as_ref()) else {
+async fn collect(object: Arc<Readable<Backup>>, ctx: Arc<Ctx>) -> Duration {
+    let Ok(backup) = &object.read else {
         return ctx.frequency;
     };
-    if let Err(error) = collect_one(&ctx, &backup).await {
+    if let Err(error) = collect_one(&ctx, backup).await {
         tracing::warn!(
             "garbage collection of backup {}: {error}",
             backup.name_any()

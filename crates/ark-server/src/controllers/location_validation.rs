@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{BackupStorageLocation, BackupStorageLocationPhase, BackupStorageLocationStatus};
-use kube::ResourceExt;
-use kube::api::DynamicObject;
 
 use crate::shared::context::Kube;
-use crate::shared::{locations, objects, patch, periodic};
+use crate::shared::objects::{self, Readable};
+use crate::shared::{locations, patch, periodic};
 
 pub struct Ctx {
     pub kube: Kube,
@@ -27,11 +26,11 @@ pub async fn run(ctx: Arc<Ctx>) {
     periodic::run::<BackupStorageLocation, _, _, _>(ctx, validate).await;
 }
 
-async fn validate(object: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Duration {
+async fn validate(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Duration {
     let kube = &ctx.kube;
-    let name = object.name_any();
-    let checked = match objects::typed(object.as_ref()) {
-        Ok(location) => locations::check(&kube.client, location).await,
+    let name = object.name();
+    let checked = match &object.read {
+        Ok(location) => locations::check(&kube.client, location.clone()).await,
         Err(unfit) => Err(format!(
             "backup storage location {name:?} cannot be read: {unfit}"
         )),

@@ -4,14 +4,13 @@
 use std::sync::Arc;
 
 use ark_api::{Schedule, SchedulePhase, ScheduleStatus};
-use kube::ResourceExt;
-use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use serde_json::json;
 
 use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
-use crate::shared::{objects, patch};
+use crate::shared::objects::{self, Readable};
+use crate::shared::patch;
 
 pub const NOT_RUN: &str = "ark does not run schedules yet: no backup is made from this schedule \
                            (make backups with ark backup create, or run Velero's server instead)";
@@ -20,12 +19,16 @@ pub async fn run(ctx: Arc<Kube>) {
     controller::run::<Schedule, _, _, _>(ctx, "schedule", 0, reconcile).await;
 }
 
-async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Kube>) -> Result<Action, ReconcileError> {
-    let marked = objects::typed::<Schedule>(object.as_ref()).is_ok_and(|schedule| {
+async fn reconcile(
+    object: Arc<Readable<Schedule>>,
+    ctx: Arc<Kube>,
+) -> Result<Action, ReconcileError> {
+    let marked = object.read.as_ref().is_ok_and(|schedule| {
         schedule.phase() == SchedulePhase::FailedValidation
             && schedule
                 .status
-                .and_then(|s| s.validation_errors)
+                .as_ref()
+                .and_then(|s| s.validation_errors.as_ref())
                 .is_some_and(|errors| errors.iter().any(|e| e == NOT_RUN))
     });
     if !marked {
@@ -37,14 +40,14 @@ async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Kube>) -> Result<Action,
         };
         let claim = patch::claim(
             &api,
-            &object.name_any(),
-            object.metadata.resource_version.as_deref(),
+            &object.name(),
+            object.stored.metadata.resource_version.as_deref(),
             json!({ "status": status }),
         )
         .await;
         // Lost: changed meanwhile, and decided again on the change.
         patch::ignore_not_found(claim)?;
-        tracing::warn!("schedule {}: {NOT_RUN}", object.name_any());
+        tracing::warn!("schedule {}: {NOT_RUN}", object.name());
     }
     Ok(Action::await_change())
 }

@@ -10,13 +10,13 @@ use ark_api::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::ResourceExt;
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 
 use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
-use crate::shared::{objects, patch};
+use crate::shared::objects::{self, Readable};
+use crate::shared::patch;
 
 /// How long an answered request is kept (Velero's `ttl` for them).
 const ANSWERED_TTL: Duration = Duration::from_secs(60);
@@ -49,16 +49,15 @@ fn decide(request: &ServerStatusRequest, now: Timestamp) -> Decision {
 }
 
 async fn reconcile(
-    object: Arc<kube::api::DynamicObject>,
+    object: Arc<Readable<ServerStatusRequest>>,
     ctx: Arc<Kube>,
 ) -> Result<Action, ReconcileError> {
     let api = objects::api::<ServerStatusRequest>(&ctx.client, &ctx.namespace);
-    let name = object.name_any();
+    let name = object.name();
     // A request of a shape ark cannot read is answered all the same: the question has no content.
-    let decision = objects::typed::<ServerStatusRequest>(object.as_ref())
-        .map_or(Decision::Answer, |request| {
-            decide(&request, Timestamp::now())
-        });
+    let decision = object.read.as_ref().map_or(Decision::Answer, |request| {
+        decide(request, Timestamp::now())
+    });
     match decision {
         Decision::Answer => {
             let status = ServerStatusRequestStatus {

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationPhase, labels};
-use kube::api::{DynamicObject, ListParams, PostParams};
+use kube::api::{ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::controllers::gc;
 use crate::shared::context::Kube;
+use crate::shared::objects::Readable;
 use crate::shared::{locations, objects, periodic};
 
 pub struct Ctx {
@@ -37,18 +38,18 @@ pub async fn run(ctx: Arc<Ctx>) {
 }
 
 /// One location's sync; again after `--backup-sync-period`.
-async fn sync(object: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Duration {
-    let name = object.name_any();
+async fn sync(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Duration {
+    let name = object.name();
     if let Err(error) = sync_one(&ctx, &object).await {
         tracing::warn!("backup sync of location {name}: {error}");
     }
     ctx.period
 }
 
-async fn sync_one(ctx: &Ctx, object: &DynamicObject) -> Result<(), String> {
+async fn sync_one(ctx: &Ctx, object: &Readable<BackupStorageLocation>) -> Result<(), String> {
     let kube = &ctx.kube;
-    let location: BackupStorageLocation = objects::typed(object).map_err(|e| e.to_string())?;
-    let name = object.name_any();
+    let location = object.read.clone().map_err(|e| e.to_string())?;
+    let name = object.name();
     // One listing: the names of every Backup object, also those ark's types cannot read (none is
     // created twice), and the ones that fit, for the orphan check.
     let listed = objects::api::<Backup>(&kube.client, &kube.namespace)

@@ -14,7 +14,8 @@ use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::watcher;
 
 use crate::shared::context::Kube;
-use crate::shared::objects;
+use crate::shared::objects::{self, Readable};
+use serde::de::DeserializeOwned;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -46,12 +47,13 @@ impl ReconcileError {
     }
 }
 
-/// Runs `reconcile` over the objects of kind `K`, each with the controller's own context `C`.
+/// Runs `reconcile` over the objects of kind `K`, each read as `K` (or not) at this boundary,
+/// with the controller's own context `C`.
 pub async fn run<K, C, F, Fut>(ctx: Arc<C>, what: &'static str, concurrency: u16, mut reconcile: F)
 where
-    K: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()> + DeserializeOwned,
     C: AsRef<Kube> + Send + Sync + 'static,
-    F: FnMut(Arc<DynamicObject>, Arc<C>) -> Fut,
+    F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
     let kube = ctx.as_ref().as_ref().clone();
@@ -67,12 +69,13 @@ where
     let running = Arc::new(tokio::sync::watch::Sender::new(0usize));
     let counted = {
         let running = running.clone();
-        move |object, ctx: Arc<C>| {
+        move |object: Arc<DynamicObject>, ctx: Arc<C>| {
             let kube: &Kube = (*ctx).as_ref();
             let stopping = kube.is_stopping();
             let metrics = kube.metrics.clone();
             let work = (!stopping).then(|| {
                 running.send_modify(|n| *n += 1);
+                let object = Arc::new(Readable::new(object.as_ref().clone()));
                 (Running(running.clone()), reconcile(object, ctx))
             });
             async move {

@@ -18,6 +18,33 @@ pub fn resource<K: Resource<DynamicType = ()>>() -> ApiResource {
 
 pub use ark_api::read::{Unfit, typed};
 
+/// An object of kind `K` as its watch delivered it, read at the controller's boundary: as `K`, or
+/// where and why it does not fit. The watch itself stays untyped, so that one object that does
+/// not fit never breaks it; the stored object stays beside what was read, for what is read
+/// whatever the object's shape (its name, version and phase, its spec as written).
+pub struct Readable<K> {
+    pub stored: DynamicObject,
+    pub read: Result<K, Unfit>,
+}
+
+impl<K: DeserializeOwned> Readable<K> {
+    pub fn new(stored: DynamicObject) -> Self {
+        let read = typed(&stored);
+        Readable { stored, read }
+    }
+}
+
+impl<K> Readable<K> {
+    pub fn name(&self) -> String {
+        self.stored.name_any()
+    }
+
+    /// Its phase as stored, whether or not the rest fits.
+    pub fn phase<P: DeserializeOwned>(&self) -> Phase<P> {
+        phase(&self.stored)
+    }
+}
+
 /// `status.phase` as stored, read on its own (the rest of the object may not fit ark's types).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase<P> {

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::shared::context::Kube;
 use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::{self, Phase};
+use crate::shared::objects::{self, Phase, Readable};
 use crate::shared::patch;
 
 pub trait Operation:
@@ -150,7 +150,7 @@ pub async fn run<K, C, F, Fut>(ctx: Arc<C>, workers: u16, reconcile: F)
 where
     K: Operation,
     C: AsRef<Kube> + Send + Sync + 'static,
-    F: FnMut(Arc<DynamicObject>, Arc<C>) -> Fut,
+    F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
     controller::run::<K, _, _, _>(ctx, K::KIND, workers.max(1), reconcile).await;
@@ -160,10 +160,7 @@ where
 /// there is nothing to do. Deciding on the controller's cache, which may not have seen the
 /// InProgress this server wrote, could start an operation twice. A New object that ark's types
 /// cannot read ends FailedValidation with the field and the reason.
-pub async fn claimable<K: Operation>(
-    kube: &Kube,
-    cached: &DynamicObject,
-) -> kube::Result<Option<K>> {
+pub async fn claimable<K: Operation>(kube: &Kube, cached: &Readable<K>) -> kube::Result<Option<K>> {
     // A phase moves only forward: an object the cache has past New is not New now either, and
     // reading it again would cost a request for every event of every finished operation (each
     // backup a deletion removes brings two).
@@ -172,11 +169,11 @@ pub async fn claimable<K: Operation>(
         Phase::Known(phase) => phase == K::NEW,
         Phase::Unknown(_) => false,
     };
-    if !is_new(cached) {
+    if !is_new(&cached.stored) {
         return Ok(None);
     }
     let api = api::<K>(kube);
-    let Some(object) = api.get_opt(&cached.name_any()).await? else {
+    let Some(object) = api.get_opt(&cached.name()).await? else {
         return Ok(None);
     };
     if !is_new(&object) {
@@ -295,13 +292,15 @@ mod tests {
             })
         };
         let (kube, _stop) = Kube::for_tests(kube::Client::new(counting, "velero"));
-        let cached = |phase: &str| -> DynamicObject {
-            serde_json::from_value(json!({
-                "apiVersion": "velero.io/v1", "kind": "Backup",
-                "metadata": { "name": "b1", "namespace": "velero" },
-                "status": { "phase": phase },
-            }))
-            .unwrap()
+        let cached = |phase: &str| -> Readable<ark_api::Backup> {
+            Readable::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "velero.io/v1", "kind": "Backup",
+                    "metadata": { "name": "b1", "namespace": "velero" },
+                    "status": { "phase": phase },
+                }))
+                .unwrap(),
+            )
         };
         for phase in ["InProgress", "Completed", "Deleting", "FailedValidation"] {
             let claim = claimable::<ark_api::Backup>(&kube, &cached(phase)).await;

@@ -15,24 +15,26 @@ use kube::runtime::controller::Action;
 
 use crate::shared::context::Kube;
 use crate::shared::controller;
+use crate::shared::objects::Readable;
+use serde::de::DeserializeOwned;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
 /// each run returns when to run again.
 pub async fn run<K, C, F, Fut>(ctx: Arc<C>, reconcile: F)
 where
-    K: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
     C: AsRef<Kube> + Send + Sync + 'static,
-    F: Fn(Arc<DynamicObject>, Arc<C>) -> Fut + Send + Sync + 'static,
+    F: Fn(Arc<Readable<K>>, Arc<C>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Duration> + Send + 'static,
 {
     // Status is part of these objects (Velero's CRDs have no status subresource), so a run's own
     // status write comes back as a change: only a new object or a changed spec runs out of turn.
     let due: Arc<Mutex<Due>> = Arc::default();
     let reconcile = Arc::new(reconcile);
-    let run_when_due = move |object: Arc<DynamicObject>, ctx: Arc<C>| {
+    let run_when_due = move |object: Arc<Readable<K>>, ctx: Arc<C>| {
         let (due, reconcile) = (due.clone(), reconcile.clone());
         async move {
-            let key = identity_and_spec(&object);
+            let key = identity_and_spec(&object.stored);
             let now = Instant::now();
             let next_run = due.lock().unwrap().not_before(key, now);
             if let Some(next_run) = next_run {

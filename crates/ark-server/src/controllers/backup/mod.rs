@@ -25,6 +25,7 @@ use validate::{Durations, Rejected, ValidatedBackup};
 use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
 use crate::shared::locations::{self, OpenLocation};
+use crate::shared::objects::Readable;
 use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
@@ -148,7 +149,7 @@ async fn remove_legacy_finalizer(kube: &Kube) {
     }
 }
 
-async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(cached: Arc<Readable<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
     let Some(backup) = operation::claimable::<Backup>(&ctx.kube, &cached).await? else {
         return Ok(Action::await_change());
     };

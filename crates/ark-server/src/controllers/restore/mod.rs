@@ -26,6 +26,7 @@ use crate::hooks;
 use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
 use crate::shared::locations::{self, OpenLocation};
+use crate::shared::objects::Readable;
 use crate::shared::operation;
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
@@ -68,7 +69,10 @@ pub async fn run(ctx: Arc<Ctx>) {
     operation::run::<Restore, _, _, _>(ctx, workers, reconcile).await;
 }
 
-async fn reconcile(cached: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(
+    cached: Arc<Readable<Restore>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ReconcileError> {
     let Some(restore) = operation::claimable::<Restore>(&ctx.kube, &cached).await? else {
         return Ok(Action::await_change());
     };
