@@ -3,6 +3,7 @@
 
 mod backup;
 mod backup_storage_location;
+pub mod cron;
 mod delete_backup_request;
 mod download_request;
 pub mod duration;
