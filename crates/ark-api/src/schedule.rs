@@ -3,7 +3,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::BackupSpec;
+use crate::{Backup, BackupSpec};
 
 /// Backups made from a template on a cron schedule.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -59,5 +59,46 @@ impl Schedule {
             .as_ref()
             .and_then(|s| s.phase)
             .unwrap_or(SchedulePhase::New)
+    }
+}
+
+impl Backup {
+    /// A backup of `schedule`'s template, made at `at`, as Velero's `FromSchedule` builds it: named
+    /// `<schedule>-<yyyyMMddHHmmss>` (UTC); the template's labels, or the schedule's if it has
+    /// none, and `velero.io/schedule-name`; the schedule's annotations; and the schedule as its
+    /// owner when `useOwnerReferencesInBackup` says so.
+    pub fn from_schedule(schedule: &Schedule, at: jiff::Timestamp) -> Backup {
+        let name = schedule.metadata.name.clone().unwrap_or_default();
+        let stamp = at.strftime("%Y%m%d%H%M%S");
+        let mut backup = Backup::new(&format!("{name}-{stamp}"), schedule.spec.template.clone());
+        backup.metadata.namespace = schedule.metadata.namespace.clone();
+        // Velero's template is a BackupSpec with a `metadata.labels` of its own.
+        let template_labels = schedule
+            .spec
+            .template
+            .unmodelled
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .filter(|l| !l.is_null())
+            .and_then(|l| serde_json::from_value(l.clone()).ok());
+        let mut labels: std::collections::BTreeMap<String, String> = template_labels
+            .or_else(|| schedule.metadata.labels.clone())
+            .unwrap_or_default();
+        labels.insert(crate::labels::SCHEDULE_NAME.into(), name.clone());
+        backup.metadata.labels = Some(labels);
+        backup.metadata.annotations = schedule.metadata.annotations.clone();
+        if schedule.spec.use_owner_references_in_backup == Some(true) {
+            backup.metadata.owner_references = Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    api_version: "velero.io/v1".into(),
+                    kind: "Schedule".into(),
+                    name,
+                    uid: schedule.metadata.uid.clone().unwrap_or_default(),
+                    controller: Some(true),
+                    ..Default::default()
+                },
+            ]);
+        }
+        backup
     }
 }

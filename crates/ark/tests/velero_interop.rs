@@ -792,29 +792,57 @@ async fn velero_s_cli_with_no_optional_flag_gets_velero_s_defaults_from_ark_s_se
         "the restore of a deleted backup is deleted with it"
     );
 
-    // Until ark runs schedules, a Schedule says so, and no backup is made from it.
+    // A schedule made by Velero's CLI (its defaults: `ttl: 0s`, no skipImmediately) is run by
+    // ark's server: Enabled, and a backup of its template made at its slot, labelled with it.
     velero_ok(
         &cluster,
         &ns.name,
-        &["schedule", "create", "daily", "--schedule", "0 3 * * *"],
+        &[
+            "schedule",
+            "create",
+            "often",
+            "--schedule",
+            "@every 5s",
+            "--include-namespaces",
+            &app.name,
+        ],
     );
     wait_for(
         Api::<ark_api::Schedule>::namespaced(client.clone(), &ns.name),
-        "daily",
+        "often",
         |s: Option<&ark_api::Schedule>| {
-            s.is_some_and(|s| s.phase() == ark_api::SchedulePhase::FailedValidation)
+            s.is_some_and(|s| s.status.as_ref().is_some_and(|st| st.last_backup.is_some()))
         },
         WAIT,
     )
     .await
     .unwrap();
-    let described = velero_ok(&cluster, &ns.name, &["schedule", "describe", "daily"]);
-    assert!(
-        described.contains("ark does not run schedules yet"),
-        "{described}"
-    );
     let listed = velero_ok(&cluster, &ns.name, &["schedule", "get"]);
-    assert!(listed.contains("FailedValidation"), "{listed}");
+    assert!(listed.contains("Enabled"), "{listed}");
+    velero_ok(&cluster, &ns.name, &["schedule", "pause", "often"]);
+    let made = Api::<Backup>::namespaced(client.clone(), &ns.name)
+        .list(&kube::api::ListParams::default().labels("velero.io/schedule-name=often"))
+        .await
+        .unwrap()
+        .items;
+    assert!(!made.is_empty());
+    let backup = wait_completed(&client, &ns.name, made[0].metadata.name.as_deref().unwrap()).await;
+    assert!(
+        backup
+            .metadata
+            .name
+            .as_deref()
+            .unwrap()
+            .starts_with("often-"),
+        "{:?}",
+        backup.metadata.name
+    );
+    assert_eq!(
+        backup.spec.included_namespaces.as_deref(),
+        Some(&[app.name.clone()][..])
+    );
+    // The template's `ttl: 0s` from Velero's CLI: the server's default, as for any backup.
+    assert_eq!(backup.spec.ttl.as_deref(), Some("720h0m0s"));
 }
 
 /// The regression behind backups lost through Velero's CLI: `velero backup create` without

@@ -1,0 +1,129 @@
+//! Schedules on the local cluster: ark's server makes a schedule's backups at its slots, named and
+//! labelled as Velero names and labels them, and none while it is paused.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use ark_api::{Backup, BackupPhase, Schedule, ScheduleSpec, labels};
+use ark_tests::{ArkServer, Cluster, wait_for};
+use common::ARK;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+async fn backups_of(api: &Api<Backup>, schedule: &str) -> Vec<Backup> {
+    let selector = format!("{}={schedule}", labels::SCHEDULE_NAME);
+    let mut backups = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items;
+    backups.sort_by_key(|b| b.metadata.name.clone());
+    backups
+}
+
+#[tokio::test]
+async fn an_every_5s_schedule_makes_a_backup_at_each_slot_and_none_while_paused() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("app").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let mut settings = ConfigMap::default();
+    settings.metadata.name = Some("settings".into());
+    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .create(&PostParams::default(), &settings)
+        .await
+        .unwrap();
+
+    let schedules = Api::<Schedule>::namespaced(client.clone(), &ns.name);
+    let mut every = Schedule::new(
+        "every",
+        ScheduleSpec {
+            schedule: "@every 5s".into(),
+            template: ark_api::BackupSpec {
+                included_namespaces: Some(vec![app.name.clone()]),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    every.metadata.annotations = Some([("team".to_string(), "shop".to_string())].into());
+    let created = schedules
+        .create(&PostParams::default(), &every)
+        .await
+        .unwrap();
+    let created_at = created.metadata.creation_timestamp.unwrap().0;
+    wait_for(
+        schedules.clone(),
+        "every",
+        |s: Option<&Schedule>| s.is_some_and(|s| s.phase() == ark_api::SchedulePhase::Enabled),
+        WAIT,
+    )
+    .await
+    .unwrap();
+
+    // Two backups, one a slot, each Completed.
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    let deadline = Instant::now() + WAIT;
+    let made = loop {
+        let made = backups_of(&backups, "every").await;
+        let completed = made
+            .iter()
+            .filter(|b| b.phase() == BackupPhase::Completed)
+            .count();
+        if completed >= 2 {
+            break made;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "two completed backups within {WAIT:?}: {:?}",
+            made.iter()
+                .map(|b| (b.metadata.name.clone(), b.phase()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let first = &made[0];
+    let name = first.metadata.name.clone().unwrap();
+    let stamp = name
+        .strip_prefix("every-")
+        .expect("named after the schedule");
+    assert_eq!(stamp.len(), 14, "{name}");
+    assert!(stamp.chars().all(|c| c.is_ascii_digit()), "{name}");
+    // The first slot is 5 s after the schedule's creation, not at it (later if the server was
+    // not leading yet).
+    let first_slot = (created_at + k8s_openapi::jiff::SignedDuration::from_secs(5))
+        .strftime("%Y%m%d%H%M%S")
+        .to_string();
+    assert!(stamp >= first_slot.as_str(), "{stamp} before {first_slot}");
+    assert_eq!(
+        first.metadata.annotations.as_ref().unwrap()["team"],
+        "shop",
+        "the schedule's annotations"
+    );
+    assert_eq!(
+        first.spec.included_namespaces.as_deref(),
+        Some(&[app.name.clone()][..])
+    );
+    let schedule = schedules.get("every").await.unwrap();
+    assert!(schedule.status.unwrap().last_backup.is_some());
+
+    // Paused: no more backups, over more than two slots.
+    schedules
+        .patch(
+            "every",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "paused": true } })),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = backups_of(&backups, "every").await.len();
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(backups_of(&backups, "every").await.len(), before);
+}
