@@ -47,6 +47,9 @@ pub enum Command {
     /// Work with restores
     #[command(subcommand)]
     Restore(crate::commands::restore::RestoreCommand),
+    /// Work with schedules: backups made on their own, on a cron schedule
+    #[command(subcommand)]
+    Schedule(crate::commands::schedule::ScheduleCommand),
     /// Work with backup storage locations
     #[command(subcommand, name = "backup-location")]
     BackupLocation(crate::commands::backup_location::BackupLocationCommand),
@@ -86,6 +89,38 @@ pub struct FilterArgs {
     /// Only objects matching this label selector
     #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = parse_selector)]
     pub selector: Option<ark_api::LabelSelector>,
+}
+
+/// What a backup takes and keeps, shared by `backup create` and `schedule create` (whose backups
+/// are made from it).
+#[derive(Debug, Args)]
+pub struct BackupTemplateArgs {
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// How long to keep the backup (Go duration: 720h, 24h30m)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Option<std::time::Duration>,
+    /// Where to store it (default: the default location)
+    #[arg(long, value_name = "LOCATION", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Locations))]
+    pub storage_location: Option<String>,
+}
+
+impl BackupTemplateArgs {
+    pub fn spec(self) -> ark_api::BackupSpec {
+        let filters = self.filters;
+        let non_empty = crate::commands::non_empty;
+        ark_api::BackupSpec {
+            included_namespaces: non_empty(filters.include_namespaces),
+            excluded_namespaces: non_empty(filters.exclude_namespaces),
+            included_resources: non_empty(filters.include_resources),
+            excluded_resources: non_empty(filters.exclude_resources),
+            include_cluster_resources: filters.include_cluster_resources,
+            label_selector: filters.selector,
+            ttl: self.ttl.map(ark_api::duration::format),
+            storage_location: self.storage_location,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]

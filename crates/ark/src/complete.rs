@@ -29,6 +29,7 @@ pub enum Names {
     Backups,
     Restores,
     Locations,
+    Schedules,
     /// Those of the command's noun: `ark restore describe <TAB>` completes restores.
     OfTheNoun,
 }
@@ -55,6 +56,7 @@ impl Names {
             (Names::OfTheNoun, Some("backup")) => Some(Names::Backups),
             (Names::OfTheNoun, Some("restore")) => Some(Names::Restores),
             (Names::OfTheNoun, Some("backup-location")) => Some(Names::Locations),
+            (Names::OfTheNoun, Some("schedule")) => Some(Names::Schedules),
             (Names::OfTheNoun, _) => None,
             (kind, _) => Some(kind),
         }
@@ -64,6 +66,7 @@ impl Names {
         match self {
             Names::Backups => ApiResource::erase::<ark_api::Backup>(&()),
             Names::Restores => ApiResource::erase::<ark_api::Restore>(&()),
+            Names::Schedules => ApiResource::erase::<ark_api::Schedule>(&()),
             Names::Locations | Names::OfTheNoun => {
                 ApiResource::erase::<ark_api::BackupStorageLocation>(&())
             }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ark_api::{Backup, BackupPhase, Schedule, ScheduleSpec, labels};
 use ark_tests::{ArkServer, Cluster, wait_for};
-use common::ARK;
+use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -126,4 +126,97 @@ async fn an_every_5s_schedule_makes_a_backup_at_each_slot_and_none_while_paused(
     let before = backups_of(&backups, "every").await.len();
     tokio::time::sleep(Duration::from_secs(12)).await;
     assert_eq!(backups_of(&backups, "every").await.len(), before);
+}
+
+#[tokio::test]
+async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("app").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let schedules = Api::<Schedule>::namespaced(client.clone(), &ns.name);
+
+    // Refused before anything is made, the field at fault shown.
+    let refused = ark(
+        Some(&cluster),
+        &[
+            "schedule",
+            "create",
+            "bad",
+            "--schedule",
+            "0 25 * * *",
+            "-n",
+            &ns.name,
+        ],
+    );
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "invalid schedule: hour: end of range (25) above maximum (23): 25\n  0 25 * * *\n    ^^\n"
+        ),
+        "{stderr}"
+    );
+    assert!(schedules.get_opt("bad").await.unwrap().is_none());
+
+    assert_eq!(
+        ark_ok(
+            &cluster,
+            &ns.name,
+            &[
+                "schedule",
+                "create",
+                "often",
+                "--schedule",
+                "@every 5s",
+                "--include-namespaces",
+                &app.name,
+                "--ttl",
+                "1h",
+            ],
+        ),
+        "Schedule \"often\" created successfully.\n"
+    );
+    wait_for(
+        schedules.clone(),
+        "often",
+        |s: Option<&Schedule>| {
+            s.is_some_and(|s| s.status.as_ref().is_some_and(|st| st.last_backup.is_some()))
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let listed = ark_ok(&cluster, &ns.name, &["schedule", "get", "often"]);
+    assert!(
+        listed.contains("Enabled") && listed.contains("@every 5s") && listed.contains("1h0m0s"),
+        "{listed}"
+    );
+    let described = ark_ok(&cluster, &ns.name, &["schedule", "describe", "often"]);
+    assert!(described.contains("Last backup:  often-"), "{described}");
+    assert!(described.contains("Next runs:"), "{described}");
+
+    assert_eq!(
+        ark_ok(&cluster, &ns.name, &["schedule", "pause", "often"]),
+        "Schedule \"often\" paused.\n"
+    );
+    assert_eq!(
+        ark_ok(&cluster, &ns.name, &["schedule", "pause", "often"]),
+        "Schedule \"often\" is already paused.\n"
+    );
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    let made = backups_of(&backups, "often").await.len();
+    assert!(made >= 1);
+    assert_eq!(
+        ark_ok(
+            &cluster,
+            &ns.name,
+            &["schedule", "delete", "often", "--confirm"]
+        ),
+        "Schedule \"often\" deleted; its backups are kept.\n"
+    );
+    assert!(schedules.get_opt("often").await.unwrap().is_none());
+    assert_eq!(backups_of(&backups, "often").await.len(), made);
 }

@@ -11,6 +11,7 @@ mod download;
 pub mod install;
 mod missing;
 pub mod restore;
+pub mod schedule;
 pub mod server;
 pub mod uninstall;
 pub mod version;
@@ -26,6 +27,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Backup(command) => backup::run(global, command).await,
         Command::Restore(command) => restore::run(global, command).await,
+        Command::Schedule(command) => schedule::run(global, command).await,
         Command::BackupLocation(command) => backup_location::run(global, command).await,
         Command::Install(args) => install::run(global, *args).await,
         Command::Uninstall(args) => uninstall::run(global, args).await,
@@ -37,7 +39,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// A filter list as a spec field: absent when the user gave none.
-fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
+pub(crate) fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
     (!list.is_empty()).then_some(list)
 }
 

@@ -1,0 +1,60 @@
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ark_api::cron::Cron;
+use ark_api::{Schedule, ScheduleSpec};
+use clap::Args;
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::cli::{BackupTemplateArgs, GlobalArgs, parse_name};
+
+#[derive(Debug, Args)]
+pub struct ScheduleCreateArgs {
+    /// The schedule's name (its backups are named <NAME>-<yyyyMMddHHmmss>)
+    #[arg(value_parser = parse_name)]
+    pub name: String,
+    /// When to back up: a cron expression ('0 3 * * *', '@daily', '@every 6h'), optionally
+    /// prefixed by 'CRON_TZ=<zone> ' (times are UTC otherwise)
+    #[arg(long, value_name = "EXPRESSION")]
+    pub schedule: String,
+    #[command(flatten)]
+    pub template: BackupTemplateArgs,
+    /// Create it paused: no backup is made until it is unpaused
+    #[arg(long)]
+    pub paused: bool,
+    /// Wait for the first slot after now, rather than backing up at the first check
+    #[arg(long)]
+    pub skip_immediately: bool,
+    /// Make the schedule the owner of its backups (deleting it then deletes their Backup
+    /// objects, never their data; sync brings them back)
+    #[arg(long)]
+    pub use_owner_references_in_backup: bool,
+}
+
+pub async fn run(global: &GlobalArgs, args: ScheduleCreateArgs) -> anyhow::Result<ExitCode> {
+    // Refused here, before anything is created, with the part at fault shown.
+    if let Err(error) = Cron::parse(&args.schedule) {
+        anyhow::bail!("{}\n{}", error, error.pointing_into(&args.schedule));
+    }
+    let spec = ScheduleSpec {
+        template: args.template.spec(),
+        schedule: args.schedule,
+        use_owner_references_in_backup: args.use_owner_references_in_backup.then_some(true),
+        paused: args.paused,
+        skip_immediately: args.skip_immediately.then_some(true),
+        ..Default::default()
+    };
+    let client = crate::context::client(global).await?;
+    let api: Api<Schedule> = Api::namespaced(client, &global.namespace);
+    api.create(&PostParams::default(), &Schedule::new(&args.name, spec))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot create schedule {:?} in namespace {:?}",
+                args.name, global.namespace
+            )
+        })?;
+    println!("Schedule {:?} created successfully.", args.name);
+    Ok(ExitCode::SUCCESS)
+}

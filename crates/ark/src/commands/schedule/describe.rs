@@ -1,0 +1,251 @@
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ark_api::cron::Cron;
+use ark_api::{Backup, Schedule, labels};
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::ListParams;
+
+use super::get::next_run;
+use crate::cli::{DescribeArgs, GlobalArgs, OutputFormat};
+use crate::describe::Describe;
+use crate::output;
+
+/// Runs shown ahead.
+const NEXT_RUNS: usize = 3;
+
+pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
+    let client = crate::context::client(global).await?;
+    let found: crate::commands::Found<Schedule> = crate::commands::get_named_or_listed(
+        &client,
+        &global.namespace,
+        &args.names,
+        None,
+        "schedule",
+    )
+    .await?;
+    if args.output.output != OutputFormat::Table {
+        output::print_objects(args.output.output, &found.items, args.names.len() == 1)?;
+        return Ok(found.exit_code());
+    }
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
+    let events: Api<Event> = Api::namespaced(client, &global.namespace);
+    for (index, schedule) in found.items.iter().enumerate() {
+        if index > 0 {
+            println!();
+        }
+        let name = schedule.metadata.name.clone().unwrap_or_default();
+        let selector = format!("{}={name}", labels::SCHEDULE_NAME);
+        let last = backups
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .with_context(|| format!("cannot list the backups of schedule {name:?}"))?
+            .items
+            .into_iter()
+            .max_by_key(|b| b.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        let uid = schedule.metadata.uid.clone().unwrap_or_default();
+        let missed: Vec<Event> = events
+            .list(
+                &ListParams::default()
+                    .fields(&format!("involvedObject.uid={uid},reason=MissedRuns")),
+            )
+            .await
+            .context("cannot list the schedule's events")?
+            .items;
+        print!(
+            "{}",
+            describe_text(schedule, last.as_ref(), &missed, Timestamp::now())
+        );
+    }
+    Ok(found.exit_code())
+}
+
+pub fn describe_text(
+    schedule: &Schedule,
+    last: Option<&Backup>,
+    missed: &[Event],
+    now: Timestamp,
+) -> String {
+    let spec = &schedule.spec;
+    let status = schedule.status.clone().unwrap_or_default();
+    let mut d = Describe::default();
+    d.metadata(&schedule.metadata);
+    d.blank();
+    d.field("Phase", &format!("{:?}", schedule.phase()));
+    if let Some(errors) = status.validation_errors.as_ref().filter(|e| !e.is_empty()) {
+        d.blank();
+        d.line("Validation errors:");
+        for error in errors {
+            d.line(&format!("  {error}"));
+        }
+    }
+    d.blank();
+    d.fields(&[
+        ("Schedule", spec.schedule.clone()),
+        ("Paused", spec.paused.to_string()),
+    ]);
+    d.blank();
+    match (Cron::parse(&spec.schedule), next_run(schedule, now)) {
+        (Ok(cron), Some(first)) => {
+            d.line("Next runs:");
+            let zone = cron.zone().clone();
+            let mut at = Some(first);
+            for _ in 0..NEXT_RUNS {
+                let Some(run) = at else { break };
+                let local = run.to_zoned(zone.clone());
+                let shown = match cron.zone_name() {
+                    Some(name) => format!(
+                        "{} {name}  ({})",
+                        local.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                        output::time(Some(&Time(run)))
+                    ),
+                    None => output::time(Some(&Time(run))),
+                };
+                d.line(&format!("  {shown}"));
+                at = cron.next(run);
+            }
+        }
+        _ => d.field("Next runs", "<none>"),
+    }
+    d.blank();
+    d.line("Template:");
+    let template = &spec.template;
+    let list = |list: Option<&Vec<String>>, none: &str| {
+        list.filter(|l| !l.is_empty())
+            .map(|l| l.join(", "))
+            .unwrap_or_else(|| none.to_string())
+    };
+    d.nested(&[
+        (
+            "Included namespaces",
+            list(template.included_namespaces.as_ref(), "*"),
+        ),
+        (
+            "Excluded namespaces",
+            list(template.excluded_namespaces.as_ref(), "<none>"),
+        ),
+        (
+            "Included resources",
+            list(template.included_resources.as_ref(), "*"),
+        ),
+        (
+            "Excluded resources",
+            list(template.excluded_resources.as_ref(), "<none>"),
+        ),
+        (
+            "Label selector",
+            crate::describe::selector(template.label_selector.as_ref()),
+        ),
+        (
+            "Storage location",
+            template
+                .storage_location
+                .clone()
+                .unwrap_or_else(|| "<default>".into()),
+        ),
+        (
+            "TTL",
+            template
+                .ttl
+                .clone()
+                .unwrap_or_else(|| "<the server's default>".into()),
+        ),
+    ]);
+    d.blank();
+    match last {
+        Some(backup) => d.field(
+            "Last backup",
+            &format!(
+                "{} ({:?}, {})",
+                backup.metadata.name.clone().unwrap_or_default(),
+                backup.phase(),
+                output::time(backup.metadata.creation_timestamp.as_ref())
+            ),
+        ),
+        None => d.field("Last backup", "<none>"),
+    }
+    if !missed.is_empty() {
+        d.blank();
+        d.line("Missed runs:");
+        for event in missed {
+            d.line(&format!("  {}", event.message.clone().unwrap_or_default()));
+        }
+    }
+    d.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_api::{BackupSpec, BackupStatus, ScheduleSpec, ScheduleStatus};
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn describe_shows_the_next_runs_in_the_zone_and_utc_the_last_backup_and_missed_runs() {
+        let mut schedule = Schedule::new(
+            "daily",
+            ScheduleSpec {
+                schedule: "CRON_TZ=America/New_York 30 2 * * *".into(),
+                template: BackupSpec {
+                    included_namespaces: Some(vec!["shop".into()]),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        schedule.metadata.namespace = Some("velero".into());
+        schedule.metadata.creation_timestamp = Some(Time(at("2026-03-01T00:00:00Z")));
+        schedule.status = Some(ScheduleStatus {
+            phase: Some(ark_api::SchedulePhase::Enabled),
+            last_backup: Some(Time(at("2026-03-06T07:30:00Z"))),
+            ..Default::default()
+        });
+        let mut last = Backup::new("daily-20260306073000", BackupSpec::default());
+        last.metadata.creation_timestamp = Some(Time(at("2026-03-06T07:30:00Z")));
+        last.status = Some(BackupStatus {
+            phase: Some(ark_api::BackupPhase::Completed),
+            ..Default::default()
+        });
+        let mut missed = Event::default();
+        missed.message = Some("missed 2 runs, the first at ... and the last at ...".into());
+        insta::assert_snapshot!(
+            describe_text(&schedule, Some(&last), &[missed], at("2026-03-06T12:00:00Z")),
+            @r"
+            Name:         daily
+            Namespace:    velero
+            Labels:       <none>
+            Annotations:  <none>
+
+            Phase:  Enabled
+
+            Schedule:  CRON_TZ=America/New_York 30 2 * * *
+            Paused:    false
+
+            Next runs:
+              2026-03-07 02:30:00 EST America/New_York  (2026-03-07 07:30:00 +0000 UTC)
+              2026-03-09 02:30:00 EDT America/New_York  (2026-03-09 06:30:00 +0000 UTC)
+              2026-03-10 02:30:00 EDT America/New_York  (2026-03-10 06:30:00 +0000 UTC)
+
+            Template:
+              Included namespaces:  shop
+              Excluded namespaces:  <none>
+              Included resources:   *
+              Excluded resources:   <none>
+              Label selector:       <none>
+              Storage location:     <default>
+              TTL:                  <the server's default>
+
+            Last backup:  daily-20260306073000 (Completed, 2026-03-06 07:30:00 +0000 UTC)
+
+            Missed runs:
+              missed 2 runs, the first at ... and the last at ...
+        "
+        );
+    }
+}
