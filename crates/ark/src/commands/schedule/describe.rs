@@ -212,8 +212,10 @@ mod tests {
             phase: Some(ark_api::BackupPhase::Completed),
             ..Default::default()
         });
-        let mut missed = Event::default();
-        missed.message = Some("missed 2 runs, the first at ... and the last at ...".into());
+        let missed = Event {
+            message: Some("missed 2 runs, the first at ... and the last at ...".into()),
+            ..Default::default()
+        };
         insta::assert_snapshot!(
             describe_text(&schedule, Some(&last), &[missed], at("2026-03-06T12:00:00Z")),
             @r"
