@@ -106,6 +106,19 @@ pub struct BackupTemplateArgs {
 }
 
 impl BackupTemplateArgs {
+    /// Whether any of its flags was given.
+    pub fn is_set(&self) -> bool {
+        let f = &self.filters;
+        !(f.include_namespaces.is_empty()
+            && f.exclude_namespaces.is_empty()
+            && f.include_resources.is_empty()
+            && f.exclude_resources.is_empty()
+            && f.include_cluster_resources.is_none()
+            && f.selector.is_none()
+            && self.ttl.is_none()
+            && self.storage_location.is_none())
+    }
+
     pub fn spec(self) -> ark_api::BackupSpec {
         let filters = self.filters;
         let non_empty = crate::commands::non_empty;

@@ -9,8 +9,8 @@ use ark_api::{Backup, BackupPhase, Schedule, ScheduleSpec, labels};
 use ark_tests::{ArkServer, Cluster, wait_for};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -198,6 +198,52 @@ async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups(
     assert!(described.contains("Last backup:  often-"), "{described}");
     assert!(described.contains("Next runs:"), "{described}");
 
+    // Backups and restores from the schedule, by hand.
+    let out = ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "by-hand",
+            "--from-schedule",
+            "often",
+            "--wait",
+        ],
+    );
+    assert!(out.contains("Completed"), "{out}");
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    let by_hand = backups.get("by-hand").await.unwrap();
+    assert_eq!(by_hand.labels()[labels::SCHEDULE_NAME], "often");
+    assert_eq!(
+        by_hand.spec.included_namespaces.as_deref(),
+        Some(&[app.name.clone()][..])
+    );
+    let out = ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "again",
+            "--from-schedule",
+            "often",
+            "--wait",
+        ],
+    );
+    assert!(
+        out.contains("Restore completed with status: Completed"),
+        "{out}"
+    );
+    let restore = Api::<ark_api::Restore>::namespaced(client.clone(), &ns.name)
+        .get("again")
+        .await
+        .unwrap();
+    let from = backups.get(&restore.spec.backup_name).await.unwrap();
+    assert_eq!(from.labels()[labels::SCHEDULE_NAME], "often");
+    assert_eq!(from.phase(), BackupPhase::Completed);
+    assert_eq!(restore.spec.unmodelled["scheduleName"], "often");
+
     assert_eq!(
         ark_ok(&cluster, &ns.name, &["schedule", "pause", "often"]),
         "Schedule \"often\" paused.\n"
@@ -206,7 +252,6 @@ async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups(
         ark_ok(&cluster, &ns.name, &["schedule", "pause", "often"]),
         "Schedule \"often\" is already paused.\n"
     );
-    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
     let made = backups_of(&backups, "often").await.len();
     assert!(made >= 1);
     assert_eq!(

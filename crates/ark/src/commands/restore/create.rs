@@ -16,8 +16,14 @@ pub struct RestoreCreateArgs {
     #[arg(value_parser = parse_name)]
     pub name: Option<String>,
     /// The backup to restore from
-    #[arg(long, value_name = "BACKUP", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
-    pub from_backup: String,
+    #[arg(long, value_name = "BACKUP", required_unless_present = "from_schedule", conflicts_with = "from_schedule", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
+    pub from_backup: Option<String>,
+    /// Restore from the newest Completed backup of this schedule
+    #[arg(long, value_name = "SCHEDULE", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Schedules))]
+    pub from_schedule: Option<String>,
+    /// With --from-schedule: a PartiallyFailed backup may be the newest
+    #[arg(long)]
+    pub allow_partially_failed: bool,
     #[command(flatten)]
     pub filters: FilterArgs,
     /// Restore namespaces under other names: old:new,old2:new2
@@ -47,6 +53,45 @@ pub enum ExistingResourcePolicy {
     None,
     /// Patch the object in the cluster to the backed-up state
     Update,
+}
+
+/// The newest backup of `schedule` (by start) that is Completed, or PartiallyFailed when allowed.
+async fn newest_of_schedule(
+    backups: &Api<Backup>,
+    schedule: &str,
+    allow_partially_failed: bool,
+    global: &GlobalArgs,
+) -> anyhow::Result<String> {
+    let selector = format!("{}={schedule}", ark_api::labels::SCHEDULE_NAME);
+    let listed = backups
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .with_context(|| format!("cannot list the backups of schedule {schedule:?}"))?;
+    listed
+        .items
+        .iter()
+        .filter(|b| {
+            b.phase() == ark_api::BackupPhase::Completed
+                || (allow_partially_failed && b.phase() == ark_api::BackupPhase::PartiallyFailed)
+        })
+        .max_by_key(|b| {
+            b.status
+                .as_ref()
+                .and_then(|s| s.start_timestamp.as_ref())
+                .map(|t| t.0)
+        })
+        .and_then(|b| b.metadata.name.clone())
+        .with_context(|| {
+            format!(
+                "schedule {schedule:?} has no {}backup in namespace {:?}",
+                if allow_partially_failed {
+                    "Completed or PartiallyFailed "
+                } else {
+                    "Completed "
+                },
+                global.namespace
+            )
+        })
 }
 
 /// Reads and checks a hooks file; every error with its path, line and column.
@@ -84,28 +129,45 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         .as_deref()
         .map(read_hooks_file)
         .transpose()?;
+    if args.allow_partially_failed && args.from_schedule.is_none() {
+        anyhow::bail!("--allow-partially-failed goes with --from-schedule");
+    }
     let client = crate::context::client(global).await?;
     // The backup is looked up first: a typo is named before anything is created.
     let backups = Api::<Backup>::namespaced(client.clone(), &global.namespace);
+    let from_backup = match (&args.from_backup, &args.from_schedule) {
+        (_, Some(schedule)) => {
+            newest_of_schedule(&backups, schedule, args.allow_partially_failed, global).await?
+        }
+        (Some(backup), None) => backup.clone(),
+        (None, None) => anyhow::bail!("--from-backup or --from-schedule is required"),
+    };
     let found = backups
-        .get_opt(&args.from_backup)
+        .get_opt(&from_backup)
         .await
-        .with_context(|| format!("cannot look up backup {:?}", args.from_backup))?;
+        .with_context(|| format!("cannot look up backup {from_backup:?}"))?;
     if found.is_none() {
         anyhow::bail!(
             "backup {:?} not found in namespace {:?}{}",
-            args.from_backup,
+            from_backup,
             global.namespace,
-            crate::commands::missing::suggestion(&backups, &args.from_backup).await
+            crate::commands::missing::suggestion(&backups, &from_backup).await
         );
     }
     let name = args.name.unwrap_or_else(|| {
         let stamp = k8s_openapi::jiff::Timestamp::now().strftime("%Y%m%d%H%M%S");
-        format!("{}-{stamp}", args.from_backup)
+        let of = args.from_schedule.as_deref().unwrap_or(&from_backup);
+        format!("{of}-{stamp}")
     });
     let filters = args.filters;
+    let mut unmodelled = ark_api::Unmodelled::default();
+    if let Some(schedule) = &args.from_schedule {
+        // As Velero's CLI records it (the restore's metrics are labelled with it).
+        unmodelled.insert("scheduleName".into(), schedule.clone().into());
+    }
     let spec = RestoreSpec {
-        backup_name: args.from_backup,
+        backup_name: from_backup,
+        unmodelled,
         included_namespaces: crate::commands::non_empty(filters.include_namespaces),
         excluded_namespaces: crate::commands::non_empty(filters.exclude_namespaces),
         included_resources: crate::commands::non_empty(filters.include_resources),
