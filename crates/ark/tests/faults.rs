@@ -18,7 +18,7 @@ fn invalid_names_selectors_and_durations_fail_before_anything_is_created() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["backup", "create", "Nightly_1"],
-            "invalid value 'Nightly_1' for '<NAME>': must be a DNS-1123 subdomain",
+            "invalid value 'Nightly_1' for '[NAME]': must be a DNS-1123 subdomain",
         ),
         (
             &["backup", "create", "b", "-l", "app=we b"],

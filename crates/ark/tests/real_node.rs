@@ -217,7 +217,8 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
     }
     // The crash-looping container: the kubelet's reason once it waits to be restarted, or, when
     // the restore saw it in the moment it ran (on a loaded machine), the kubelet saying at exec
-    // that it is gone. Either way the hook failed with a reason, and did not wait out the restore.
+    // that it is gone or has exited (containerd says either, by timing). Either way the hook
+    // failed with a reason, and did not wait out the restore.
     let crash = described
         .lines()
         .find(|l| l.starts_with("    exec in crash: "))
@@ -228,7 +229,8 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
     assert!(
         crash.contains("Failed (exit code -, ")
             && ((crash.contains(&waited) && crash.contains("exited with code 1 (Error)"))
-                || crash.contains("container not found (\"crash\")")),
+                || crash.contains("container not found (\"crash\")")
+                || crash.contains("container is in CONTAINER_EXITED state")),
         "{crash}"
     );
 }
