@@ -60,6 +60,20 @@ impl Schedule {
             .and_then(|s| s.phase)
             .unwrap_or(SchedulePhase::New)
     }
+
+    /// What its next slot follows, as Velero's `getNextRunTime` reckons it: its last backup, or
+    /// its creation (`now` if it has none yet), or its last skip if that is later.
+    pub fn runs_from(&self, now: jiff::Timestamp) -> jiff::Timestamp {
+        let status = self.status.as_ref();
+        let created = self.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        let base = status
+            .and_then(|s| s.last_backup.as_ref())
+            .map(|t| t.0)
+            .or(created)
+            .unwrap_or(now);
+        let skipped = status.and_then(|s| s.last_skipped.as_ref()).map(|t| t.0);
+        skipped.filter(|skipped| *skipped > base).unwrap_or(base)
+    }
 }
 
 impl Backup {

@@ -92,15 +92,8 @@ pub fn decide(schedule: &Schedule, now: Timestamp) -> Decision {
             "validationErrors": null,
         } }));
     }
-    let created = schedule.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    let mut base = status.last_backup.map(|t| t.0).or(created).unwrap_or(now);
-    if let Some(skipped) = status.last_skipped.map(|t| t.0)
-        && skipped > base
-    {
-        base = skipped;
-    }
     // Velero's test: due once now is strictly after the next slot.
-    let Some(first) = cron.next(base) else {
+    let Some(first) = cron.next(schedule.runs_from(now)) else {
         return Decision::Wait;
     };
     if now <= first {

@@ -24,6 +24,19 @@ impl IncludesExcludes {
         }
     }
 
+    /// [`new`](Self::new), with Velero's errors about the list (see [`validate`](Self::validate))
+    /// added to `errors`: the step every validation of filters takes.
+    pub fn checked(
+        includes: Option<&Vec<String>>,
+        excludes: Option<&Vec<String>>,
+        what: &str,
+        errors: &mut Vec<String>,
+    ) -> Self {
+        let list = Self::new(includes, excludes);
+        errors.extend(list.validate(what));
+        list
+    }
+
     pub fn includes_everything(&self) -> bool {
         self.includes.is_empty() || self.includes.iter().any(|i| i == "*")
     }

@@ -109,6 +109,18 @@ impl Operation for Restore {
     }
 }
 
+/// Why an operation (a backup, a restore) does not run now: its validation's verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum Rejected {
+    /// As written, it cannot run: it ends FailedValidation with these reasons.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// What validation needs could not be read (the API server failed to answer): it stays New
+    /// and is validated again.
+    #[error(transparent)]
+    Unreadable(#[from] kube::Error),
+}
+
 /// The untyped API of the operation's kind in the server's namespace (see `objects`).
 pub fn api<K: Operation>(kube: &Kube) -> Api<DynamicObject> {
     objects::api::<K>(&kube.client, &kube.namespace)

@@ -20,13 +20,13 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 pub use tracker::RunningBackups;
-use validate::{Durations, Rejected, ValidatedBackup};
+use validate::{Durations, ValidatedBackup};
 
 use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
 use crate::shared::locations::{self, OpenLocation};
 use crate::shared::objects::Readable;
-use crate::shared::operation;
+use crate::shared::operation::{self, Rejected};
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::gzip_json;
 use crate::shared::{metrics, objects, patch, unhonoured};

@@ -14,6 +14,7 @@ use super::engine::Selection;
 use crate::shared::context::Kube;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, LocationError};
+use crate::shared::operation::Rejected;
 use crate::shared::{objects, unhonoured};
 
 /// Velero's CSI snapshot timeout, for a backup that sets none (Velero has no flag for it).
@@ -28,17 +29,6 @@ pub(super) struct ValidatedBackup {
     /// Its location: found, writable and, as last checked, available.
     pub location: BackupStorageLocation,
     pub location_name: String,
-}
-
-/// Why a backup does not run now.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum Rejected {
-    /// As written, it cannot run: it ends FailedValidation with these reasons.
-    #[error("{}", .0.join("; "))]
-    Invalid(Vec<String>),
-    /// What validation needs could not be read: tried again.
-    #[error(transparent)]
-    Unreadable(#[from] kube::Error),
 }
 
 /// A backup's durations as Velero's backup controller reads them: zero or absent means the
@@ -87,16 +77,18 @@ pub(super) async fn validate(
 ) -> Result<ValidatedBackup, Rejected> {
     let spec = &backup.spec;
     let mut errors = Vec::new();
-    let namespaces = IncludesExcludes::new(
+    let namespaces = IncludesExcludes::checked(
         spec.included_namespaces.as_ref(),
         spec.excluded_namespaces.as_ref(),
+        "namespace",
+        &mut errors,
     );
-    errors.extend(namespaces.validate("namespace"));
-    let resources = IncludesExcludes::new(
+    let resources = IncludesExcludes::checked(
         spec.included_resources.as_ref(),
         spec.excluded_resources.as_ref(),
+        "resource",
+        &mut errors,
     );
-    errors.extend(resources.validate("resource"));
     errors.extend(unhonoured::refused(
         &spec.unmodelled,
         unhonoured::BACKUP_FILTERS,

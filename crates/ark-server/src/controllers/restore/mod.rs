@@ -20,14 +20,14 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use validate::{Rejected, ValidatedRestore};
+use validate::ValidatedRestore;
 
 use crate::hooks;
 use crate::shared::context::Kube;
 use crate::shared::controller::ReconcileError;
 use crate::shared::locations::{self, OpenLocation};
 use crate::shared::objects::Readable;
-use crate::shared::operation;
+use crate::shared::operation::{self, Rejected};
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
 use crate::shared::results::gzip_json;

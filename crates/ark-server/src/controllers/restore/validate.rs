@@ -12,6 +12,7 @@ use super::actions::ResourceModifiers;
 use super::engine::{ExistingResourcePolicy, Selection};
 use crate::shared::context::Kube;
 use crate::shared::filter::IncludesExcludes;
+use crate::shared::operation::Rejected;
 use crate::shared::{objects, unhonoured};
 
 /// A restore ready to run.
@@ -21,17 +22,6 @@ pub(super) struct ValidatedRestore {
     /// Its backup, Completed or PartiallyFailed.
     pub backup: Backup,
     pub resource_modifiers: Option<ResourceModifiers>,
-}
-
-/// Why a restore does not run now.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum Rejected {
-    /// As written, it cannot run: it ends FailedValidation with these reasons.
-    #[error("{}", .0.join("; "))]
-    Invalid(Vec<String>),
-    /// What validation needs could not be read: tried again.
-    #[error(transparent)]
-    Unreadable(#[from] kube::Error),
 }
 
 /// Validates a restore before anything is done: its own spec first, then (if that holds) its
@@ -110,16 +100,18 @@ fn read_spec(
                 .map(|e| format!("spec.hooks.{e}")),
         );
     }
-    let namespaces = IncludesExcludes::new(
+    let namespaces = IncludesExcludes::checked(
         spec.included_namespaces.as_ref(),
         spec.excluded_namespaces.as_ref(),
+        "namespace",
+        errors,
     );
-    errors.extend(namespaces.validate("namespace"));
-    let resources = IncludesExcludes::new(
+    let resources = IncludesExcludes::checked(
         spec.included_resources.as_ref(),
         spec.excluded_resources.as_ref(),
+        "resource",
+        errors,
     );
-    errors.extend(resources.validate("resource"));
     let existing = match spec.existing_resource_policy.as_deref() {
         None | Some("") | Some("none") => Some(ExistingResourcePolicy::None),
         Some("update") => Some(ExistingResourcePolicy::Update),

@@ -20,15 +20,7 @@ pub fn next_run(
         return None;
     }
     let cron = Cron::parse(&schedule.spec.schedule).ok()?;
-    let status = schedule.status.clone().unwrap_or_default();
-    let created = schedule.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    let mut base = status.last_backup.map(|t| t.0).or(created).unwrap_or(now);
-    if let Some(skipped) = status.last_skipped.map(|t| t.0)
-        && skipped > base
-    {
-        base = skipped;
-    }
-    cron.next(base).map(|next| next.max(now))
+    cron.next(schedule.runs_from(now)).map(|next| next.max(now))
 }
 
 fn table(schedules: &[Schedule], columns: output::ObjectColumns) -> String {
