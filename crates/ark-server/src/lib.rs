@@ -190,6 +190,7 @@ fn server_term(
         async move { kube.until_stopping(work).await }.boxed()
     };
     Term {
+        start_up: backup::remove_legacy_finalizer(kube.clone()).boxed(),
         controllers: vec![
             ("backup", backup::run(backup).boxed()),
             ("restore", restore::run(restore).boxed()),

@@ -20,6 +20,8 @@ use crate::shared::metrics::Metrics;
 pub(crate) struct Term {
     /// Tells the term's controllers to take no new work.
     pub stop: tokio::sync::watch::Sender<bool>,
+    /// Work done before any controller starts (while the lease is held, like the rest).
+    pub start_up: BoxFuture<'static, ()>,
     /// Each controller by name, the names given when the grace runs out.
     pub controllers: Vec<(&'static str, BoxFuture<'static, ()>)>,
     /// What else the term leaves behind when the grace runs out (the backups still running).
@@ -62,6 +64,7 @@ where
     ) -> TermEnd {
         let Term {
             stop,
+            start_up,
             controllers,
             left_behind,
         } = term;
@@ -75,6 +78,10 @@ where
                 running.lock().unwrap().remove(name);
             }
         }));
+        let controllers = async move {
+            start_up.await;
+            controllers.await
+        };
         tokio::pin!(controllers, cut_off);
         // Cut off: dropping the controllers (when this returns) stops every piece of work at once.
         tokio::select! {

@@ -58,7 +58,6 @@ impl AsRef<Kube> for Ctx {
 
 /// Runs the controller until the process stops.
 pub async fn run(ctx: Arc<Ctx>) {
-    remove_legacy_finalizer(&ctx.kube).await;
     for backup in operation::interrupted::<Backup>(&ctx.kube).await {
         recover_interrupted(&ctx.kube, &backup).await;
     }
@@ -114,10 +113,11 @@ async fn recover_interrupted(kube: &Kube, backup: &DynamicObject) {
 }
 
 /// Ark's first servers put a finalizer on Backups; it would block their deletion forever now that
-/// deletion goes through DeleteBackupRequests, so it is removed at start-up.
-async fn remove_legacy_finalizer(kube: &Kube) {
+/// deletion goes through DeleteBackupRequests, so it is removed at the start of each term, before
+/// any controller acts on a Backup that still carries it.
+pub async fn remove_legacy_finalizer(kube: Kube) {
     const LEGACY_FINALIZER: &str = "gc.ark.heptio.com";
-    let api = operation::api::<Backup>(kube);
+    let api = operation::api::<Backup>(&kube);
     let Ok(list) = api.list(&Default::default()).await else {
         return;
     };
