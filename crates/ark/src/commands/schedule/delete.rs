@@ -20,14 +20,7 @@ pub struct ScheduleDeleteArgs {
 
 pub async fn run(global: &GlobalArgs, args: ScheduleDeleteArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Schedule> = crate::commands::get_named_or_listed(
-        &client,
-        &global.namespace,
-        &args.names,
-        None,
-        "schedule",
-    )
-    .await?;
+    let found = super::named(&client, global, &args.names).await?;
     if found.items.is_empty() {
         return Ok(found.exit_code());
     }

@@ -19,14 +19,7 @@ const NEXT_RUNS: usize = 3;
 
 pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Schedule> = crate::commands::get_named_or_listed(
-        &client,
-        &global.namespace,
-        &args.names,
-        None,
-        "schedule",
-    )
-    .await?;
+    let found = super::named(&client, global, &args.names).await?;
     if args.output.output != OutputFormat::Table {
         output::print_objects(args.output.output, &found.items, args.names.len() == 1)?;
         return Ok(found.exit_code());

@@ -28,6 +28,15 @@ pub enum ScheduleCommand {
     Unpause(pause::PauseArgs),
 }
 
+/// The schedules named, each missing or unreadable one reported on stderr.
+async fn named(
+    client: &kube::Client,
+    global: &GlobalArgs,
+    names: &[String],
+) -> anyhow::Result<crate::commands::Found<ark_api::Schedule>> {
+    crate::commands::get_named_or_listed(client, &global.namespace, names, None, "schedule").await
+}
+
 pub async fn run(global: &GlobalArgs, command: ScheduleCommand) -> anyhow::Result<ExitCode> {
     match command {
         ScheduleCommand::Create(args) => create::run(global, *args).await,

@@ -24,14 +24,7 @@ pub struct PauseArgs {
 /// left alone.
 pub async fn run(global: &GlobalArgs, args: PauseArgs, paused: bool) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Schedule> = crate::commands::get_named_or_listed(
-        &client,
-        &global.namespace,
-        &args.names,
-        None,
-        "schedule",
-    )
-    .await?;
+    let found = super::named(&client, global, &args.names).await?;
     let api: Api<Schedule> = Api::namespaced(client, &global.namespace);
     let verb = if paused { "paused" } else { "unpaused" };
     for schedule in &found.items {
