@@ -779,3 +779,11 @@ pub fn scrape(address: &str, path: &str) -> String {
         .map(|(_, body)| body.to_string())
         .unwrap_or_default()
 }
+
+/// The bytes of a gzip file (of one or more members, as ark's tarballs are).
+pub fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut out)
+        .expect("gzip");
+    out
+}

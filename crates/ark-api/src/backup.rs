@@ -41,7 +41,11 @@ pub struct BackupSpec {
     /// How long asynchronous item operations may take; zero or absent is the server's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_operation_timeout: Option<String>,
-    /// Velero's fields that ark does not model (hooks, datamover, ...), kept as they came.
+    /// Commands run in pods before and after they are backed up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<BackupHooks>,
+    /// Velero's fields that ark does not model (datamover, resource policies, ...), kept as they
+    /// came.
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
 }
@@ -79,8 +83,62 @@ pub struct BackupStatus {
     pub errors: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<BackupProgress>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_status: Option<crate::HookStatus>,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
+}
+
+/// `spec.hooks` of a Backup.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupHooks {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<BackupResourceHookSpec>,
+}
+
+/// Which pods a list of backup hooks applies to, and the hooks run before and after each is
+/// backed up.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupResourceHookSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre: Option<Vec<BackupResourceHook>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post: Option<Vec<BackupResourceHook>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupResourceHook {
+    pub exec: ExecHook,
+}
+
+/// A command run in a pod's container, as Velero's `ExecHook`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecHook {
+    /// Defaults to the pod's first container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<crate::HookErrorMode>,
+    /// A Go duration; zero or absent is Velero's 30s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -162,7 +220,12 @@ mod tests {
         });
         let backup: Backup = serde_json::from_value(velero.clone()).unwrap();
         assert_eq!(backup.spec.ttl.as_deref(), Some("0s"));
-        assert!(backup.spec.unmodelled.contains_key("hooks"));
+        let hooks = &backup.spec.hooks.as_ref().unwrap().resources[0];
+        assert_eq!(
+            hooks.pre.as_ref().unwrap()[0].exec.container.as_deref(),
+            Some("db")
+        );
+        assert!(backup.spec.unmodelled.contains_key("datamover"));
         assert_eq!(serde_json::to_value(&backup).unwrap(), velero);
     }
 }

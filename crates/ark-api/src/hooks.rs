@@ -349,10 +349,17 @@ pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookResult {
+    /// A backup hook's phase; None for a restore hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<HookPhase>,
     pub container: String,
     pub command: Vec<String>,
     pub source: String,
     pub succeeded: bool,
+    /// Why a backup hook was not run: its pod had finished (a success, as in Velero), or a hook
+    /// before it failed with `onError: Fail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
@@ -362,8 +369,26 @@ pub struct HookResult {
     pub output_tail: String,
 }
 
-/// The hooks of one restored pod, as the restore records them in
-/// `restores/<r>/restore-<r>-hook-results.json.gz`.
+/// When a backup hook runs: before its pod is backed up, or after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookPhase {
+    Pre,
+    Post,
+}
+
+impl fmt::Display for HookPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HookPhase::Pre => "pre",
+            HookPhase::Post => "post",
+        })
+    }
+}
+
+/// The hooks of one pod, as a restore records them in
+/// `restores/<r>/restore-<r>-hook-results.json.gz` and a backup in
+/// `backups/<b>/<b>-hook-results.json.gz`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodHookResults {
@@ -372,6 +397,9 @@ pub struct PodHookResults {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<String>,
     pub hooks: Vec<HookResult>,
+    /// Why a backup left the pod out: a pre hook failed with `onError: Fail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub struct BackupFiles {
     pub results: Bytes,
     pub volume_snapshots: Bytes,
     pub volume_info: Bytes,
+    /// ark's record of each pod's backup hooks; None when no pod had any.
+    pub hook_results: Option<Bytes>,
     /// `velero-backup.json`: the Backup object as uploaded.
     pub metadata: Bytes,
 }
@@ -115,6 +117,11 @@ impl BackupStore {
             self.put(&layout.backup_volume_info(name), files.volume_info)
                 .await
                 .map_err(uploading("volume info"))?;
+            if let Some(hook_results) = files.hook_results {
+                self.put(&layout.backup_hook_results(name), hook_results)
+                    .await
+                    .map_err(uploading("hook results"))?;
+            }
             still_ours.await.map_err(PutBackupError::Refused)?;
             self.put_metadata(name, files.metadata)
                 .await
@@ -182,6 +189,7 @@ impl BackupStore {
             layout.backup_results(name),
             layout.backup_volume_snapshots(name),
             layout.backup_volume_info(name),
+            layout.backup_hook_results(name),
         ]) {
             if let Err(error) = self.delete(&key).await {
                 tracing::warn!("backup {name}: removing {key}: {error}");
@@ -464,6 +472,7 @@ mod tests {
             results: Bytes::from_static(b"results"),
             volume_snapshots: Bytes::from_static(b"volume snapshots"),
             volume_info: Bytes::from_static(b"volume info"),
+            hook_results: Some(Bytes::from_static(b"hook results")),
             metadata: Bytes::from(format!("{{\"name\":\"{name}\"}}")),
         }
     }
@@ -494,6 +503,7 @@ mod tests {
                 "put p/backups/b1/b1-results.gz",
                 "put p/backups/b1/b1-volumesnapshots.json.gz",
                 "put p/backups/b1/b1-volumeinfo.json.gz",
+                "put p/backups/b1/b1-hook-results.json.gz",
                 "put p/backups/b1/velero-backup.json",
             ]
         );
@@ -543,7 +553,7 @@ mod tests {
         bucket.fail_put(store.layout.backup_metadata("b1"), Fault::AnswerLost);
         store.put_backup("b1", files("b1"), ours()).await.unwrap();
         assert!(store.backup_exists("b1").await.unwrap());
-        assert_eq!(keys(&store, "p/backups/b1").await.len(), 7);
+        assert_eq!(keys(&store, "p/backups/b1").await.len(), 8);
     }
 
     #[tokio::test]
@@ -599,15 +609,15 @@ mod tests {
 
         let calls = bucket.calls();
         assert_eq!(calls[0], "delete p/backups/b1/velero-backup.json");
-        // The backup's other six files and the restore's three.
-        assert_eq!(calls.len(), 1 + 6 + 3, "{calls:?}");
+        // The backup's other seven files and the restore's three.
+        assert_eq!(calls.len(), 1 + 7 + 3, "{calls:?}");
         let left = keys(&store, "p").await;
         let kept: Vec<&String> = before
             .iter()
             .filter(|key| !key.starts_with("p/backups/b1/") && !key.starts_with("p/restores/r1/"))
             .collect();
         assert_eq!(left.iter().collect::<Vec<_>>(), kept);
-        assert_eq!(keys(&store, "p/backups/b10").await.len(), 7);
+        assert_eq!(keys(&store, "p/backups/b10").await.len(), 8);
         assert_eq!(keys(&store, "p/restores/r2").await.len(), 3);
     }
 
@@ -618,7 +628,7 @@ mod tests {
         bucket.refuse_delete(store.layout.backup_metadata("b1"));
         let listing = store.list_backup("b1").await.unwrap();
         store.delete_backup(listing, vec![]).await.unwrap_err();
-        assert_eq!(keys(&store, "p/backups/b1").await.len(), 7);
+        assert_eq!(keys(&store, "p/backups/b1").await.len(), 8);
     }
 
     #[tokio::test]

@@ -94,6 +94,11 @@ impl Layout {
         self.path(&["backups", backup, &format!("{backup}-volumeinfo.json.gz")])
     }
 
+    /// ark's record of each pod's backup hooks (Velero keeps none; Velero ignores extra files).
+    pub fn backup_hook_results(&self, backup: &str) -> Path {
+        self.path(&["backups", backup, &format!("{backup}-hook-results.json.gz")])
+    }
+
     pub fn restore_dir(&self, restore: &str) -> Path {
         self.path(&["restores", restore])
     }

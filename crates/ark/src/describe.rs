@@ -70,3 +70,48 @@ pub fn selector(selector: Option<&ark_api::LabelSelector>) -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "<none>".to_string())
 }
+
+/// Each pod's hooks, as a backup or restore recorded them: init containers injected, and every
+/// exec hook with its phase (backups), container, result, exit code, duration and error or why it
+/// was skipped, and a pod the backup left out; with `details`, the end of each hook's output.
+pub fn hooks_text(pods: &[ark_api::hooks::PodHookResults], details: bool) -> String {
+    let mut out = String::from("\nHooks:\n");
+    if pods.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for pod in pods {
+        out.push_str(&format!("  {}/{}:\n", pod.namespace, pod.pod));
+        if !pod.init_containers.is_empty() {
+            out.push_str(&format!(
+                "    init containers injected: {}\n",
+                pod.init_containers.join(", ")
+            ));
+        }
+        for hook in &pod.hooks {
+            let result = match (hook.succeeded, &hook.skipped) {
+                (_, Some(_)) => "Skipped",
+                (true, None) => "Succeeded",
+                (false, None) => "Failed",
+            };
+            let code = hook.exit_code.map_or("-".to_string(), |c| c.to_string());
+            let phase = hook.phase.map(|p| format!("{p} ")).unwrap_or_default();
+            let why = hook.error.as_ref().or(hook.skipped.as_ref());
+            out.push_str(&format!(
+                "    {phase}exec in {}: {:?}: {result} (exit code {code}, {:.1}s){}\n",
+                hook.container,
+                hook.command.join(" "),
+                hook.duration_ms as f64 / 1000.0,
+                why.map(|e| format!(": {e}")).unwrap_or_default()
+            ));
+            if details && !hook.output_tail.is_empty() {
+                for line in hook.output_tail.lines() {
+                    out.push_str(&format!("      | {line}\n"));
+                }
+            }
+        }
+        if let Some(reason) = &pod.left_out {
+            out.push_str(&format!("    left out of the backup: {reason}\n"));
+        }
+    }
+    out
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ark_api::{Backup, Restore};
 use ark_storage::BackupStore;
-use ark_tests::{ArkServer, Cluster, fixtures, wait_for};
+use ark_tests::{ArkServer, Cluster, fixtures, gunzip, wait_for};
 use common::{ARK, ark_ok};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
@@ -58,14 +58,6 @@ async fn delete_namespace(client: &Client, ns: &str) {
     wait_for(api, ns, conditions::is_deleted(&uid), WAIT)
         .await
         .ok();
-}
-
-fn gunzip(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .unwrap();
-    out
 }
 
 async fn file_names_under(store: &BackupStore, dir: &ark_storage::Path) -> Vec<String> {

@@ -235,6 +235,171 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
     );
 }
 
+/// Backup hooks, on Velero's Backup CRD, in pods that really run. `db`'s pre hook writes a marker
+/// with the time into its container before the pod is backed up, and its post hook, run after,
+/// reads it back; `annotated`'s annotations replace the spec's pre hook (not its post hook);
+/// `guarded`'s pre hook fails with `onError: Fail`, which stops its second pre hook, runs no post
+/// hook and leaves the pod out of the backup; `done` has finished, so its hooks are skipped and
+/// count as succeeded, as in Velero.
+#[tokio::test]
+async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the_real_node() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("hooked").await;
+    let bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    let sleeper = |name: &str| serde_json::json!({ "name": name, "image": BUSYBOX, "command": ["sleep", "3600"] });
+    for pod in [
+        serde_json::json!({
+            "metadata": { "name": "db", "labels": { "app": "db" } },
+            "spec": { "containers": [sleeper("main"), sleeper("sidecar")] },
+        }),
+        serde_json::json!({
+            "metadata": { "name": "annotated", "labels": { "app": "db" }, "annotations": {
+                "pre.hook.backup.velero.io/command": "[\"/bin/sh\", \"-c\", \"echo from-annotation > /tmp/marker; cat /tmp/marker\"]",
+                "pre.hook.backup.velero.io/container": "app",
+            } },
+            "spec": { "containers": [sleeper("app")] },
+        }),
+        serde_json::json!({
+            "metadata": { "name": "guarded", "labels": { "app": "guarded" } },
+            "spec": { "containers": [sleeper("app")] },
+        }),
+        serde_json::json!({
+            "metadata": { "name": "done", "labels": { "app": "db" } },
+            "spec": { "restartPolicy": "Never",
+                      "containers": [{ "name": "job", "image": BUSYBOX, "command": ["true"] }] },
+        }),
+    ] {
+        pods.create(&PostParams::default(), &cluster.on_real_node(pod))
+            .await
+            .unwrap();
+    }
+    for pod in ["db", "annotated", "guarded"] {
+        wait_for(pods.clone(), pod, ark_tests::is_pod_running(), WAIT)
+            .await
+            .unwrap();
+    }
+    let finished = |pod: Option<&Pod>| {
+        pod.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase.as_deref())
+            == Some("Succeeded")
+    };
+    wait_for(pods.clone(), "done", finished, WAIT)
+        .await
+        .unwrap();
+
+    let backup: Backup = serde_json::from_value(serde_json::json!({
+        "apiVersion": "velero.io/v1", "kind": "Backup",
+        "metadata": { "name": "hooked" },
+        "spec": {
+            "includedNamespaces": [app.name],
+            "hooks": { "resources": [
+                { "name": "quiesce", "labelSelector": { "matchLabels": { "app": "db" } },
+                  "pre": [{ "exec": { "command": ["sh", "-c", "date +%s%N > /tmp/marker; echo froze"] } }],
+                  "post": [{ "exec": { "command": ["sh", "-c", "cat /tmp/marker; echo thawed"], "timeout": "20s" } }] },
+                { "name": "guard", "labelSelector": { "matchLabels": { "app": "guarded" } },
+                  "pre": [{ "exec": { "command": ["sh", "-c", "echo refusing; exit 4"], "onError": "Fail" } },
+                          { "exec": { "command": ["sh", "-c", "echo never"] } }],
+                  "post": [{ "exec": { "command": ["sh", "-c", "echo never"] } }] },
+            ] },
+        },
+    }))
+    .unwrap();
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    backups
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    let ended = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    let backup = wait_for(backups.clone(), "hooked", ended, WAIT)
+        .await
+        .unwrap();
+    let status = backup.status.clone().unwrap();
+    assert_eq!(
+        status.phase,
+        Some(ark_api::BackupPhase::PartiallyFailed),
+        "{status:#?}"
+    );
+    // db: pre and post; annotated: its annotation's pre and the spec's post; guarded: both pre
+    // hooks (the second not run), no post; done: pre and post, skipped.
+    let hooks = status.hook_status.clone().unwrap();
+    assert_eq!(
+        (hooks.hooks_attempted, hooks.hooks_failed),
+        (Some(8), Some(1))
+    );
+    assert_eq!(status.errors, Some(1), "{status:#?}");
+
+    // The pod left out is not in the tarball; the others are.
+    let tarball = ark_tests::gunzip(
+        &std::fs::read(bucket.path().join("backups/hooked/hooked.tar.gz")).unwrap(),
+    );
+    let mut backed_up_pods = Vec::new();
+    for entry in tar::Archive::new(tarball.as_slice()).entries().unwrap() {
+        let path = entry.unwrap().path().unwrap().display().to_string();
+        let prefix = format!("resources/pods/namespaces/{}/", app.name);
+        if let Some(file) = path.strip_prefix(&prefix) {
+            backed_up_pods.push(file.trim_end_matches(".json").to_string());
+        }
+    }
+    backed_up_pods.sort();
+    assert_eq!(backed_up_pods, ["annotated", "db", "done"]);
+
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "describe", "hooked", "--details"],
+    );
+    let app_ns = &app.name;
+    for expected in [
+        "HooksAttempted:  8\nHooksFailed:     1\n".to_string(),
+        format!("  {app_ns}/db:\n    pre exec in main: \"sh -c date +%s%N > /tmp/marker; echo froze\": Succeeded (exit code 0, "),
+        "      | froze\n".to_string(),
+        "    post exec in main: \"sh -c cat /tmp/marker; echo thawed\": Succeeded (exit code 0, ".to_string(),
+        format!("  {app_ns}/annotated:\n    pre exec in app: \"/bin/sh -c echo from-annotation > /tmp/marker; cat /tmp/marker\": Succeeded (exit code 0, "),
+        "      | from-annotation\n".to_string(),
+        format!("  {app_ns}/guarded:\n    pre exec in app: \"sh -c echo refusing; exit 4\": Failed (exit code 4, "),
+        "      | refusing\n".to_string(),
+        "    pre exec in app: \"sh -c echo never\": Skipped (exit code -, 0.0s): not run: pre hook \"sh -c echo refusing; exit 4\" in container \"app\" failed with onError: Fail\n".to_string(),
+        "    left out of the backup: pre hook \"sh -c echo refusing; exit 4\" in container \"app\" failed with onError: Fail\n".to_string(),
+        format!("    pre exec in job: \"sh -c date +%s%N > /tmp/marker; echo froze\": Skipped (exit code -, 0.0s): pod {app_ns}/done had finished (Succeeded)\n"),
+    ] {
+        assert!(described.contains(&expected), "{expected:?} not in:\n{described}");
+    }
+    assert!(
+        !described.contains("echo never\": Succeeded"),
+        "{described}"
+    );
+    // The post hook read the marker the pre hook wrote, in the pod's own container, after it.
+    let marker = |pod: &str| {
+        let start = described.find(&format!("  {app_ns}/{pod}:\n")).unwrap();
+        let section = &described[start..];
+        let post = section.find("    post exec in ").unwrap();
+        section[post..]
+            .lines()
+            .nth(1)
+            .and_then(|l| l.strip_prefix("      | "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let written: u128 = marker("db")
+        .parse()
+        .unwrap_or_else(|_| panic!("{described}"));
+    assert!(written > 0);
+    // annotated's post hook (the spec's) reads what its annotation's pre hook wrote.
+    assert_eq!(marker("annotated"), "from-annotation");
+    // Every hook's outcome is in the backup's log too, failures as errors in its results.
+    let results = ark_ok(&cluster, &ns.name, &["backup", "logs", "hooked"]);
+    assert!(
+        results.contains(&format!(
+            "pod {app_ns}/guarded is left out of the backup: pre hook"
+        )),
+        "{results}"
+    );
+}
+
 /// What the test ground adds to the installed Deployment, and nothing else: its place (the real
 /// node) and its way to the API server. The local API server listens on 127.0.0.1 only, which it
 /// cannot publish as the `kubernetes` Service's endpoint, and there is no kube-proxy: the pod takes

@@ -70,6 +70,7 @@ fn options(
             workers: 2,
             default_ttl: Duration::from_secs(3600),
             default_item_operation_timeout: Duration::from_secs(4 * 3600),
+            hook_pods_at_once: 16,
         },
         restore: ark_server::RestoreConfig {
             workers: 2,

@@ -312,6 +312,114 @@ async fn restored(client: &Client, ns: &str, name: &str) -> Restore {
     .unwrap_or_else(|e| panic!("restore {ns}/{name} did not finish: {e:#}"))
 }
 
+/// A Backup with hooks, the same for both: `db`'s first pre hook fails and continues, its second
+/// and its post hook succeed; `guarded`'s pre hook fails with `onError: Fail`, which stops its
+/// second one and leaves it without post hook. Velero's server and ark's count them the same, and
+/// each tool's backup, synced from the other's bucket, keeps its hooks.
+#[tokio::test]
+async fn velero_s_server_and_ark_s_give_the_same_hook_status_and_synced_backups_keep_their_hooks() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    allow_local_exec(&client).await;
+    let (ark_ns, velero_ns) = (
+        cluster.namespace("ark").await,
+        cluster.namespace("velero").await,
+    );
+    let app = application(&cluster, &client).await;
+    let mut guarded = ark_tests::kwok_pod("guarded", &["app"]);
+    guarded.metadata.labels = Some([("app".to_string(), "guarded".to_string())].into());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &guarded).await.unwrap();
+    wait_for(pods, "guarded", ark_tests::is_pod_running(), WAIT)
+        .await
+        .unwrap();
+    let (ark_prefix, velero_prefix) = (unique_name("interop"), unique_name("interop"));
+    let _velero = VeleroServer::start(&cluster, &velero_ns.name).await;
+    let _ark = ArkServer::start(ARK, &cluster, &ark_ns.name);
+    for (ns, own, other, cli) in [
+        (&ark_ns.name, &ark_prefix, &velero_prefix, "ark"),
+        (&velero_ns.name, &velero_prefix, &ark_prefix, "velero"),
+    ] {
+        let own_flags = s3_flags(&cluster, &client, ns, own, &["--default"]).await;
+        let (mut other_flags, _) = fixtures::s3_location_flags(&cluster, other, None);
+        other_flags.extend(["--access-mode".into(), "ReadOnly".into()]);
+        for (location, flags) in [("default", own_flags), ("other", other_flags)] {
+            let mut args = vec!["backup-location", "create", location];
+            args.extend(flags.iter().map(String::as_str));
+            if cli == "ark" {
+                ark_ok(&cluster, ns, &args);
+            } else {
+                velero_ok(&cluster, ns, &args);
+            }
+        }
+        wait_available(&client, ns, "default").await;
+    }
+    // Every timeout given, and in Go's spelling: Velero writes `timeout` always (`0s` if unset).
+    let hooks = serde_json::json!({ "resources": [
+        { "name": "quiesce", "labelSelector": { "matchLabels": { "app": "db" } },
+          "pre": [{ "exec": { "container": "db", "command": ["sh", "-c", "exit 3"], "timeout": "30s" } },
+                  { "exec": { "container": "db", "command": ["sh", "-c", "true"], "timeout": "30s" } }],
+          "post": [{ "exec": { "container": "db", "command": ["sh", "-c", "true"], "timeout": "20s" } }] },
+        { "name": "guard", "labelSelector": { "matchLabels": { "app": "guarded" } },
+          "pre": [{ "exec": { "command": ["sh", "-c", "exit 4"], "onError": "Fail", "timeout": "30s" } },
+                  { "exec": { "command": ["sh", "-c", "true"], "timeout": "30s" } }],
+          "post": [{ "exec": { "command": ["sh", "-c", "true"], "timeout": "30s" } }] },
+    ] });
+    let mut statuses = Vec::new();
+    for (ns, name) in [
+        (&ark_ns.name, "hooks-ark"),
+        (&velero_ns.name, "hooks-velero"),
+    ] {
+        let backup: Backup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "velero.io/v1", "kind": "Backup",
+            "metadata": { "name": name },
+            "spec": { "includedNamespaces": [app.name], "hooks": hooks, "ttl": "1h0m0s" },
+        }))
+        .unwrap();
+        let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
+        backups
+            .create(&PostParams::default(), &backup)
+            .await
+            .unwrap();
+        let ended = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+        let backup = wait_for(backups, name, ended, WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let status = backup.status.unwrap_or_default();
+        assert_eq!(
+            status.phase,
+            Some(ark_api::BackupPhase::PartiallyFailed),
+            "{name}: {status:#?}"
+        );
+        statuses.push(status.hook_status.unwrap_or_default());
+    }
+    // db: 2 pre (1 failed) and 1 post; guarded: 2 pre (1 failed, 1 not run), no post.
+    assert_eq!(statuses[0], statuses[1], "ark's, then Velero's");
+    assert_eq!(
+        (statuses[0].hooks_attempted, statuses[0].hooks_failed),
+        (Some(5), Some(2))
+    );
+    // Each tool's backup, synced from the other's bucket, keeps the hooks it was made with.
+    for (ns, name) in [
+        (&velero_ns.name, "hooks-ark"),
+        (&ark_ns.name, "hooks-velero"),
+    ] {
+        let synced = wait_for(
+            Api::<Backup>::namespaced(client.clone(), ns),
+            name,
+            |b: Option<&Backup>| b.is_some(),
+            WAIT,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} not synced into {ns}: {e:#}"));
+        assert_eq!(
+            serde_json::to_value(synced.spec.hooks.unwrap()).unwrap(),
+            hooks,
+            "{name} in {ns}"
+        );
+    }
+}
+
 /// Each tool restores the other's backup, synced from the other's bucket prefix through a
 /// read-only location, with an exec hook given in the Restore spec that really runs.
 #[tokio::test]

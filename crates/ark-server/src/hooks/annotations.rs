@@ -1,16 +1,23 @@
-//! Hooks from a pod's annotations, by Velero's rules: `post.hook.restore.velero.io/*` for an exec
-//! hook, `init.hook.restore.velero.io/*` for an init container. Each replaces the Restore's spec
-//! hooks of its own kind for that pod.
+//! Hooks from a pod's annotations, by Velero's rules. At restore, `post.hook.restore.velero.io/*`
+//! for an exec hook and `init.hook.restore.velero.io/*` for an init container, each replacing the
+//! Restore's spec hooks of its own kind. At backup, `pre.hook.backup.velero.io/*` and
+//! `post.hook.backup.velero.io/*` (the legacy `hook.backup.velero.io/*` as a pre hook), each
+//! replacing the Backup's spec hooks of its phase.
 
 use std::collections::BTreeMap;
 
 use ark_api::HookErrorMode;
+use ark_api::hooks::HookPhase;
 use k8s_openapi::api::core::v1::Container;
 use serde_json::Value;
 
 use super::{DEFAULT_EXEC_TIMEOUT, ExecHook, first_container};
 
 const POST: &str = "post.hook.restore.velero.io/";
+const BACKUP_PRE: &str = "pre.hook.backup.velero.io/";
+const BACKUP_POST: &str = "post.hook.backup.velero.io/";
+/// Velero's first keys, without a phase: pre hooks when no `pre.` command is set.
+const BACKUP_LEGACY: &str = "hook.backup.velero.io/";
 const INIT: &str = "init.hook.restore.velero.io/";
 
 /// A command annotation: a JSON array when it starts with `[`, else one argument.
@@ -57,13 +64,73 @@ pub struct AnnotatedHooks {
     pub init: Option<Container>,
 }
 
-pub fn hooks(pod: &Value) -> AnnotatedHooks {
-    let annotations: BTreeMap<String, String> = serde_json::from_value(
+fn annotations_of(pod: &Value) -> BTreeMap<String, String> {
+    serde_json::from_value(
         pod.pointer("/metadata/annotations")
             .cloned()
             .unwrap_or_default(),
     )
-    .unwrap_or_default();
+    .unwrap_or_default()
+}
+
+/// The backup hook a pod's annotations give for `phase`, if they set its command, and a warning
+/// for a timeout that does not parse (the default is used, as in Velero). An `on-error` other
+/// than `Fail` or `Continue` is read as unset, which continues.
+pub fn backup_hook(pod: &Value, phase: HookPhase) -> (Option<ExecHook>, Vec<String>) {
+    let annotations = annotations_of(pod);
+    let prefixes: &[&str] = match phase {
+        HookPhase::Pre => &[BACKUP_PRE, BACKUP_LEGACY],
+        HookPhase::Post => &[BACKUP_POST],
+    };
+    let Some((prefix, text)) = prefixes.iter().find_map(|prefix| {
+        annotations
+            .get(&format!("{prefix}command"))
+            .filter(|v| !v.is_empty())
+            .map(|text| (*prefix, text))
+    }) else {
+        return (None, Vec::new());
+    };
+    let get = |key: &str| {
+        annotations
+            .get(&format!("{prefix}{key}"))
+            .filter(|v| !v.is_empty())
+    };
+    let mut warnings = Vec::new();
+    let exec_timeout = match get("timeout") {
+        None => DEFAULT_EXEC_TIMEOUT,
+        Some(text) => match ark_api::duration::parse(text) {
+            Ok(timeout) if !timeout.is_zero() => timeout,
+            Ok(_) => DEFAULT_EXEC_TIMEOUT,
+            Err(_) => {
+                warnings.push(format!(
+                    "pod {}/{}: annotation {prefix}timeout {text:?} is not a duration; the default {} is used",
+                    pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
+                    pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
+                    ark_api::duration::format(DEFAULT_EXEC_TIMEOUT),
+                ));
+                DEFAULT_EXEC_TIMEOUT
+            }
+        },
+    };
+    let hook = ExecHook {
+        container: get("container")
+            .cloned()
+            .unwrap_or_else(|| first_container(pod)),
+        command: command(text),
+        on_error: match get("on-error").map(String::as_str) {
+            Some("Fail") => HookErrorMode::Fail,
+            _ => HookErrorMode::Continue,
+        },
+        exec_timeout,
+        wait_timeout: None,
+        wait_for_ready: false,
+        source: "annotations".into(),
+    };
+    (Some(hook), warnings)
+}
+
+pub fn hooks(pod: &Value) -> AnnotatedHooks {
+    let annotations = annotations_of(pod);
     let get = |prefix: &str, key: &str| {
         annotations
             .get(&format!("{prefix}{key}"))

@@ -1,4 +1,4 @@
-//! Running exec hooks: wait (one watch over the restore's pods) until the container runs, then
+//! Running a restore's exec hooks: wait (one watch over the restore's pods) until the container runs, then
 //! exec through the API, each with its timeouts, never longer than the restore's overall bound.
 
 use std::sync::{Arc, Mutex};
@@ -7,72 +7,13 @@ use ark_api::HookErrorMode;
 use ark_api::hooks::HookResult;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::AttachParams;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::wait::await_condition;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
-use super::ExecHook;
-
-/// How much of a hook's output is kept for `describe --details`.
-const OUTPUT_TAIL: usize = 2048;
-
-/// The exit code in an exec's final status: a kubelet sends an `ExitCode` cause; kwok and others
-/// say "... exit status N" / "exit code N" in the message.
-pub fn exit_code(status: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Status) -> Option<i32> {
-    if status.status.as_deref() == Some("Success") {
-        return Some(0);
-    }
-    let from_cause = status
-        .details
-        .as_ref()
-        .and_then(|d| d.causes.as_ref())
-        .into_iter()
-        .flatten()
-        .find(|c| c.reason.as_deref() == Some("ExitCode"))
-        .and_then(|c| c.message.as_deref()?.trim().parse().ok());
-    from_cause.or_else(|| {
-        let message = status.message.as_deref()?;
-        ["exit status ", "exit code "].iter().find_map(|marker| {
-            let at = message.rfind(marker)? + marker.len();
-            message[at..]
-                .split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse()
-                .ok()
-        })
-    })
-}
-
-/// Reads a stream to its end keeping only its last `OUTPUT_TAIL` bytes, so that a hook printing
-/// gigabytes costs the server a few kilobytes.
-async fn tail_of(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
-    let mut kept = Vec::with_capacity(2 * OUTPUT_TAIL);
-    let Some(mut stream) = stream else {
-        return kept;
-    };
-    let mut chunk = [0u8; 8192];
-    loop {
-        match tokio::io::AsyncReadExt::read(&mut stream, &mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => {
-                kept.extend_from_slice(&chunk[..read]);
-                if kept.len() > 2 * OUTPUT_TAIL {
-                    kept.drain(..kept.len() - OUTPUT_TAIL);
-                }
-            }
-        }
-    }
-    kept
-}
-
-/// The last `OUTPUT_TAIL` bytes of a hook's output, as text (bytes that are not UTF-8 replaced).
-fn tail(mut output: Vec<u8>) -> String {
-    output.drain(..output.len().saturating_sub(OUTPUT_TAIL));
-    String::from_utf8_lossy(&output).into_owned()
-}
+use super::{ExecHook, command};
 
 /// Where a container stands for its hooks.
 #[derive(Debug)]
@@ -311,45 +252,6 @@ async fn wait_alone(
 
 const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-async fn exec(
-    pods: &Api<Pod>,
-    pod: &str,
-    hook: &ExecHook,
-) -> Result<(i32, String), (Option<i32>, String, String)> {
-    let params = AttachParams::default()
-        .container(hook.container.clone())
-        .stdin(false)
-        .stdout(true)
-        .stderr(true);
-    let mut process = pods
-        .exec(pod, hook.command.clone(), &params)
-        .await
-        .map_err(|e| (None, format!("exec failed: {e}"), String::new()))?;
-    let (mut out, err) = tokio::join!(tail_of(process.stdout()), tail_of(process.stderr()));
-    out.extend(err);
-    let output = tail(out);
-    let status = match process.take_status() {
-        Some(status) => status.await,
-        None => None,
-    };
-    let _ = process.join().await;
-    match status {
-        Some(status) if status.status.as_deref() == Some("Success") => Ok((0, output)),
-        Some(status) => {
-            let code = exit_code(&status);
-            let message = match code {
-                Some(code) => format!("command exited with code {code}"),
-                None => status
-                    .message
-                    .clone()
-                    .unwrap_or_else(|| "the command failed".into()),
-            };
-            Err((code, message, output))
-        }
-        None => Err((None, "the exec ended without a status".into(), output)),
-    }
-}
-
 /// What a pod's hooks share: where they run, the bounds they run within, and the reason the pod's
 /// remaining hooks stop (set by a hook that fails with `onError: Fail`).
 struct PodRun<'a> {
@@ -533,88 +435,14 @@ impl PodRun<'_> {
             result.error = Some("no exec slot came free before the restore's hooks timeout".into());
             return;
         };
-        let exec_started = Instant::now();
-        let exec_until = (exec_started + hook.exec_timeout).min(self.deadline);
-        match tokio::time::timeout_at(exec_until, exec(&self.pods, self.pod, hook)).await {
-            Ok(Ok((code, output))) => {
-                result.succeeded = true;
-                result.exit_code = Some(code);
-                result.output_tail = output;
-            }
-            Ok(Err((code, error, output))) => {
-                result.exit_code = code;
-                result.error = Some(error);
-                result.output_tail = output;
-            }
-            Err(_) => {
-                let allowed = exec_until.saturating_duration_since(exec_started);
-                result.error = Some(format!(
-                    "timed out after {}",
-                    ark_api::duration::format(allowed)
-                ));
-            }
-        }
+        let exec_until = (Instant::now() + hook.exec_timeout).min(self.deadline);
+        command::run(&self.pods, self.pod, hook, exec_until, result).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_hook_s_output_is_kept_as_a_bounded_lossy_tail() {
-        // 64 MiB of output, then bytes that are not UTF-8 and a last line.
-        let flood = tokio::io::AsyncReadExt::chain(
-            tokio::io::AsyncReadExt::take(tokio::io::repeat(b'x'), 64 << 20),
-            &b"\xff\xfe done\n"[..],
-        );
-        let kept = tail_of(Some(flood)).await;
-        assert!(kept.len() <= 2 * OUTPUT_TAIL);
-        let text = tail(kept);
-        assert!(text.ends_with("x\u{fffd}\u{fffd} done\n"), "{text:?}");
-        assert!(text.len() <= OUTPUT_TAIL + 4);
-        assert_eq!(tail_of(None::<&[u8]>).await, b"");
-    }
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
-
-    #[test]
-    fn exit_codes_from_a_kubelet_and_from_kwok() {
-        let kubelet = Status {
-            status: Some("Failure".into()),
-            reason: Some("NonZeroExitCode".into()),
-            details: Some(StatusDetails {
-                causes: Some(vec![StatusCause {
-                    reason: Some("ExitCode".into()),
-                    message: Some("2".into()),
-                    field: None,
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert_eq!(exit_code(&kubelet), Some(2));
-        let kwok = Status {
-            status: Some("Failure".into()),
-            message: Some("Internal error occurred: error executing command in container: cmd wait: sh -c exit 3: exit status 3".into()),
-            ..Default::default()
-        };
-        assert_eq!(exit_code(&kwok), Some(3));
-        assert_eq!(
-            exit_code(&Status {
-                status: Some("Success".into()),
-                ..Default::default()
-            }),
-            Some(0)
-        );
-        assert_eq!(
-            exit_code(&Status {
-                status: Some("Failure".into()),
-                message: Some("boom".into()),
-                ..Default::default()
-            }),
-            None
-        );
-    }
 
     #[test]
     fn what_holds_a_container_back_is_said_as_the_kubelet_says_it() {
@@ -658,14 +486,5 @@ mod tests {
             Some("it runs but is not ready")
         );
         assert_eq!(held_back(&unready, "other"), None);
-    }
-
-    #[test]
-    fn output_tails_keep_the_end() {
-        let long = "x".repeat(5000) + "END";
-        let kept = tail(long.into_bytes());
-        assert_eq!(kept.len(), OUTPUT_TAIL);
-        assert!(kept.ends_with("END"));
-        assert_eq!(tail(b"short".to_vec()), "short");
     }
 }

@@ -1,8 +1,13 @@
-//! Restore hooks: which apply to a restored pod (spec hooks, or its annotations, which replace the
-//! spec hooks of their own kind), init containers injected before the pod is created, exec hooks
-//! run once their container runs. Velero v1.18's rules throughout; docs/velero-compatibility.md's table lists them.
+//! Hooks, shared by backups and restores: which apply to a pod (spec hooks, or its annotations,
+//! which take priority), and running a command in one of its containers
+//! ([`command`]). A backup runs pre and post exec hooks around each pod ([`backup`]); a restore
+//! injects init containers before the pod is created, and runs exec hooks once their container
+//! runs ([`exec`]). Velero v1.18's rules throughout; docs/velero-compatibility.md's table lists
+//! them.
 
 pub(crate) mod annotations;
+pub mod backup;
+pub mod command;
 pub mod exec;
 
 use std::time::Duration;
@@ -75,29 +80,55 @@ pub fn for_pod(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
     hooks
 }
 
-fn from_spec(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
-    let namespace = pod
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let labels: std::collections::BTreeMap<String, String> =
-        serde_json::from_value(pod.pointer("/metadata/labels").cloned().unwrap_or_default())
+/// Which pods a spec hook entry applies to: its namespaces (globs) and its label selector.
+#[derive(Clone, Debug, Default)]
+pub struct PodSelector {
+    pub namespaces: IncludesExcludes,
+    pub labels: Option<kube::core::Selector>,
+}
+
+impl PodSelector {
+    pub fn matches(&self, pod: &Value) -> bool {
+        use kube::core::SelectorExt;
+        let namespace = pod
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
             .unwrap_or_default();
+        if !self.namespaces.should_include(namespace) {
+            return false;
+        }
+        let Some(selector) = &self.labels else {
+            return true;
+        };
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(pod.pointer("/metadata/labels").cloned().unwrap_or_default())
+                .unwrap_or_default();
+        selector.matches(&labels)
+    }
+}
+
+fn from_spec(spec: Option<&RestoreHooks>, pod: &Value) -> PodHooks {
     let mut hooks = PodHooks::default();
     for resource in spec.map(|s| s.resources.as_slice()).unwrap_or_default() {
-        let namespaces = IncludesExcludes::new(
-            resource.included_namespaces.as_ref(),
-            resource.excluded_namespaces.as_ref(),
-        );
-        if !namespaces.should_include(namespace) {
+        // The Restore's validation refused a selector that does not parse: none matches here.
+        let labels = match resource
+            .label_selector
+            .clone()
+            .map(kube::core::Selector::try_from)
+        {
+            Some(Ok(selector)) => Some(selector),
+            Some(Err(_)) => continue,
+            None => None,
+        };
+        let selector = PodSelector {
+            namespaces: IncludesExcludes::new(
+                resource.included_namespaces.as_ref(),
+                resource.excluded_namespaces.as_ref(),
+            ),
+            labels,
+        };
+        if !selector.matches(pod) {
             continue;
-        }
-        if let Some(selector) = &resource.label_selector {
-            use kube::core::SelectorExt;
-            match kube::core::Selector::try_from(selector.clone()) {
-                Ok(selector) if selector.matches(&labels) => {}
-                _ => continue,
-            }
         }
         for hook in resource.post_hooks.iter().flatten() {
             if let Some(init) = &hook.init {

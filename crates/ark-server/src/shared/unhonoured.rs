@@ -42,10 +42,6 @@ pub const BACKUP_FILTERS: &[Field] = &[
 /// Backup fields ark does not act on yet: the backup runs without them, with a warning each.
 pub const BACKUP_BEHAVIOURS: &[Field] = &[
     field(
-        "hooks",
-        "runs these backup hooks in pods before and after they are backed up",
-    ),
-    field(
         "defaultVolumesToFsBackup",
         "backs up pod volumes' data with its node agent",
     ),
@@ -129,21 +125,16 @@ mod tests {
 
     #[test]
     fn only_fields_that_say_something_are_reported() {
-        // What Velero's CLI sends with no flag: empty hooks and false or zero values.
+        // What Velero's CLI sends with no flag: false or zero values.
         let quiet = spec(serde_json::json!({
-            "hooks": {}, "defaultVolumesToFsBackup": false, "orderedResources": {},
+            "defaultVolumesToFsBackup": false, "orderedResources": {},
             "uploaderConfig": { "parallelFilesUpload": 0 }, "datamover": "",
         }));
         assert_eq!(ignored(&quiet, BACKUP_BEHAVIOURS), Vec::<String>::new());
-        let hooks = spec(serde_json::json!({
-            "hooks": { "resources": [{ "name": "dump", "pre": [{ "exec": { "command": ["x"] } }] }] },
-            "snapshotMoveData": true,
-        }));
+        let moved = spec(serde_json::json!({ "snapshotMoveData": true }));
         assert_eq!(
-            ignored(&hooks, BACKUP_BEHAVIOURS),
+            ignored(&moved, BACKUP_BEHAVIOURS),
             [
-                "spec.hooks is not honoured by ark yet (Velero runs these backup hooks in pods \
-                 before and after they are backed up): ignored",
                 "spec.snapshotMoveData is not honoured by ark yet (Velero moves CSI snapshots' \
                  data into the backup location): ignored",
             ]

@@ -100,18 +100,21 @@ pub async fn read_log(
         .await
 }
 
-/// The hooks each restored pod ran, as the restore recorded them. Read from the bucket only:
+/// The hooks each pod ran, as the backup or restore recorded them. Read from the bucket only:
 /// Velero's DownloadRequests name no such file.
 pub async fn hook_results(
     client: &kube::Client,
     namespace: &str,
     location: &str,
-    restore: &str,
+    of: Of<'_>,
 ) -> anyhow::Result<Vec<ark_api::hooks::PodHookResults>> {
     let store = ark_server::locations::open_named(client, namespace, location)
         .await?
         .store;
-    let key = store.layout.restore_hook_results(restore);
+    let key = match of {
+        Of::Backup(backup) => store.layout.backup_hook_results(backup),
+        Of::Restore(restore) => store.layout.restore_hook_results(restore),
+    };
     match store.get(&key).await {
         Ok(bytes) => {
             let text =

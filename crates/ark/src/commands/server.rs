@@ -40,6 +40,9 @@ pub struct ServerArgs {
     /// How long a restore waits, at most, for the exec hooks of its pods
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub restore_hooks_timeout: std::time::Duration,
+    /// Pods whose backup hooks one backup runs at once (the hooks of one pod run in order)
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
+    pub backup_hook_pods_at_once: u16,
     /// Exec hook commands one restore runs at once (waiting for a free one never counts against a
     /// hook's execTimeout)
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
@@ -84,6 +87,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             workers: args.workers,
             default_ttl: args.default_backup_ttl,
             default_item_operation_timeout: args.default_item_operation_timeout,
+            hook_pods_at_once: args.backup_hook_pods_at_once,
         },
         restore: ark_server::RestoreConfig {
             workers: args.workers,

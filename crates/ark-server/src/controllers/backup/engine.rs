@@ -14,6 +14,7 @@ use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client, ResourceExt};
 
 use super::actions::{Actions, ItemRef};
+use super::hooked_pods::{HookedPods, Ready};
 use super::writer::{self, ItemWriter, Page};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
@@ -84,6 +85,8 @@ pub struct Collected {
     pub resource_list: std::fs::File,
     pub results: Results,
     pub items: i64,
+    /// Every pod that had hooks, with each hook's outcome.
+    pub hook_results: Vec<ark_api::hooks::PodHookResults>,
 }
 
 struct Plan {
@@ -100,6 +103,7 @@ struct Plan {
 pub async fn collect(
     client: &Client,
     selection: &Selection,
+    mut hooked: HookedPods,
     scratch: &Path,
     log: &mut OperationLog,
     progress: &tokio::sync::watch::Sender<(i64, i64)>,
@@ -111,6 +115,8 @@ pub async fn collect(
     let actions = Actions::built_in();
     let mut added_later = actions.adds();
     added_later.insert(CUSTOM_RESOURCE_DEFINITIONS);
+    // A pod with hooks is written once its pre hooks end, after other pods.
+    added_later.insert(PODS);
     let mut writer = ItemWriter::start(scratch, added_later.clone())?;
     let mut items = 0i64;
     let mut related = Related {
@@ -226,6 +232,7 @@ pub async fn collect(
                 key: key.clone(),
                 items: Vec::with_capacity(listed),
             };
+            let mut ready: Vec<Ready> = Vec::new();
             for mut object in listed_page.items {
                 // Listed across the cluster, a namespaced item says its namespace itself.
                 let item_namespace = match (namespace, &caps.scope) {
@@ -244,15 +251,38 @@ pub async fn collect(
                     .await;
                 let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
                 bytes += json.len();
-                items += 1;
-                *seen.entry(item_namespace.clone()).or_default() += 1;
-                written.items.push(writer::Item {
-                    namespace: item_namespace,
-                    name: object.metadata.name.unwrap_or_default(),
+                let mut item = writer::Item {
+                    namespace: item_namespace.clone(),
+                    name: object.metadata.name.take().unwrap_or_default(),
                     json,
-                });
+                };
+                if gr == PODS {
+                    let pod = serde_json::from_slice(&item.json).map_err(std::io::Error::from)?;
+                    let page = Page {
+                        gr: gr.clone(),
+                        version: resource.version.clone(),
+                        key: key.clone(),
+                        items: vec![item],
+                    };
+                    match hooked.take(&pod, page, log, &mut results).await {
+                        Ok(now) => {
+                            ready.extend(now);
+                            continue;
+                        }
+                        Err(mut page) => item = page.items.remove(0),
+                    }
+                }
+                items += 1;
+                *seen.entry(item_namespace).or_default() += 1;
+                written.items.push(item);
             }
             writer = writer.write(written).await?;
+            ready.extend(hooked.ready_now(log, &mut results));
+            for Ready { page, then } in ready {
+                writer = writer.write(page).await?;
+                hooked.written(then);
+                items += 1;
+            }
             progress.send_replace((items, items));
             match next {
                 Some(token) => {
@@ -276,6 +306,12 @@ pub async fn collect(
             ));
         }
     }
+    for Ready { page, then } in hooked.rest(log, &mut results).await {
+        writer = writer.write(page).await?;
+        hooked.written(then);
+        items += 1;
+    }
+    progress.send_replace((items, items));
     let context = RelatedContext {
         client,
         plan: &plan,
@@ -287,15 +323,18 @@ pub async fn collect(
         .back_up(&context, writer, log, &mut results, &mut items)
         .await?;
     let written = writer.finish().await?;
+    let hook_results = hooked.finish(log, &mut results).await;
     Ok(Collected {
         tarball: written.tarball,
         resource_list: written.resource_list,
         results,
         items,
+        hook_results,
     })
 }
 
 const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensions.k8s.io";
+const PODS: &str = "pods";
 
 /// The items that the backup's items depend on (named by item actions, and the custom resources'
 /// definitions), backed up after the listings unless written already.

@@ -3,6 +3,7 @@
 
 mod actions;
 mod engine;
+mod hooked_pods;
 mod tracker;
 mod validate;
 mod writer;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{Backup, BackupPhase, BackupProgress, BackupStatus, labels};
+use ark_api::{Backup, BackupPhase, BackupProgress, BackupStatus, HookStatus, labels};
 use ark_storage::{BackupFiles, PutBackupError};
 use bytes::Bytes;
 use kube::api::DynamicObject;
@@ -40,6 +41,8 @@ pub struct Config {
     pub default_ttl: Duration,
     /// `itemOperationTimeout` of a backup that sets none.
     pub default_item_operation_timeout: Duration,
+    /// Pods whose hooks one backup runs at once.
+    pub hook_pods_at_once: u16,
 }
 
 pub struct Ctx {
@@ -302,9 +305,15 @@ async fn back_up(
 
     let (progress, reporter) =
         operation::ProgressReporter::start::<Backup>(api.clone(), name.to_string());
+    let hooked = hooked_pods::HookedPods::new(
+        ctx.kube.client.clone(),
+        validated.hooks.clone(),
+        ctx.config.hook_pods_at_once,
+    );
     let collected = engine::collect(
         &ctx.kube.client,
         &validated.selection,
+        hooked,
         &ctx.scratch,
         &mut log,
         &progress,
@@ -330,6 +339,15 @@ async fn back_up(
         BackupPhase::Completed
     };
     let items = collected.items;
+    // As Velero counts them: every hook is attempted, those that ran and failed are failed;
+    // zero counts are left out (`omitempty`), and the status is always there.
+    let hooks = collected.hook_results.iter().flat_map(|pod| &pod.hooks);
+    let attempted = hooks.clone().count() as i64;
+    let failed = hooks.filter(|hook| hook.error.is_some()).count() as i64;
+    let hook_status = HookStatus {
+        hooks_attempted: (attempted > 0).then_some(attempted),
+        hooks_failed: (failed > 0).then_some(failed),
+    };
     let final_status = BackupStatus {
         phase: Some(phase),
         completion_timestamp: Some(patch::now()),
@@ -339,6 +357,7 @@ async fn back_up(
         }),
         errors: Some(errors as i64),
         warnings: Some(warnings as i64),
+        hook_status: Some(hook_status),
         ..Default::default()
     };
     log.info(&format!(
@@ -354,6 +373,7 @@ async fn back_up(
     status.progress = final_status.progress.clone();
     status.errors = final_status.errors;
     status.warnings = final_status.warnings;
+    status.hook_status = final_status.hook_status.clone();
     uploaded.metadata.managed_fields = None;
     let metadata = serde_json::to_value(&uploaded).map_err(|e| e.to_string())?;
 
@@ -370,6 +390,10 @@ async fn back_up(
         volume_snapshots: no_snapshots.clone(),
         // No volumes kept: also what tells deletion there is no CSI snapshot in the tarball.
         volume_info: no_snapshots,
+        hook_results: (!collected.hook_results.is_empty())
+            .then(|| gzip_json(&collected.hook_results))
+            .transpose()
+            .map_err(gzip_error)?,
         metadata: Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?),
     };
     // The metadata is what makes the backup exist: not if another server has ended it meanwhile

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::Config;
 use super::engine::Selection;
+use crate::hooks::backup::BackupHookSpecs;
 use crate::shared::context::Kube;
 use crate::shared::filter::IncludesExcludes;
 use crate::shared::locations::{self, LocationError};
@@ -25,6 +26,7 @@ const VOLUME_GROUP_SNAPSHOT_LABEL_KEY: &str = "velero.io/volume-group";
 /// A backup ready to run.
 pub(super) struct ValidatedBackup {
     pub selection: Selection,
+    pub hooks: BackupHookSpecs,
     pub durations: Durations,
     /// Its location: found, writable and, as last checked, available.
     pub location: BackupStorageLocation,
@@ -94,6 +96,10 @@ pub(super) async fn validate(
         unhonoured::BACKUP_FILTERS,
     ));
     let durations = Durations::of(spec, config, &mut errors);
+    let hooks = BackupHookSpecs::read(spec.hooks.as_ref()).unwrap_or_else(|hook_errors| {
+        errors.extend(hook_errors);
+        BackupHookSpecs::default()
+    });
     let mut selector = match &spec.label_selector {
         Some(selector) => Selector::try_from(selector.clone()).unwrap_or_else(|error| {
             errors.push(format!("labelSelector: {error}"));
@@ -116,6 +122,7 @@ pub(super) async fn validate(
                 selector,
                 include_cluster_resources: spec.include_cluster_resources,
             },
+            hooks,
             durations,
             location,
             location_name,
@@ -220,6 +227,7 @@ mod tests {
             workers: 1,
             default_ttl: Duration::from_secs(3600),
             default_item_operation_timeout: Duration::from_secs(3600),
+            hook_pods_at_once: 4,
         }
     }
 

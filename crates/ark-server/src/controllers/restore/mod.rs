@@ -329,6 +329,7 @@ async fn run_hooks(
                 namespace: pod.namespace,
                 pod: pod.name,
                 hooks,
+                left_out: None,
             }
         })
         .collect::<futures::stream::FuturesUnordered<_>>()

@@ -46,9 +46,23 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
         }
         let mut text = describe_text(backup);
         text.push_str(&attempts_text(attempts));
+        let name = backup.metadata.name.clone().unwrap_or_default();
+        let location = backup.spec.storage_location.clone().unwrap_or_default();
+        let hooked = backup
+            .status
+            .as_ref()
+            .and_then(|s| s.hook_status.as_ref())
+            .is_some_and(|h| h.hooks_attempted.is_some());
+        if hooked {
+            let of = bucket::Of::Backup(&name);
+            text.push_str(
+                &match bucket::hook_results(&client, &global.namespace, &location, of).await {
+                    Ok(pods) => crate::describe::hooks_text(&pods, args.details),
+                    Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
+                },
+            );
+        }
         if args.details {
-            let name = backup.metadata.name.clone().unwrap_or_default();
-            let location = backup.spec.storage_location.clone().unwrap_or_default();
             text.push_str(
                 &bucket::details(
                     &client,
@@ -228,6 +242,20 @@ pub fn describe_text(backup: &Backup) -> String {
         ("Errors", status.errors.unwrap_or(0).to_string()),
         ("Warnings", status.warnings.unwrap_or(0).to_string()),
     ]);
+    if let Some(hooks) = status
+        .hook_status
+        .as_ref()
+        .filter(|h| h.hooks_attempted.is_some())
+    {
+        d.blank();
+        d.fields(&[
+            (
+                "HooksAttempted",
+                hooks.hooks_attempted.unwrap_or(0).to_string(),
+            ),
+            ("HooksFailed", hooks.hooks_failed.unwrap_or(0).to_string()),
+        ]);
+    }
     d.finish()
 }
 

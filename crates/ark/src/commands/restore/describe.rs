@@ -43,12 +43,17 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
             .is_some()
             || restore.spec.hooks.is_some();
         if with_hooks {
-            text.push_str(
-                &match bucket::hook_results(&client, &global.namespace, &location, &name).await {
-                    Ok(pods) => hooks_text(&pods, args.details),
-                    Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
-                },
-            );
+            text.push_str(&match bucket::hook_results(
+                &client,
+                &global.namespace,
+                &location,
+                bucket::Of::Restore(&name),
+            )
+            .await
+            {
+                Ok(pods) => crate::describe::hooks_text(&pods, args.details),
+                Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
+            });
         }
         if args.details {
             text.push_str(
@@ -180,46 +185,4 @@ pub fn describe_text(restore: &Restore) -> String {
         spec.existing_resource_policy.as_deref().unwrap_or("none"),
     );
     d.finish()
-}
-
-/// Each restored pod's hooks: init containers injected, and every exec hook with its container,
-/// result, exit code, duration and error; with `details`, the end of its output.
-pub fn hooks_text(pods: &[ark_api::hooks::PodHookResults], details: bool) -> String {
-    let mut out = String::from("\nHooks:\n");
-    if pods.is_empty() {
-        out.push_str("  <none>\n");
-    }
-    for pod in pods {
-        out.push_str(&format!("  {}/{}:\n", pod.namespace, pod.pod));
-        if !pod.init_containers.is_empty() {
-            out.push_str(&format!(
-                "    init containers injected: {}\n",
-                pod.init_containers.join(", ")
-            ));
-        }
-        for hook in &pod.hooks {
-            let result = if hook.succeeded {
-                "Succeeded"
-            } else {
-                "Failed"
-            };
-            let code = hook.exit_code.map_or("-".to_string(), |c| c.to_string());
-            out.push_str(&format!(
-                "    exec in {}: {:?}: {result} (exit code {code}, {:.1}s){}\n",
-                hook.container,
-                hook.command.join(" "),
-                hook.duration_ms as f64 / 1000.0,
-                hook.error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ));
-            if details && !hook.output_tail.is_empty() {
-                for line in hook.output_tail.lines() {
-                    out.push_str(&format!("      | {line}\n"));
-                }
-            }
-        }
-    }
-    out
 }

@@ -1,0 +1,263 @@
+//! The backup's pods that have hooks. Each pod's pre hooks run before the engine writes its item,
+//! its post hooks once the item is written; a pod whose pre hook fails with `onError: Fail` is left
+//! out. Pods' hooks run concurrently, at most `at_once` pods at a time and at most `at_once` pods
+//! held waiting, so a backup of many pods holds a bounded number of them; the hooks of one pod run
+//! in order. Each task runs on the runtime, so hooks go on while the engine lists and writes, and
+//! dropping the backup's work drops them all.
+
+use std::sync::Arc;
+
+use ark_api::hooks::{HookPhase, PodHookResults};
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, Client};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::writer::Page;
+use crate::hooks::ExecHook;
+use crate::hooks::backup::{self, BackupHookSpecs};
+use crate::shared::operation_log::{Level, OperationLog};
+use crate::shared::results::Results;
+
+pub struct HookedPods {
+    client: Client,
+    specs: BackupHookSpecs,
+    slots: Arc<Semaphore>,
+    at_once: usize,
+    pre: JoinSet<PreDone>,
+    post: JoinSet<PodHookResults>,
+    done: Vec<PodHookResults>,
+}
+
+/// A pod whose pre hooks have run.
+struct PreDone {
+    page: Page,
+    pod: Value,
+    post: Vec<ExecHook>,
+    results: PodHookResults,
+    failed: Option<String>,
+}
+
+/// A pod to write, and then to run the post hooks of.
+pub struct Ready {
+    pub page: Page,
+    pub then: PostHooks,
+}
+
+/// What [`HookedPods::written`] starts once the pod is written.
+pub struct PostHooks(Option<PendingPost>);
+
+struct PendingPost {
+    pod: Value,
+    hooks: Vec<ExecHook>,
+    results: PodHookResults,
+}
+
+impl HookedPods {
+    pub fn new(client: Client, specs: BackupHookSpecs, at_once: u16) -> Self {
+        let at_once = usize::from(at_once.max(1));
+        HookedPods {
+            client,
+            specs,
+            slots: Arc::new(Semaphore::new(at_once)),
+            at_once,
+            pre: JoinSet::new(),
+            post: JoinSet::new(),
+            done: Vec::new(),
+        }
+    }
+
+    /// Takes a listed pod (its item in `page`) if it has hooks, starting its pre hooks; gives it
+    /// back otherwise. What pods finished their pre hooks meanwhile is returned to be written.
+    pub async fn take(
+        &mut self,
+        pod: &Value,
+        page: Page,
+        log: &mut OperationLog,
+        results: &mut Results,
+    ) -> Result<Vec<Ready>, Page> {
+        let (pre, mut warnings) = self.specs.for_pod(pod, HookPhase::Pre);
+        let (post, post_warnings) = self.specs.for_pod(pod, HookPhase::Post);
+        warnings.extend(post_warnings);
+        for warning in warnings {
+            log.log(Level::Warning, &warning);
+            results.warnings.add(namespace(pod), warning);
+        }
+        if pre.is_empty() && post.is_empty() {
+            return Err(page);
+        }
+        let mut ready = Vec::new();
+        while self.pre.len() >= self.at_once {
+            ready.extend(self.next_pre(log, results).await);
+        }
+        let (client, slots, pod) = (self.client.clone(), self.slots.clone(), pod.clone());
+        self.pre.spawn(async move {
+            let run = {
+                let _slot = slots.acquire_owned().await;
+                backup::run(&pods_api(&client, &pod), &pod, &pre, HookPhase::Pre).await
+            };
+            PreDone {
+                results: PodHookResults {
+                    namespace: namespace(&pod).unwrap_or_default().to_string(),
+                    pod: name(&pod).to_string(),
+                    hooks: run.results,
+                    ..Default::default()
+                },
+                failed: run.failed,
+                page,
+                pod,
+                post,
+            }
+        });
+        Ok(ready)
+    }
+
+    /// The pods whose pre hooks have ended, without waiting.
+    pub fn ready_now(&mut self, log: &mut OperationLog, results: &mut Results) -> Vec<Ready> {
+        let mut ready = Vec::new();
+        while let Some(done) = self.pre.try_join_next() {
+            ready.extend(self.settle(done, log, results));
+        }
+        ready
+    }
+
+    /// Waits for the next pod's pre hooks to end: the pod to write, unless they left it out.
+    async fn next_pre(&mut self, log: &mut OperationLog, results: &mut Results) -> Option<Ready> {
+        let done = self.pre.join_next().await?;
+        self.settle(done, log, results)
+    }
+
+    /// Waits for every pod's pre hooks to end: the pods to write.
+    pub async fn rest(&mut self, log: &mut OperationLog, results: &mut Results) -> Vec<Ready> {
+        let mut ready = Vec::new();
+        while !self.pre.is_empty() {
+            ready.extend(self.next_pre(log, results).await);
+        }
+        ready
+    }
+
+    fn settle(
+        &mut self,
+        done: Result<PreDone, tokio::task::JoinError>,
+        log: &mut OperationLog,
+        results: &mut Results,
+    ) -> Option<Ready> {
+        let done = match done {
+            Ok(done) => done,
+            Err(error) => {
+                // A panic in a hook task: the pod it held cannot be named, the backup says so.
+                let message = format!("a pod's pre hooks stopped: {error}");
+                log.log(Level::Error, &message);
+                results.errors.add(None, message);
+                return None;
+            }
+        };
+        let mut pod_results = done.results;
+        if let Some(reason) = done.failed {
+            let message = format!(
+                "pod {}/{} is left out of the backup: {reason}",
+                pod_results.namespace, pod_results.pod
+            );
+            log.log(Level::Error, &message);
+            results.errors.add(Some(&pod_results.namespace), message);
+            pod_results.left_out = Some(reason);
+            self.done.push(pod_results);
+            return None;
+        }
+        if done.post.is_empty() {
+            self.done.push(pod_results);
+            return Some(Ready {
+                page: done.page,
+                then: PostHooks(None),
+            });
+        }
+        Some(Ready {
+            page: done.page,
+            then: PostHooks(Some(PendingPost {
+                pod: done.pod,
+                hooks: done.post,
+                results: pod_results,
+            })),
+        })
+    }
+
+    /// Starts the post hooks of a pod the engine has written.
+    pub fn written(&mut self, then: PostHooks) {
+        let Some(PendingPost {
+            pod,
+            hooks,
+            results: mut pod_results,
+        }) = then.0
+        else {
+            return;
+        };
+        let (client, slots) = (self.client.clone(), self.slots.clone());
+        self.post.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            let run = backup::run(&pods_api(&client, &pod), &pod, &hooks, HookPhase::Post).await;
+            pod_results.hooks.extend(run.results);
+            pod_results
+        });
+    }
+
+    /// Waits for every post hook, then logs each hook's outcome (failures are the backup's errors,
+    /// as Velero logs them) and returns every pod's results, by namespace and name.
+    pub async fn finish(
+        mut self,
+        log: &mut OperationLog,
+        results: &mut Results,
+    ) -> Vec<PodHookResults> {
+        while let Some(done) = self.post.join_next().await {
+            match done {
+                Ok(pod_results) => self.done.push(pod_results),
+                Err(error) => {
+                    let message = format!("a pod's post hooks stopped: {error}");
+                    log.log(Level::Error, &message);
+                    results.errors.add(None, message);
+                }
+            }
+        }
+        let mut done = self.done;
+        done.sort_by(|a, b| (&a.namespace, &a.pod).cmp(&(&b.namespace, &b.pod)));
+        for pod in &done {
+            for hook in &pod.hooks {
+                let what = format!(
+                    "{} hook {:?} ({}) in container {} of pod {}/{}",
+                    hook.phase.map(|p| p.to_string()).unwrap_or_default(),
+                    hook.command.join(" "),
+                    hook.source,
+                    hook.container,
+                    pod.namespace,
+                    pod.pod
+                );
+                match (&hook.error, &hook.skipped) {
+                    (Some(error), _) => {
+                        let message = format!("{what} failed: {error}");
+                        log.log(Level::Error, &message);
+                        results.errors.add(Some(&pod.namespace), message);
+                    }
+                    (None, Some(skipped)) => log.info(&format!("{what} skipped: {skipped}")),
+                    (None, None) => {
+                        log.info(&format!("{what} succeeded in {}ms", hook.duration_ms))
+                    }
+                }
+            }
+        }
+        done
+    }
+}
+
+fn namespace(pod: &Value) -> Option<&str> {
+    pod.pointer("/metadata/namespace").and_then(Value::as_str)
+}
+
+fn name(pod: &Value) -> &str {
+    pod.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn pods_api(client: &Client, pod: &Value) -> Api<Pod> {
+    Api::namespaced(client.clone(), namespace(pod).unwrap_or_default())
+}
