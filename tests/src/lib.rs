@@ -4,6 +4,7 @@
 //!
 //! A test that finds no cluster fails and says how to start one: it never skips itself.
 
+pub mod bench;
 pub mod fixtures;
 pub mod proxy;
 pub mod velero;

@@ -312,6 +312,80 @@ async fn restored(client: &Client, ns: &str, name: &str) -> Restore {
     .unwrap_or_else(|e| panic!("restore {ns}/{name} did not finish: {e:#}"))
 }
 
+/// `ark schedule create` is run by Velero's server: Velero enables it and makes a backup of its
+/// template, named and labelled as Velero names them; `velero schedule describe` reads it, and
+/// `ark schedule describe` shows Velero's last backup.
+#[tokio::test]
+async fn ark_s_cli_schedule_is_run_by_velero_s_server() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("velero").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    let _velero = VeleroServer::start(&cluster, &ns.name).await;
+    let mut create = vec!["backup-location", "create", "default", "--default"];
+    let flags = s3_flags(&cluster, &client, &ns.name, &prefix, &[]).await;
+    create.extend(flags.iter().map(String::as_str));
+    ark_ok(&cluster, &ns.name, &create);
+    wait_available(&client, &ns.name, "default").await;
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "schedule",
+            "create",
+            "nightly",
+            "--schedule",
+            "@every 5s",
+            "--include-namespaces",
+            &app.name,
+            "--ttl",
+            "2h",
+        ],
+    );
+    // Velero looks at its schedules once a minute.
+    let schedule = wait_for(
+        Api::<ark_api::Schedule>::namespaced(client.clone(), &ns.name),
+        "nightly",
+        |s: Option<&ark_api::Schedule>| {
+            s.is_some_and(|s| s.status.as_ref().is_some_and(|st| st.last_backup.is_some()))
+        },
+        Duration::from_secs(150),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        schedule.status.as_ref().and_then(|s| s.phase),
+        Some(ark_api::SchedulePhase::Enabled)
+    );
+    ark_ok(&cluster, &ns.name, &["schedule", "pause", "nightly"]);
+    let made = Api::<Backup>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default().labels("velero.io/schedule-name=nightly"))
+        .await
+        .unwrap()
+        .items;
+    let name = made[0].metadata.name.clone().unwrap();
+    assert!(
+        name.starts_with("nightly-") && name.len() == "nightly-".len() + 14,
+        "{name}"
+    );
+    let backup = wait_completed(&client, &ns.name, &name).await;
+    assert_eq!(backup.spec.ttl.as_deref(), Some("2h0m0s"));
+    assert_eq!(
+        backup.spec.included_namespaces.as_deref(),
+        Some(&[app.name.clone()][..])
+    );
+    let described = velero_ok(&cluster, &ns.name, &["schedule", "describe", "nightly"]);
+    for expected in ["Phase:  Enabled", "Paused:  true", "@every 5s", &app.name] {
+        assert!(
+            described.contains(expected),
+            "{expected:?} not in:\n{described}"
+        );
+    }
+    let ours = ark_ok(&cluster, &ns.name, &["schedule", "describe", "nightly"]);
+    assert!(ours.contains(&name), "{name} not in:\n{ours}");
+}
+
 /// A Backup with hooks, the same for both: `db`'s first pre hook fails and continues, its second
 /// and its post hook succeed; `guarded`'s pre hook fails with `onError: Fail`, which stops its
 /// second one and leaves it without post hook. Velero's server and ark's count them the same, and

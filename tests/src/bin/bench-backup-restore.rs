@@ -16,86 +16,14 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use ark_tests::bench::{run_operation, s3_location, wait_available};
 use ark_tests::velero::VeleroServer;
-use ark_tests::{ArkServer, Cluster, fixtures, unique_name};
+use ark_tests::{ArkServer, Cluster, unique_name};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
-
-const FINAL: [&str; 4] = ["Completed", "PartiallyFailed", "Failed", "FailedValidation"];
-
-fn velero_api(client: &Client, ns: &str, kind: &str) -> Api<DynamicObject> {
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("velero.io", "v1", kind));
-    Api::namespaced_with(client.clone(), ns, &resource)
-}
-
-/// Creates a `kind` object (`Backup`, `Restore`) and waits for its final phase: the time it took
-/// and that phase.
-async fn run_operation(
-    client: &Client,
-    ns: &str,
-    kind: &str,
-    spec: serde_json::Value,
-) -> (Duration, String) {
-    let api = velero_api(client, ns, kind);
-    let object: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "velero.io/v1", "kind": kind,
-        "metadata": { "name": "bench" }, "spec": spec,
-    }))
-    .unwrap();
-    let started = Instant::now();
-    api.create(&PostParams::default(), &object).await.unwrap();
-    let done = await_condition(api, "bench", |o: Option<&DynamicObject>| {
-        o.and_then(|o| o.data["status"]["phase"].as_str())
-            .is_some_and(|phase| FINAL.contains(&phase))
-    });
-    let finished = tokio::time::timeout(Duration::from_secs(3600), done)
-        .await
-        .expect("finished within an hour")
-        .expect("watch")
-        .expect("the object");
-    let phase = finished.data["status"]["phase"]
-        .as_str()
-        .unwrap_or_default();
-    (started.elapsed(), phase.to_string())
-}
-
-/// The default S3 location (credentials in the Secret `cloud-credentials`) in `ns`, under a prefix
-/// of its own, as both tools read it; waits until the tool's server finds it Available.
-async fn s3_location(cluster: &Cluster, client: &Client, ns: &str) {
-    let location = cluster.s3_location(&unique_name("bench"));
-    fixtures::credentials_secret(client, ns, fixtures::CREDENTIALS_SECRET, &location).await;
-    let object: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "velero.io/v1", "kind": "BackupStorageLocation",
-        "metadata": { "name": "default" },
-        "spec": {
-            "provider": "aws",
-            "default": true,
-            "objectStorage": { "bucket": location.bucket, "prefix": location.prefix },
-            "config": location.config,
-            "credential": { "name": fixtures::CREDENTIALS_SECRET, "key": "cloud" },
-        },
-    }))
-    .unwrap();
-    velero_api(client, ns, "BackupStorageLocation")
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap();
-}
-
-async fn wait_available(client: &Client, ns: &str) {
-    let available = await_condition(
-        velero_api(client, ns, "BackupStorageLocation"),
-        "default",
-        |o: Option<&DynamicObject>| o.is_some_and(|o| o.data["status"]["phase"] == "Available"),
-    );
-    tokio::time::timeout(Duration::from_secs(120), available)
-        .await
-        .expect("the location is Available within 2 minutes")
-        .unwrap();
-}
 
 /// What one tool's backup and restore of the application came to.
 struct Measured {
@@ -291,6 +219,7 @@ async fn measure(
         client,
         ns,
         "Backup",
+        "bench",
         serde_json::json!({ "includedNamespaces": namespaces, "storageLocation": "default" }),
     )
     .await;
@@ -300,6 +229,7 @@ async fn measure(
         client,
         ns,
         "Restore",
+        "bench",
         serde_json::json!({ "backupName": "bench" }),
     )
     .await;
