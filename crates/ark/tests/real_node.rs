@@ -389,9 +389,8 @@ async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the
     let written: i64 = marker("db")
         .parse()
         .unwrap_or_else(|_| panic!("{described}"));
-    let second = |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
-        t.unwrap().0.as_second()
-    };
+    let second =
+        |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| t.unwrap().0.as_second();
     assert!(
         second(status.start_timestamp.as_ref()) <= written
             && written <= second(status.completion_timestamp.as_ref()),
