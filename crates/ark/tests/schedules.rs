@@ -265,3 +265,82 @@ async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups(
     assert!(schedules.get_opt("often").await.unwrap().is_none());
     assert_eq!(backups_of(&backups, "often").await.len(), made);
 }
+
+/// A schedule whose server was down for an hour: ark makes one backup, for the last slot (no
+/// catch-up, as Velero), and says which slots were missed in a `MissedRuns` Warning event on the
+/// schedule, which `ark schedule describe` shows.
+#[tokio::test]
+async fn after_an_hour_down_one_backup_is_made_and_the_missed_runs_are_a_warning_event() {
+    use k8s_openapi::api::events::v1::Event;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let schedules = Api::<Schedule>::namespaced(client.clone(), &ns.name);
+    let ten_minutes = Schedule::new(
+        "ten-minutes",
+        ScheduleSpec {
+            schedule: "@every 10m".into(),
+            ..Default::default()
+        },
+    );
+    schedules
+        .create(&PostParams::default(), &ten_minutes)
+        .await
+        .unwrap();
+    // Its last backup 65 minutes ago: the slots 10 to 50 minutes after it were missed while no
+    // server ran, the one 60 minutes after it (5 minutes ago) is due. (Velero's CRD gives
+    // Schedules no status subresource: the status is patched as the object.)
+    let last =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_mins(65);
+    let last = last.round(k8s_openapi::jiff::Unit::Second).unwrap();
+    schedules
+        .patch(
+            "ten-minutes",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({
+                "status": { "phase": "Enabled", "lastBackup": last.to_string() },
+            })),
+        )
+        .await
+        .unwrap();
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    let served = last + k8s_openapi::jiff::SignedDuration::from_mins(60);
+    let name = format!("ten-minutes-{}", served.strftime("%Y%m%d%H%M%S"));
+    wait_for(
+        backups.clone(),
+        &name,
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns.name);
+    let deadline = Instant::now() + WAIT;
+    let note = loop {
+        let found = events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("MissedRuns"));
+        if let Some(event) = found {
+            assert_eq!(event.type_.as_deref(), Some("Warning"));
+            break event.note.unwrap_or_default();
+        }
+        assert!(Instant::now() < deadline, "no MissedRuns event");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let first = last + k8s_openapi::jiff::SignedDuration::from_mins(10);
+    let last_missed = last + k8s_openapi::jiff::SignedDuration::from_mins(50);
+    assert!(
+        note.starts_with(&format!(
+            "missed 5 runs, the first at {first} and the last at {last_missed}"
+        )),
+        "{note}"
+    );
+    // One backup only: the next slot is 5 minutes away.
+    assert_eq!(backups_of(&backups, "ten-minutes").await.len(), 1);
+    let described = ark_ok(&cluster, &ns.name, &["schedule", "describe", "ten-minutes"]);
+    assert!(described.contains("missed 5 runs"), "{described}");
+}

@@ -1,5 +1,5 @@
-//! What a person at a terminal meets, through a real pseudo-terminal: the deletion's confirmation
-//! (answered y, then n) and bash completing backup names from the cluster.
+//! What a person at a terminal meets, through a real pseudo-terminal: the confirmations of backup
+//! and schedule deletion (answered y, then n) and bash completing backup names from the cluster.
 
 mod common;
 
@@ -74,6 +74,64 @@ async fn the_deletion_asks_first_and_goes_ahead_on_y_only() {
     assert_eq!(requests_for(&cluster, &ns.name, "keep").await, 0);
     let backups: Api<Backup> = Api::namespaced(cluster.client().await, &ns.name);
     assert!(backups.get_opt("keep").await.unwrap().is_some());
+}
+
+/// `ark schedule delete` asks first, says that no backup or data goes with the schedule, and keeps
+/// the schedule's backups when it does delete it.
+#[tokio::test]
+async fn the_schedule_deletion_asks_first_and_keeps_the_schedule_s_backups() {
+    let cluster = Cluster::get();
+    let ns = cluster.namespace("confirm").await;
+    for name in ["drop", "keep"] {
+        ark_ok(
+            &cluster,
+            &ns.name,
+            &[
+                "schedule",
+                "create",
+                name,
+                "--schedule",
+                "0 3 * * *",
+                "--paused",
+            ],
+        );
+    }
+    // A backup made from the schedule, labelled with it as the server labels them.
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "create", "--from-schedule", "drop"],
+    );
+    let client = cluster.client().await;
+    let schedules: Api<ark_api::Schedule> = Api::namespaced(client.clone(), &ns.name);
+    let backups: Api<Backup> = Api::namespaced(client, &ns.name);
+    let of_drop = || ListParams::default().labels("velero.io/schedule-name=drop");
+    assert_eq!(backups.list(&of_drop()).await.unwrap().items.len(), 1);
+
+    let mut yes = on_terminal(&cluster, &["schedule", "delete", "drop", "-n", &ns.name]);
+    yes.exp_string("Deleting 1 schedule(s). No backup is deleted with them, and no data")
+        .unwrap();
+    yes.exp_string("  drop").unwrap();
+    yes.exp_string("Are you sure you want to continue? [y/N] ")
+        .unwrap();
+    reading_a_key(&mut yes);
+    yes.send("y").unwrap();
+    yes.flush().unwrap();
+    yes.exp_string("Schedule \"drop\" deleted; its backups are kept.")
+        .unwrap();
+    yes.exp_eof().unwrap();
+    assert!(schedules.get_opt("drop").await.unwrap().is_none());
+    assert_eq!(backups.list(&of_drop()).await.unwrap().items.len(), 1);
+
+    let mut no = on_terminal(&cluster, &["schedule", "delete", "keep", "-n", &ns.name]);
+    no.exp_string("Are you sure you want to continue? [y/N] ")
+        .unwrap();
+    reading_a_key(&mut no);
+    no.send("n").unwrap();
+    no.flush().unwrap();
+    no.exp_string("Cancelled.").unwrap();
+    no.exp_eof().unwrap();
+    assert!(schedules.get_opt("keep").await.unwrap().is_some());
 }
 
 #[tokio::test]
