@@ -56,6 +56,9 @@ pub struct ServerOptions {
     pub sync_period: Duration,
     /// How often each location is checked for availability.
     pub validation_period: Duration,
+    /// Whether a schedule that does not set `skipImmediately` skips the slot due when it is
+    /// created or unpaused (Velero's `--schedule-skip-immediately`).
+    pub schedule_skip_immediately: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -183,6 +186,10 @@ fn server_term(
         kube: kube.clone(),
         period: options.validation_period,
     });
+    let schedule = Arc::new(schedule::Ctx {
+        kube: kube.clone(),
+        skip_immediately: options.schedule_skip_immediately,
+    });
     let plain = Arc::new(kube.clone());
     // Periodic work holds nothing between rounds: it is dropped when the term is told to stop.
     let periodic = |work: futures::future::BoxFuture<'static, ()>| {
@@ -206,7 +213,7 @@ fn server_term(
                 "server status request",
                 server_status::run(plain.clone()).boxed(),
             ),
-            ("schedule", schedule::run(plain).boxed()),
+            ("schedule", schedule::run(schedule).boxed()),
             ("garbage collection", periodic(gc::run(gc).boxed())),
             (
                 "location validation",

@@ -87,6 +87,7 @@ fn options(
         gc_frequency: Duration::from_secs(3600),
         sync_period: Duration::from_secs(2),
         validation_period: Duration::from_secs(2),
+        schedule_skip_immediately: false,
     }
 }
 

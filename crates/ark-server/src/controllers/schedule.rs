@@ -28,7 +28,20 @@ const WHILE_A_BACKUP_RUNS: Duration = Duration::from_secs(5);
 /// At most this many slots are counted when runs were missed; more are reported as "at least".
 const MAX_COUNTED_SLOTS: u64 = 100_000;
 
-pub async fn run(ctx: Arc<Kube>) {
+pub struct Ctx {
+    pub kube: Kube,
+    /// The server's `--schedule-skip-immediately`: what a schedule that does not set
+    /// `skipImmediately` does, as in Velero.
+    pub skip_immediately: bool,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>) {
     controller::run::<Schedule, _, _, _>(ctx, "schedule", 0, reconcile).await;
 }
 
@@ -58,13 +71,14 @@ pub enum Decision {
     },
 }
 
-/// Velero's rules, from the schedule as read and the time (which tests set).
-pub fn decide(schedule: &Schedule, now: Timestamp) -> Decision {
+/// Velero's rules, from the schedule as read, the time (which tests set) and the server's
+/// `--schedule-skip-immediately`.
+pub fn decide(schedule: &Schedule, now: Timestamp, server_skips: bool) -> Decision {
     let spec = &schedule.spec;
     if spec.paused {
         return Decision::Wait;
     }
-    if spec.skip_immediately == Some(true) {
+    if spec.skip_immediately.unwrap_or(server_skips) {
         return Decision::Write(json!({
             "spec": { "skipImmediately": false },
             "status": { "lastSkipped": now.to_string() },
@@ -121,8 +135,9 @@ pub fn decide(schedule: &Schedule, now: Timestamp) -> Decision {
 
 async fn reconcile(
     object: Arc<Readable<Schedule>>,
-    kube: Arc<Kube>,
+    ctx: Arc<Ctx>,
 ) -> Result<Action, ReconcileError> {
+    let kube = &ctx.kube;
     let api = objects::api::<Schedule>(&kube.client, &kube.namespace);
     let name = object.name();
     let version = object.stored.metadata.resource_version.as_deref();
@@ -144,7 +159,7 @@ async fn reconcile(
         }
     };
     let now = Timestamp::now();
-    match decide(schedule, now) {
+    match decide(schedule, now, ctx.skip_immediately) {
         Decision::Wait => Ok(Action::await_change()),
         // Lost: changed meanwhile, and decided again on the change.
         Decision::Write(patch) => {
@@ -173,7 +188,7 @@ async fn reconcile(
                     )
                     .await;
             }
-            back_up(&kube, schedule, slot, now).await
+            back_up(kube, schedule, slot, now).await
         }
     }
 }
@@ -271,15 +286,15 @@ mod tests {
     fn a_schedule_is_due_strictly_after_its_next_slot_and_then_only_at_the_following_one() {
         let daily = schedule("0 3 * * *", "2026-01-01T10:00:00Z");
         assert_eq!(
-            decide(&daily, at("2026-01-02T02:59:59Z")),
+            decide(&daily, at("2026-01-02T02:59:59Z"), false),
             Decision::NotBefore(at("2026-01-02T03:00:00Z"))
         );
         assert_eq!(
-            decide(&daily, at("2026-01-02T03:00:00Z")),
+            decide(&daily, at("2026-01-02T03:00:00Z"), false),
             Decision::NotBefore(at("2026-01-02T03:00:00Z"))
         );
         assert_eq!(
-            decide(&daily, at("2026-01-02T03:00:00.1Z")),
+            decide(&daily, at("2026-01-02T03:00:00.1Z"), false),
             Decision::Due {
                 slot: at("2026-01-02T03:00:00Z"),
                 missed: None
@@ -287,7 +302,7 @@ mod tests {
         );
         let done = with_last_backup(daily, "2026-01-02T03:00:00.2Z");
         assert_eq!(
-            decide(&done, at("2026-01-02T03:00:01Z")),
+            decide(&done, at("2026-01-02T03:00:01Z"), false),
             Decision::NotBefore(at("2026-01-03T03:00:00Z"))
         );
     }
@@ -300,7 +315,7 @@ mod tests {
         );
         // Down from the 1st to the 5th at noon: the 2nd, 3rd and 4th were missed, the 5th is served.
         assert_eq!(
-            decide(&daily, at("2026-01-05T12:00:00Z")),
+            decide(&daily, at("2026-01-05T12:00:00Z"), false),
             Decision::Due {
                 slot: at("2026-01-05T03:00:00Z"),
                 missed: Some(Missed {
@@ -316,7 +331,7 @@ mod tests {
         let Decision::Due {
             missed: Some(missed),
             ..
-        } = decide(&every_second, at("2026-01-03T00:00:00Z"))
+        } = decide(&every_second, at("2026-01-03T00:00:00Z"), false)
         else {
             panic!("due");
         };
@@ -328,21 +343,38 @@ mod tests {
     fn paused_and_skipped_schedules_wait_for_their_next_slot() {
         let mut paused = schedule("@every 5s", "2026-01-01T00:00:00Z");
         paused.spec.paused = true;
-        assert_eq!(decide(&paused, at("2026-01-02T00:00:00Z")), Decision::Wait);
+        assert_eq!(
+            decide(&paused, at("2026-01-02T00:00:00Z"), false),
+            Decision::Wait
+        );
         // Unpaused with skipImmediately: the skip is recorded, and the next slot counts from it.
         let mut unpaused = schedule("0 3 * * *", "2026-01-01T00:00:00Z");
         unpaused.spec.skip_immediately = Some(true);
         assert_eq!(
-            decide(&unpaused, at("2026-01-05T12:00:00Z")),
+            decide(&unpaused, at("2026-01-05T12:00:00Z"), false),
             Decision::Write(json!({
                 "spec": { "skipImmediately": false },
                 "status": { "lastSkipped": "2026-01-05T12:00:00Z" },
             }))
         );
+        // Unset, it is the server's `--schedule-skip-immediately`; set, the schedule's own.
+        unpaused.spec.skip_immediately = None;
+        assert!(matches!(
+            decide(&unpaused, at("2026-01-05T12:00:00Z"), true),
+            Decision::Write(_)
+        ));
+        assert!(matches!(
+            decide(&unpaused, at("2026-01-05T12:00:00Z"), false),
+            Decision::Due { .. }
+        ));
         unpaused.spec.skip_immediately = Some(false);
+        assert!(matches!(
+            decide(&unpaused, at("2026-01-05T12:00:00Z"), true),
+            Decision::Due { .. }
+        ));
         unpaused.status.as_mut().unwrap().last_skipped = Some(Time(at("2026-01-05T12:00:00Z")));
         assert_eq!(
-            decide(&unpaused, at("2026-01-05T12:00:01Z")),
+            decide(&unpaused, at("2026-01-05T12:00:01Z"), false),
             Decision::NotBefore(at("2026-01-06T03:00:00Z"))
         );
     }
@@ -352,14 +384,14 @@ mod tests {
         let mut new = schedule("0 3 * * *", "2026-01-01T00:00:00Z");
         new.status = None;
         assert_eq!(
-            decide(&new, at("2026-01-01T00:00:01Z")),
+            decide(&new, at("2026-01-01T00:00:01Z"), false),
             Decision::Write(json!({ "status": { "phase": "Enabled", "validationErrors": null } }))
         );
         let mut bad = schedule("0 25 * * *", "2026-01-01T00:00:00Z");
         bad.status = None;
         let message = "invalid schedule: hour: end of range (25) above maximum (23): 25";
         assert_eq!(
-            decide(&bad, at("2026-01-01T00:00:01Z")),
+            decide(&bad, at("2026-01-01T00:00:01Z"), false),
             Decision::Write(json!({ "status": {
                 "phase": "FailedValidation", "validationErrors": [message],
             } }))
@@ -369,7 +401,10 @@ mod tests {
             validation_errors: Some(vec![message.into()]),
             ..Default::default()
         });
-        assert_eq!(decide(&bad, at("2026-01-01T00:00:02Z")), Decision::Wait);
+        assert_eq!(
+            decide(&bad, at("2026-01-01T00:00:02Z"), false),
+            Decision::Wait
+        );
     }
 
     #[test]
@@ -384,7 +419,7 @@ mod tests {
             "2026-03-07T07:30:00Z",
         );
         assert_eq!(
-            decide(&zoned, at("2026-03-08T12:00:00Z")),
+            decide(&zoned, at("2026-03-08T12:00:00Z"), false),
             Decision::NotBefore(at("2026-03-09T06:30:00Z"))
         );
     }

@@ -51,6 +51,10 @@ pub struct ServerArgs {
     /// Velero's order)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
     pub restore_items_at_once: u16,
+    /// Schedules that do not set skipImmediately skip the slot due when they are created or
+    /// unpaused, as Velero's flag of that name
+    #[arg(long)]
+    pub schedule_skip_immediately: bool,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_address: Option<std::net::SocketAddr>,
@@ -104,6 +108,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         gc_frequency: args.garbage_collection_frequency,
         sync_period: args.backup_sync_period,
         validation_period: args.store_validation_frequency,
+        schedule_skip_immediately: args.schedule_skip_immediately,
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)
