@@ -181,6 +181,11 @@ impl VeleroServer {
     pub fn peak_rss_mib(&self) -> f64 {
         crate::peak_rss_mib(self.child.id())
     }
+
+    /// The server process's CPU time so far, in seconds (its plugin processes apart).
+    pub fn cpu_seconds(&self) -> f64 {
+        crate::cpu_seconds(self.child.id())
+    }
 }
 
 impl Drop for VeleroServer {

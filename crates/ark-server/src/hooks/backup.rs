@@ -201,7 +201,7 @@ pub async fn run(pods: &Api<Pod>, pod: &Value, hooks: &[ExecHook], phase: HookPh
                 hook.container
             ));
         } else {
-            command::run(pods, name, hook, started + hook.exec_timeout, &mut result).await;
+            command::run(pods, name, hook, hook.exec_timeout, &mut result).await;
         }
         result.duration_ms = started.elapsed().as_millis() as u64;
         if result.error.is_some() && hook.on_error == HookErrorMode::Fail {

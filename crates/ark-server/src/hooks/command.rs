@@ -6,7 +6,7 @@ use ark_api::hooks::HookResult;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::AttachParams;
-use tokio::time::Instant;
+use std::time::Duration;
 
 use super::ExecHook;
 
@@ -107,18 +107,17 @@ async fn exec(
     }
 }
 
-/// Runs `hook` in its container of `pod`, giving up at `until`, and records how it went in
-/// `result`. A command that outlives `until` may go on running in the container (the API gives no
-/// way to stop it), as in Velero.
+/// Runs `hook` in its container of `pod`, giving up after `timeout`, and records how it went in
+/// `result`. A command that outlives `timeout` may go on running in the container (the API gives
+/// no way to stop it), as in Velero.
 pub async fn run(
     pods: &Api<Pod>,
     pod: &str,
     hook: &ExecHook,
-    until: Instant,
+    timeout: Duration,
     result: &mut HookResult,
 ) {
-    let started = Instant::now();
-    match tokio::time::timeout_at(until, exec(pods, pod, hook)).await {
+    match tokio::time::timeout(timeout, exec(pods, pod, hook)).await {
         Ok(Ok((code, output))) => {
             result.succeeded = true;
             result.exit_code = Some(code);
@@ -130,10 +129,9 @@ pub async fn run(
             result.output_tail = output;
         }
         Err(_) => {
-            let allowed = until.saturating_duration_since(started);
             result.error = Some(format!(
                 "timed out after {}",
-                ark_api::duration::format(allowed)
+                ark_api::duration::format(timeout)
             ));
         }
     }

@@ -435,8 +435,16 @@ impl PodRun<'_> {
             result.error = Some("no exec slot came free before the restore's hooks timeout".into());
             return;
         };
-        let exec_until = (Instant::now() + hook.exec_timeout).min(self.deadline);
-        command::run(&self.pods, self.pod, hook, exec_until, result).await;
+        // Its execTimeout, or what is left of the restore's hooks timeout if that is less.
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        command::run(
+            &self.pods,
+            self.pod,
+            hook,
+            hook.exec_timeout.min(left),
+            result,
+        )
+        .await;
     }
 }
 
