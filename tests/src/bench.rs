@@ -7,7 +7,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 
-use crate::{Cluster, fixtures, unique_name};
+use crate::{Cluster, TestNamespace, fixtures, unique_name};
 
 const FINAL: [&str; 4] = ["Completed", "PartiallyFailed", "Failed", "FailedValidation"];
 
@@ -81,4 +81,18 @@ pub async fn wait_available(client: &Client, ns: &str) {
         .await
         .expect("the location is Available within 2 minutes")
         .unwrap();
+}
+
+/// A namespace of one tool's own, with its default S3 location, and the tool's server started
+/// there by `start`, returned once the location is Available.
+pub async fn tool<S>(
+    cluster: &Cluster,
+    client: &Client,
+    start: impl AsyncFnOnce(&str) -> S,
+) -> (TestNamespace, S) {
+    let tool_ns = cluster.namespace("bench-tool").await;
+    s3_location(cluster, client, &tool_ns.name).await;
+    let server = start(&tool_ns.name).await;
+    wait_available(client, &tool_ns.name).await;
+    (tool_ns, server)
 }

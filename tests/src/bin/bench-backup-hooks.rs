@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ark_tests::bench::{run_operation, s3_location, velero_api, wait_available};
+use ark_tests::bench::{run_operation, tool, velero_api};
 use ark_tests::velero::VeleroServer;
 use ark_tests::{ArkServer, Cluster, allow_local_exec};
 use futures::{StreamExt, TryStreamExt};
@@ -31,11 +31,8 @@ async fn measure(
     count: usize,
     start: impl AsyncFnOnce(&str) -> Box<dyn std::any::Any>,
 ) -> Measured {
-    let tool_ns = cluster.namespace("bench-tool").await;
+    let (tool_ns, server) = tool(cluster, client, start).await;
     let ns = tool_ns.name.as_str();
-    s3_location(cluster, client, ns).await;
-    let server = start(ns).await;
-    wait_available(client, ns).await;
     let (plain, phase) = run_operation(
         client,
         ns,

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ark_tests::bench::{run_operation, s3_location, wait_available};
+use ark_tests::bench::{run_operation, tool};
 use ark_tests::velero::VeleroServer;
 use ark_tests::{ArkServer, Cluster, unique_name};
 use futures::{StreamExt, TryStreamExt};
@@ -210,11 +210,8 @@ async fn measure(
     run: &str,
     start: impl AsyncFnOnce(&str) -> Server,
 ) -> Measured {
-    let tool_ns = cluster.namespace("bench-tool").await;
+    let (tool_ns, server) = tool(cluster, client, start).await;
     let ns = tool_ns.name.as_str();
-    s3_location(cluster, client, ns).await;
-    let server = start(ns).await;
-    wait_available(client, ns).await;
     let (backup, phase) = run_operation(
         client,
         ns,

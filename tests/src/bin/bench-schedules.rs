@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ark_api::{Backup, Schedule, ScheduleSpec};
-use ark_tests::bench::{s3_location, wait_available};
+use ark_tests::bench::tool;
 use ark_tests::velero::VeleroServer;
 use ark_tests::{ArkServer, Cluster};
 use futures::{StreamExt, TryStreamExt};
@@ -82,11 +82,8 @@ async fn measure(
     empty: &str,
     start: impl AsyncFnOnce(&str) -> Box<dyn Measured>,
 ) -> Row {
-    let tool_ns = cluster.namespace("bench-tool").await;
+    let (tool_ns, server) = tool(cluster, client, start).await;
     let ns = tool_ns.name.as_str();
-    s3_location(cluster, client, ns).await;
-    let server = start(ns).await;
-    wait_available(client, ns).await;
     let schedules: Api<Schedule> = Api::namespaced(client.clone(), ns);
     // The next minute boundary at least 20 s away: time to create them all before it.
     let slot = (Timestamp::now() + SignedDuration::from_secs(80))

@@ -115,6 +115,16 @@ impl BackupHookSpecs {
         }
     }
 
+    /// Whether a pod with these annotations may have hooks: cheap enough to ask of every pod
+    /// before it is read as JSON.
+    pub fn may_apply(
+        &self,
+        annotations: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> bool {
+        !self.0.is_empty()
+            || annotations.is_some_and(|a| a.keys().any(|k| k.contains("hook.backup.velero.io/")))
+    }
+
     /// The hooks of `phase` for `pod` (as listed), and a warning for each annotation that could
     /// not be read.
     pub fn for_pod(&self, pod: &Value, phase: HookPhase) -> (Vec<ExecHook>, Vec<String>) {
@@ -250,6 +260,8 @@ mod tests {
               "pre": [{ "exec": { "command": ["sync"], "timeout": "0s" } }] },
         ] }));
         let db = pod("shop-eu", json!({ "app": "db" }), json!({}));
+        assert!(specs.may_apply(None));
+        assert!(!BackupHookSpecs::default().may_apply(None));
         let (pre, warnings) = specs.for_pod(&db, HookPhase::Pre);
         assert!(warnings.is_empty());
         assert_eq!(commands(&pre), ["freeze", "flush", "sync"]);
@@ -309,6 +321,9 @@ mod tests {
                     "hook.backup.velero.io/on-error": "Abort",
                     "hook.backup.velero.io/timeout": "soon" }),
         );
+        let keys: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(legacy["metadata"]["annotations"].clone()).unwrap();
+        assert!(specs.may_apply(Some(&keys)));
         let (pre, warnings) = specs.for_pod(&legacy, HookPhase::Pre);
         assert_eq!(commands(&pre), ["fsfreeze --freeze /data"]);
         assert_eq!(pre[0].command.len(), 1, "one argument, not split on spaces");

@@ -256,7 +256,7 @@ pub async fn collect(
                     name: object.metadata.name.take().unwrap_or_default(),
                     json,
                 };
-                if gr == PODS {
+                if gr == PODS && hooked.may_take(&object) {
                     let pod = serde_json::from_slice(&item.json).map_err(std::io::Error::from)?;
                     let page = Page {
                         gr: gr.clone(),

@@ -68,6 +68,11 @@ impl HookedPods {
         }
     }
 
+    /// Whether a listed pod may have hooks (otherwise it is written as it comes).
+    pub fn may_take(&self, pod: &kube::api::DynamicObject) -> bool {
+        self.specs.may_apply(pod.metadata.annotations.as_ref())
+    }
+
     /// Takes a listed pod (its item in `page`) if it has hooks, starting its pre hooks; gives it
     /// back otherwise. What pods finished their pre hooks meanwhile is returned to be written.
     pub async fn take(
