@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod fixtures;
+pub mod kopia;
 pub mod proxy;
 pub mod velero;
 

@@ -39,6 +39,12 @@ impl Layout {
         }
     }
 
+    /// The kopia repository holding the volume data of one namespace's pods:
+    /// `<prefix>/kopia/<namespace>` (Velero's `getStorageVariables`).
+    pub fn kopia_repository(&self, volume_namespace: &str) -> Path {
+        self.path(&["kopia", volume_namespace])
+    }
+
     pub fn backups_dir(&self) -> Path {
         self.path(&["backups"])
     }

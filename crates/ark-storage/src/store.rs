@@ -74,6 +74,12 @@ impl BackupStore {
         }
     }
 
+    /// The object store itself, for what keeps its own layout under the prefix (kopia
+    /// repositories).
+    pub fn object_store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+
     /// The same store, able to hand out signed URLs through `signer`.
     pub fn with_signer(mut self, signer: Option<Arc<dyn Signer>>) -> Self {
         self.signer = signer;

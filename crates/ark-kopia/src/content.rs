@@ -1,0 +1,606 @@
+//! Contents in packs (`repo/content`): reading a content through the index, and writing new ones
+//! into packs, their local index and the epoch index blob that makes them visible.
+//!
+//! A writer never rewrites or deletes a blob another writer may need: it adds packs named after
+//! its own session, announces the session with a marker blob while its packs are not indexed yet
+//! (kopia's maintenance keeps the packs of live sessions), then adds one index blob.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::Error;
+use crate::blobs::Blobs;
+use crate::compression::{self, HeaderId};
+use crate::crypto::{ContentCrypter, OVERHEAD};
+use crate::epoch::EpochState;
+use crate::format::RepositoryConfig;
+use crate::index::{self, ContentId, Info};
+
+const PADDING_UNIT: usize = 4096;
+const PREAMBLE: usize = 32;
+/// The largest index blob ark reads: kopia shards indexes at 16 million entries, far above this,
+/// but no index Velero writes comes near it.
+const INDEX_BLOB_LIMIT: usize = 512 << 20;
+/// Index blobs read at once.
+const INDEX_READS: usize = 8;
+/// Packs uploaded at once by one writer: each holds up to a pack in memory.
+const PACK_UPLOADS: usize = 2;
+
+/// Decrypts an index or session blob: its IV is the hash in its ID, kopia's `blobcrypto`.
+fn blob_iv(id: &str) -> Option<[u8; 16]> {
+    let head = id.split('-').next()?;
+    let hex_iv = head.get(head.len().checked_sub(32)?..)?;
+    let mut iv = [0u8; 16];
+    hex::decode_to_slice(hex_iv, &mut iv).ok()?;
+    Some(iv)
+}
+
+/// Encrypts `plain` as the blob `<prefix><hash>-<suffix>`, returning its ID and bytes.
+fn seal_blob(
+    crypter: &ContentCrypter,
+    plain: &[u8],
+    prefix: &str,
+    suffix: &str,
+) -> (String, Vec<u8>) {
+    let hash = crypter.hash(plain);
+    let id = format!("{prefix}{}-{suffix}", hex::encode(hash));
+    (id, crypter.encrypt(plain, &hash))
+}
+
+fn open_blob(crypter: &ContentCrypter, id: &str, sealed: &[u8]) -> Result<Vec<u8>, Error> {
+    let iv = blob_iv(id).ok_or_else(|| Error::corrupt(id, "its ID holds no IV"))?;
+    crypter.decrypt(sealed, &iv).ok_or_else(|| {
+        Error::corrupt(
+            id,
+            "does not decrypt: forged, damaged, or another repository's",
+        )
+    })
+}
+
+/// A writer's session ID: `s`, 8 random bytes, and the 30-day period since 2000 it began in.
+fn new_session_id(now: jiff::Timestamp) -> String {
+    let mut r = [0u8; 8];
+    crate::random(&mut r);
+    let since_2000 = now.as_second() - 946_684_800;
+    format!("s{}{:x}", hex::encode(r), since_2000 / (30 * 24 * 3600))
+}
+
+#[derive(Serialize)]
+struct SessionInfo<'a> {
+    id: &'a str,
+    #[serde(rename = "startTime")]
+    start_time: String,
+    #[serde(rename = "checkpointTime")]
+    checkpoint_time: String,
+    username: &'a str,
+    hostname: &'a str,
+}
+
+/// A pack being filled.
+struct OpenPack {
+    id: Arc<str>,
+    data: Vec<u8>,
+    infos: Vec<Info>,
+}
+
+#[derive(Default)]
+struct Pending {
+    session: Option<String>,
+    open: HashMap<u8, OpenPack>,
+    /// Contents in packs written or being written, not in an index blob yet.
+    unindexed: HashMap<ContentId, Info>,
+}
+
+/// The repository's contents: the merged index, and what this process adds.
+pub struct Contents {
+    blobs: Blobs,
+    crypter: ContentCrypter,
+    max_pack_size: usize,
+    format_version: u8,
+    epoch: crate::format::EpochParameters,
+    committed: RwLock<HashMap<ContentId, Info>>,
+    pending: Mutex<Pending>,
+    uploads: tokio::sync::Mutex<JoinSet<Result<(), Error>>>,
+    upload_slots: Arc<Semaphore>,
+    /// The session marker blob, once written.
+    marker: tokio::sync::Mutex<Option<String>>,
+    identity: (String, String),
+}
+
+impl Contents {
+    pub async fn open(
+        blobs: Blobs,
+        config: &RepositoryConfig,
+        identity: (String, String),
+    ) -> Result<Self, Error> {
+        let crypter = ContentCrypter::new(
+            &config.hash,
+            &config.encryption,
+            &config.hmac_secret,
+            &config.master_key,
+        )?;
+        let contents = Contents {
+            blobs,
+            crypter,
+            max_pack_size: config.max_pack_size as usize,
+            format_version: config.version as u8,
+            epoch: config.epoch_parameters.clone(),
+            committed: RwLock::new(HashMap::new()),
+            pending: Mutex::new(Pending::default()),
+            uploads: tokio::sync::Mutex::new(JoinSet::new()),
+            upload_slots: Arc::new(Semaphore::new(PACK_UPLOADS)),
+            marker: tokio::sync::Mutex::new(None),
+            identity,
+        };
+        contents.refresh().await?;
+        Ok(contents)
+    }
+
+    pub fn crypter(&self) -> &ContentCrypter {
+        &self.crypter
+    }
+
+    pub fn blobs(&self) -> &Blobs {
+        &self.blobs
+    }
+
+    /// Reads the current index set anew.
+    pub async fn refresh(&self) -> Result<(), Error> {
+        let state = EpochState::load(&self.blobs).await?;
+        let mut merged = HashMap::new();
+        let mut reads = futures::stream::iter(state.index_blobs.iter().map(|b| async move {
+            if b.length as usize > INDEX_BLOB_LIMIT {
+                return Err(Error::corrupt(
+                    &b.id,
+                    format!("an index of {} bytes", b.length),
+                ));
+            }
+            let sealed = self.blobs.get(&b.id).await?;
+            let plain = open_blob(&self.crypter, &b.id, &sealed)?;
+            let mut infos = Vec::new();
+            index::parse(&plain, &b.id, |i| infos.push(i))?;
+            Ok::<_, Error>(infos)
+        }))
+        .buffer_unordered(INDEX_READS);
+        while let Some(infos) = reads.next().await {
+            match infos {
+                Ok(infos) => infos.into_iter().for_each(|i| index::merge(&mut merged, i)),
+                // An index blob compacted away between the listing and the read: kopia retries
+                // the whole load, and so does ark, once.
+                Err(Error::MissingBlob(_)) => return Box::pin(self.refresh_once_more()).await,
+                Err(e) => return Err(e),
+            }
+        }
+        *self.committed.write().unwrap() = merged;
+        Ok(())
+    }
+
+    async fn refresh_once_more(&self) -> Result<(), Error> {
+        let state = EpochState::load(&self.blobs).await?;
+        let mut merged = HashMap::new();
+        for b in &state.index_blobs {
+            let sealed = self.blobs.get(&b.id).await?;
+            let plain = open_blob(&self.crypter, &b.id, &sealed)?;
+            index::parse(&plain, &b.id, |i| index::merge(&mut merged, i))?;
+        }
+        *self.committed.write().unwrap() = merged;
+        Ok(())
+    }
+
+    /// The live (not deleted) index entry of `id`.
+    pub fn info(&self, id: &ContentId) -> Option<Info> {
+        if let Some(i) = self.pending.lock().unwrap().unindexed.get(id) {
+            return Some(i.clone());
+        }
+        self.committed
+            .read()
+            .unwrap()
+            .get(id)
+            .filter(|i| !i.deleted)
+            .cloned()
+    }
+
+    /// Every live content whose ID starts with `prefix` (`None`: unprefixed contents).
+    pub fn list(&self, prefix: Option<u8>) -> Vec<Info> {
+        self.committed
+            .read()
+            .unwrap()
+            .values()
+            .filter(|i| !i.deleted && i.id.prefix() == prefix)
+            .cloned()
+            .collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.committed.read().unwrap().len()
+    }
+
+    /// Reads one content, decrypted, checked and decompressed.
+    pub async fn read(&self, id: &ContentId) -> Result<Vec<u8>, Error> {
+        let info = self
+            .info(id)
+            .ok_or_else(|| Error::MissingContent(id.to_string()))?;
+        let sealed = self
+            .blobs
+            .get_range(
+                &info.pack,
+                u64::from(info.offset),
+                u64::from(info.packed_length),
+            )
+            .await?;
+        self.open_content(&info, &sealed)
+    }
+
+    /// Decrypts one content's stored bytes, as read from its pack.
+    pub fn open_content(&self, info: &Info, sealed: &[u8]) -> Result<Vec<u8>, Error> {
+        let what = || format!("{} (content {})", info.pack, info.id);
+        if info.encryption_key_id != 0 {
+            return Err(Error::Unsupported(format!(
+                "{}: encryption key {}",
+                what(),
+                info.encryption_key_id
+            )));
+        }
+        let plain = self
+            .crypter
+            .decrypt(sealed, info.id.hash())
+            .ok_or_else(|| Error::corrupt(what(), "does not decrypt under its ID"))?;
+        let data = if info.compression == compression::NONE {
+            plain
+        } else {
+            compression::decompress(
+                info.compression,
+                &plain,
+                info.original_length as usize,
+                &what(),
+            )?
+        };
+        if data.len() != info.original_length as usize {
+            return Err(Error::corrupt(
+                what(),
+                format!(
+                    "{} bytes, its index says {}",
+                    data.len(),
+                    info.original_length
+                ),
+            ));
+        }
+        if self.crypter.hash(&data) != *info.id.hash() {
+            return Err(Error::corrupt(what(), "its bytes do not hash to its ID"));
+        }
+        Ok(data)
+    }
+
+    /// Stores `data` as a content (once: a content already in the repository is not written
+    /// again) and returns its ID. Metadata contents (with a prefix) are compressed as kopia
+    /// compresses them.
+    pub async fn write(&self, data: &[u8], prefix: Option<u8>) -> Result<ContentId, Error> {
+        let id = ContentId::new(prefix, self.crypter.hash(data));
+        let previous = self.committed.read().unwrap().get(&id).cloned();
+        if previous.as_ref().is_some_and(|i| !i.deleted)
+            || self.pending.lock().unwrap().unindexed.contains_key(&id)
+        {
+            return Ok(id);
+        }
+        let (stored, header) = self.seal_content(&id, data);
+        let now = jiff::Timestamp::now().as_second();
+        let timestamp = previous.map_or(now, |p| now.max(p.timestamp + 1));
+        let full = {
+            let mut guard = self.pending.lock().unwrap();
+            let pending = &mut *guard;
+            if pending.unindexed.contains_key(&id) {
+                return Ok(id);
+            }
+            let session = self.session(pending);
+            let class = if prefix.is_some() { b'q' } else { b'p' };
+            let pack = pending
+                .open
+                .entry(class)
+                .or_insert_with(|| new_pack(class, &session));
+            let info = Info {
+                id,
+                pack: pack.id.clone(),
+                offset: pack.data.len() as u32,
+                packed_length: stored.len() as u32,
+                original_length: data.len() as u32,
+                timestamp,
+                deleted: false,
+                compression: header,
+                format_version: self.format_version,
+                encryption_key_id: 0,
+            };
+            pack.data.extend_from_slice(&stored);
+            pack.infos.push(info.clone());
+            pending.unindexed.insert(id, info);
+            if pack.data.len() >= self.max_pack_size {
+                pending.open.remove(&class)
+            } else {
+                None
+            }
+        };
+        if let Some(pack) = full {
+            self.upload(pack).await?;
+        }
+        Ok(id)
+    }
+
+    fn seal_content(&self, id: &ContentId, data: &[u8]) -> (Vec<u8>, HeaderId) {
+        if id.prefix().is_some() {
+            let packed = compression::compress_zstd_fastest(data);
+            if packed.len() < data.len() {
+                return (
+                    self.crypter.encrypt(&packed, id.hash()),
+                    compression::ZSTD_FASTEST,
+                );
+            }
+        }
+        (self.crypter.encrypt(data, id.hash()), compression::NONE)
+    }
+
+    /// The session this writer's packs are named after; its marker is written with the first.
+    fn session(&self, pending: &mut Pending) -> String {
+        pending
+            .session
+            .get_or_insert_with(|| new_session_id(jiff::Timestamp::now()))
+            .clone()
+    }
+
+    async fn write_session_marker(&self, session: &str) -> Result<(), Error> {
+        let mut marker = self.marker.lock().await;
+        if marker.is_some() {
+            return Ok(());
+        }
+        let now = jiff::Timestamp::now().to_string();
+        let info = serde_json::to_vec(&SessionInfo {
+            id: session,
+            start_time: now.clone(),
+            checkpoint_time: now,
+            username: &self.identity.0,
+            hostname: &self.identity.1,
+        })
+        .expect("JSON");
+        let (id, sealed) = seal_blob(&self.crypter, &info, "s", session);
+        self.blobs.put(&id, sealed).await?;
+        *marker = Some(id);
+        Ok(())
+    }
+
+    /// Finishes `pack` and uploads it in the background, at most `PACK_UPLOADS` at once.
+    async fn upload(&self, pack: OpenPack) -> Result<(), Error> {
+        let session = self
+            .pending
+            .lock()
+            .unwrap()
+            .session
+            .clone()
+            .expect("a pack has a session");
+        self.write_session_marker(&session).await?;
+        let permit = self
+            .upload_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        let bytes = finish_pack(&self.crypter, pack);
+        let blobs = self.blobs.clone();
+        let mut uploads = self.uploads.lock().await;
+        // Reap finished uploads so their errors surface early.
+        while let Some(done) = uploads.try_join_next() {
+            done.expect("an upload task does not panic")?;
+        }
+        uploads.spawn(async move {
+            let _permit = permit;
+            blobs.put(&bytes.0, bytes.1).await
+        });
+        Ok(())
+    }
+
+    /// Writes every open pack and then one index blob naming all contents written since the last
+    /// flush: after this, kopia and Velero see them.
+    pub async fn flush(&self) -> Result<(), Error> {
+        let open: Vec<OpenPack> = {
+            let mut pending = self.pending.lock().unwrap();
+            pending.open.drain().map(|(_, p)| p).collect()
+        };
+        for pack in open {
+            self.upload(pack).await?;
+        }
+        {
+            let mut uploads = self.uploads.lock().await;
+            while let Some(done) = uploads.join_next().await {
+                done.expect("an upload task does not panic")?;
+            }
+        }
+        let (infos, session) = {
+            let pending = self.pending.lock().unwrap();
+            (
+                pending.unindexed.values().cloned().collect::<Vec<_>>(),
+                pending.session.clone(),
+            )
+        };
+        if infos.is_empty() {
+            return Ok(());
+        }
+        let session = session.expect("contents were written in a session");
+        let plain = index::build(&infos.iter().collect::<Vec<_>>());
+        let (unprefixed, sealed) = seal_blob(&self.crypter, &plain, "", &format!("{session}-c1"));
+        let state = EpochState::load(&self.blobs).await?;
+        self.blobs
+            .put(&format!("xn{}_{unprefixed}", state.write_epoch), sealed)
+            .await?;
+        if state.should_advance(&self.epoch) {
+            state.advance(&self.blobs).await?;
+        }
+        if let Some(marker) = self.marker.lock().await.take() {
+            self.blobs.delete(&marker).await?;
+        }
+        let mut committed = self.committed.write().unwrap();
+        let mut pending = self.pending.lock().unwrap();
+        for info in infos {
+            pending.unindexed.remove(&info.id);
+            index::merge(&mut committed, info);
+        }
+        pending.session = None;
+        Ok(())
+    }
+}
+
+fn new_pack(class: u8, session: &str) -> OpenPack {
+    let mut name = [0u8; 16];
+    crate::random(&mut name);
+    let mut data = vec![0u8; PREAMBLE];
+    crate::random(&mut data);
+    OpenPack {
+        id: format!("{}{}-{session}", class as char, hex::encode(name)).into(),
+        data,
+        infos: Vec::new(),
+    }
+}
+
+/// Pads the pack to 4 KiB with random bytes, then appends its local index (encrypted under its own
+/// hash) and the postamble that locates it, as `appendPackFileIndexRecoveryData` does.
+fn finish_pack(crypter: &ContentCrypter, pack: OpenPack) -> (String, Bytes) {
+    let mut data = pack.data;
+    let missing = PADDING_UNIT - data.len() % PADDING_UNIT;
+    let mut padding = vec![0u8; missing];
+    crate::random(&mut padding);
+    data.extend_from_slice(&padding);
+    let mut local = index::build(&pack.infos.iter().collect::<Vec<_>>());
+    let mut suffix = [0u8; 32];
+    crate::random(&mut suffix);
+    local.extend_from_slice(&suffix);
+    let iv = crypter.hash(&local);
+    let sealed = crypter.encrypt(&local, &iv);
+    let local_at = data.len();
+    data.extend_from_slice(&sealed);
+    data.extend_from_slice(&postamble(&iv, local_at as u32, sealed.len() as u32));
+    (pack.id.to_string(), Bytes::from(data))
+}
+
+fn uvarint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_uvarint(buf: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            *buf = &buf[i + 1..];
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn postamble(iv: &[u8], offset: u32, length: u32) -> Vec<u8> {
+    let mut p = Vec::new();
+    uvarint(&mut p, 1);
+    uvarint(&mut p, iv.len() as u64);
+    p.extend_from_slice(iv);
+    uvarint(&mut p, u64::from(offset));
+    uvarint(&mut p, u64::from(length));
+    let crc = crc32fast::hash(&p);
+    p.extend_from_slice(&crc.to_be_bytes());
+    let n = p.len() as u8;
+    p.push(n);
+    p
+}
+
+/// The local index a pack carries at its end, read back (kopia's index recovery): for verifying
+/// that a pack holds what the index says.
+pub fn local_index(crypter: &ContentCrypter, pack: &str, data: &[u8]) -> Result<Vec<Info>, Error> {
+    let bad = |r: &str| Error::corrupt(pack, format!("local index: {r}"));
+    let n = *data.last().ok_or_else(|| bad("empty pack"))? as usize;
+    let start = data
+        .len()
+        .checked_sub(1 + n)
+        .filter(|_| n >= 5)
+        .ok_or_else(|| bad("no postamble"))?;
+    let body = &data[start..data.len() - 1];
+    let (payload, crc) = body.split_at(body.len() - 4);
+    if crc32fast::hash(payload).to_be_bytes() != crc {
+        return Err(bad("postamble checksum"));
+    }
+    let mut fields = payload;
+    let next = |fields: &mut &[u8]| read_uvarint(fields).ok_or_else(|| bad("postamble varint"));
+    if next(&mut fields)? != 1 {
+        return Err(bad("postamble version"));
+    }
+    let iv_len = next(&mut fields)? as usize;
+    if iv_len > fields.len() {
+        return Err(bad("postamble IV"));
+    }
+    let iv = fields[..iv_len].to_vec();
+    fields = &fields[iv_len..];
+    let offset = next(&mut fields)? as usize;
+    let length = next(&mut fields)? as usize;
+    let sealed = data
+        .get(offset..offset.saturating_add(length))
+        .ok_or_else(|| bad("beyond the pack"))?;
+    if length < OVERHEAD {
+        return Err(bad("too short"));
+    }
+    let plain = crypter
+        .decrypt(sealed, &iv)
+        .ok_or_else(|| bad("does not decrypt"))?;
+    let mut infos = Vec::new();
+    index::parse(&plain, pack, |i| infos.push(i))?;
+    Ok(infos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_blob_ivs_are_read_from_their_ids() {
+        let iv = blob_iv("xn0_00112233445566778899aabbccddeeff-s1234-c1").unwrap();
+        assert_eq!(hex::encode(iv), "00112233445566778899aabbccddeeff");
+        assert!(blob_iv("xn0_short-s1").is_none());
+    }
+
+    #[test]
+    fn a_finished_pack_carries_a_local_index_that_reads_back() {
+        let crypter = ContentCrypter::new(
+            crate::crypto::HASH,
+            crate::crypto::ENCRYPTION,
+            &[1; 32],
+            &[2; 32],
+        )
+        .unwrap();
+        let mut pack = new_pack(b'p', "s0011");
+        let data = b"hello";
+        let id = ContentId::new(None, crypter.hash(data));
+        let stored = crypter.encrypt(data, id.hash());
+        pack.infos.push(Info {
+            id,
+            pack: pack.id.clone(),
+            offset: pack.data.len() as u32,
+            packed_length: stored.len() as u32,
+            original_length: 5,
+            timestamp: 1,
+            deleted: false,
+            compression: 0,
+            format_version: 2,
+            encryption_key_id: 0,
+        });
+        pack.data.extend_from_slice(&stored);
+        let (name, bytes) = finish_pack(&crypter, pack);
+        assert!(name.starts_with('p') && name.ends_with("-s0011"));
+        let infos = local_index(&crypter, &name, &bytes).unwrap();
+        assert_eq!(infos.len(), 1);
+        assert_eq!(infos[0].id, id);
+        assert!(local_index(&crypter, &name, &bytes[..bytes.len() - 3]).is_err());
+    }
+}

@@ -1,0 +1,208 @@
+//! Kopia's cryptography, as v0.16 derives and applies it: the password's key (scrypt or PBKDF2,
+//! `internal/crypto`), the format blob's AES-256-GCM (`internal/crypto/aesgcm.go`), contents'
+//! keyed BLAKE2b hash (`repo/hashing`) and their AES256-GCM-HMAC-SHA256 encryption
+//! (`repo/encryption`).
+
+use aes_gcm::aead::{Aead, Payload};
+use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
+use blake2::Blake2bMac;
+use blake2::digest::consts::U32;
+use blake2::digest::{FixedOutput, Mac, Update};
+use hmac::Hmac;
+use sha2::Sha256;
+
+use crate::Error;
+
+pub const SCRYPT: &str = "scrypt-65536-8-1";
+pub const PBKDF2: &str = "pbkdf2";
+pub const HASH: &str = "BLAKE2B-256-128";
+pub const ENCRYPTION: &str = "AES256-GCM-HMAC-SHA256";
+
+const NONCE: usize = 12;
+const TAG: usize = 16;
+/// What encryption adds to a content: the nonce before it and the tag after.
+pub const OVERHEAD: usize = NONCE + TAG;
+
+/// The 32-byte key a password gives, salted with the repository's unique ID.
+pub fn password_key(password: &str, salt: &[u8], algorithm: &str) -> Result<[u8; 32], Error> {
+    if salt.len() < 16 {
+        return Err(Error::Format(format!(
+            "the unique ID is {} bytes; kopia needs at least 16",
+            salt.len()
+        )));
+    }
+    let mut key = [0u8; 32];
+    match algorithm {
+        SCRYPT => {
+            let params = scrypt::Params::new(16, 8, 1, 32).expect("scrypt's parameters are valid");
+            scrypt::scrypt(password.as_bytes(), salt, &params, &mut key)
+                .expect("a 32-byte output is valid");
+        }
+        PBKDF2 => pbkdf2::pbkdf2_hmac::<Sha256>(password.as_bytes(), salt, 786_432, &mut key),
+        other => {
+            return Err(Error::Unsupported(format!(
+                "key derivation {other:?} (ark reads {SCRYPT} and {PBKDF2})"
+            )));
+        }
+    }
+    Ok(key)
+}
+
+/// HKDF-SHA256, as kopia's `DeriveKeyFromMasterKey` and `deriveKey` call it.
+fn hkdf(key: &[u8], salt: &[u8], info: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    hkdf::Hkdf::<Sha256>::new(Some(salt), key)
+        .expand(info, &mut out)
+        .expect("32 bytes is a valid HKDF length");
+    out
+}
+
+/// The format blob's and `kopia.blobcfg`'s encryption: AES-256-GCM with a key and associated
+/// data derived from the password's key and the unique ID.
+pub struct FormatCipher {
+    cipher: Aes256Gcm,
+    associated: [u8; 32],
+}
+
+impl FormatCipher {
+    pub fn new(password_key: &[u8; 32], unique_id: &[u8]) -> Self {
+        let key = hkdf(password_key, unique_id, b"AES");
+        FormatCipher {
+            cipher: Aes256Gcm::new_from_slice(&key).expect("a 32-byte key"),
+            associated: hkdf(password_key, unique_id, b"CHECKSUM"),
+        }
+    }
+
+    pub fn seal(&self, plain: &[u8]) -> Vec<u8> {
+        seal(&self.cipher, plain, &self.associated)
+    }
+
+    /// `None` when the bytes were not sealed with this key: a wrong password, or a forged blob.
+    pub fn open(&self, sealed: &[u8]) -> Option<Vec<u8>> {
+        open(&self.cipher, sealed, &self.associated)
+    }
+}
+
+fn seal(cipher: &Aes256Gcm, plain: &[u8], associated: &[u8]) -> Vec<u8> {
+    let mut nonce = [0u8; NONCE];
+    crate::random(&mut nonce);
+    let sealed = cipher
+        .encrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: plain,
+                aad: associated,
+            },
+        )
+        .expect("AES-GCM seals any length kopia writes");
+    let mut out = Vec::with_capacity(NONCE + sealed.len());
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    out
+}
+
+fn open(cipher: &Aes256Gcm, sealed: &[u8], associated: &[u8]) -> Option<Vec<u8>> {
+    if sealed.len() < OVERHEAD {
+        return None;
+    }
+    let (nonce, rest) = sealed.split_at(NONCE);
+    cipher
+        .decrypt(
+            Nonce::from_slice(nonce),
+            Payload {
+                msg: rest,
+                aad: associated,
+            },
+        )
+        .ok()
+}
+
+/// Contents' hash and encryption, from the repository's HMAC secret and master key.
+#[derive(Clone)]
+pub struct ContentCrypter {
+    hash_key: Blake2bMac<U32>,
+    key_derivation: Hmac<Sha256>,
+}
+
+impl ContentCrypter {
+    pub fn new(
+        hash: &str,
+        encryption: &str,
+        secret: &[u8],
+        master_key: &[u8],
+    ) -> Result<Self, Error> {
+        if hash != HASH {
+            return Err(Error::Unsupported(format!(
+                "hash {hash:?} (ark reads {HASH})"
+            )));
+        }
+        if encryption != ENCRYPTION {
+            return Err(Error::Unsupported(format!(
+                "encryption {encryption:?} (ark reads {ENCRYPTION})"
+            )));
+        }
+        let hash_key = Blake2bMac::<U32>::new_with_salt_and_personal(secret, &[], &[])
+            .map_err(|_| Error::Format(format!("an HMAC secret of {} bytes", secret.len())))?;
+        // The per-content key's secret: HKDF(master key, salt "encryption", no info).
+        let derivation = hkdf(master_key, b"encryption", &[]);
+        Ok(ContentCrypter {
+            hash_key,
+            key_derivation: <Hmac<Sha256> as Mac>::new_from_slice(&derivation)
+                .expect("HMAC takes any key length"),
+        })
+    }
+
+    /// The 16-byte hash that names a content (and is its encryption IV).
+    pub fn hash(&self, data: &[u8]) -> [u8; 16] {
+        let mut h = self.hash_key.clone();
+        Update::update(&mut h, data);
+        let full = h.finalize_fixed();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&full[..16]);
+        out
+    }
+
+    fn cipher_for(&self, iv: &[u8]) -> Aes256Gcm {
+        let mut h = self.key_derivation.clone();
+        Mac::update(&mut h, iv);
+        let key = h.finalize().into_bytes();
+        Aes256Gcm::new_from_slice(&key).expect("a 32-byte key")
+    }
+
+    pub fn encrypt(&self, plain: &[u8], iv: &[u8]) -> Vec<u8> {
+        seal(&self.cipher_for(iv), plain, iv)
+    }
+
+    /// `None` when the bytes do not authenticate under this IV: a forged or damaged content.
+    pub fn decrypt(&self, sealed: &[u8], iv: &[u8]) -> Option<Vec<u8>> {
+        open(&self.cipher_for(iv), sealed, iv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_content_opens_only_with_its_iv_and_key() {
+        let c = ContentCrypter::new(HASH, ENCRYPTION, &[1; 32], &[2; 32]).unwrap();
+        let iv = c.hash(b"data");
+        let sealed = c.encrypt(b"data", &iv);
+        assert_eq!(sealed.len(), 4 + OVERHEAD);
+        assert_eq!(c.decrypt(&sealed, &iv).unwrap(), b"data");
+        assert!(c.decrypt(&sealed, &c.hash(b"other")).is_none());
+        let other = ContentCrypter::new(HASH, ENCRYPTION, &[1; 32], &[3; 32]).unwrap();
+        assert!(other.decrypt(&sealed, &iv).is_none());
+    }
+
+    #[test]
+    fn the_format_cipher_refuses_a_wrong_password() {
+        let salt = [7u8; 32];
+        let right = FormatCipher::new(&password_key("a", &salt, PBKDF2).unwrap(), &salt);
+        let wrong = FormatCipher::new(&password_key("b", &salt, PBKDF2).unwrap(), &salt);
+        let sealed = right.seal(b"{}");
+        assert_eq!(right.open(&sealed).unwrap(), b"{}");
+        assert!(wrong.open(&sealed).is_none());
+        assert!(right.open(&sealed[..10]).is_none());
+    }
+}

@@ -1,0 +1,261 @@
+//! A kopia repository, opened or created: snapshots written, listed, read back and forgotten.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+
+use crate::Error;
+use crate::blobs::Blobs;
+use crate::content::Contents;
+use crate::format::{self, FormatBlob, RepositoryConfig};
+use crate::manifest;
+use crate::snapshot::{
+    self, DirEntry, RestoreCounts, Restorer, SnapshotManifest, SourceInfo, Stats, Time,
+    UploadCounts, Uploader,
+};
+
+/// Velero's password for every repository, unless its Secret says otherwise.
+pub const VELERO_DEFAULT_PASSWORD: &str = "static-passw0rd";
+/// The user and host Velero's snapshots and sessions are made as.
+pub const VELERO_IDENTITY: (&str, &str) = ("default", "default");
+
+pub struct Repository {
+    format: FormatBlob,
+    config: RepositoryConfig,
+    contents: Contents,
+}
+
+/// A snapshot as listed: its manifest ID and data.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub id: String,
+    pub manifest: SnapshotManifest,
+}
+
+/// What to record on a new snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotOptions {
+    pub description: String,
+    pub tags: BTreeMap<String, String>,
+    pub pins: Vec<String>,
+    /// A previous snapshot of the same tree: its unchanged files are not read again.
+    pub parent: Option<SnapshotManifest>,
+}
+
+impl Repository {
+    /// Opens the repository at `root`. A wrong password, a missing or foreign format blob, and a
+    /// format ark does not implement are each an error saying so.
+    pub async fn open(
+        store: Arc<dyn ObjectStore>,
+        root: object_store::path::Path,
+        password: &str,
+    ) -> Result<Self, Error> {
+        let blobs = Blobs::new(store, root);
+        let bytes = match blobs.get(format::FORMAT_BLOB).await {
+            Ok(b) => b,
+            Err(Error::MissingBlob(_)) => {
+                return Err(Error::NotARepository(format!(
+                    "{} has no {}",
+                    blobs.root(),
+                    format::FORMAT_BLOB
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        let format = FormatBlob::parse(&bytes)?;
+        let key = format.password_key(password)?;
+        let config = format.open(&key)?;
+        let identity = (VELERO_IDENTITY.0.to_string(), VELERO_IDENTITY.1.to_string());
+        let contents = Contents::open(blobs, &config, identity).await?;
+        Ok(Repository {
+            format,
+            config,
+            contents,
+        })
+    }
+
+    /// Creates a repository at `root` as Velero does (kopia's defaults, format 3, Velero's
+    /// marker). Refuses if one is there already.
+    pub async fn create(
+        store: Arc<dyn ObjectStore>,
+        root: object_store::path::Path,
+        password: &str,
+    ) -> Result<Self, Error> {
+        let blobs = Blobs::new(store.clone(), root.clone());
+        match blobs.get(format::FORMAT_BLOB).await {
+            Ok(_) => {
+                return Err(Error::Invalid(format!(
+                    "{} already holds a repository",
+                    blobs.root()
+                )));
+            }
+            Err(Error::MissingBlob(_)) => {}
+            Err(e) => return Err(e),
+        }
+        let config = RepositoryConfig::velero_default();
+        let (format, key) = FormatBlob::seal(&config, password)?;
+        blobs
+            .put(format::BLOB_CONFIG_BLOB, format.blob_config(&key))
+            .await?;
+        blobs.put(format::FORMAT_BLOB, format.to_bytes()).await?;
+        blobs
+            .put(format::VELERO_MARKER_BLOB, format.velero_marker())
+            .await?;
+        Self::open(store, root, password).await
+    }
+
+    pub fn contents(&self) -> &Contents {
+        &self.contents
+    }
+
+    pub fn config(&self) -> &RepositoryConfig {
+        &self.config
+    }
+
+    pub fn unique_id(&self) -> &[u8] {
+        &self.format.unique_id
+    }
+
+    /// Every snapshot, oldest first.
+    pub async fn snapshots(&self) -> Result<Vec<Snapshot>, Error> {
+        let mut found = Vec::new();
+        for (id, entry) in manifest::load(&self.contents).await? {
+            if entry.labels.get("type").map(String::as_str) != Some("snapshot") {
+                continue;
+            }
+            let Some(data) = entry.data else { continue };
+            let mut manifest: SnapshotManifest = serde_json::from_str(data.get())
+                .map_err(|e| Error::Invalid(format!("snapshot manifest {id}: {e}")))?;
+            manifest.id = id.clone();
+            found.push(Snapshot { id, manifest });
+        }
+        found.sort_by(|a, b| {
+            a.manifest
+                .start_time
+                .cmp(&b.manifest.start_time)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(found)
+    }
+
+    /// One snapshot, by its manifest ID (or a unique prefix of it).
+    pub async fn snapshot(&self, id: &str) -> Result<Snapshot, Error> {
+        let all = self.snapshots().await?;
+        let mut matching = all.into_iter().filter(|s| s.id.starts_with(id));
+        match (matching.next(), matching.next()) {
+            (Some(s), None) if !id.is_empty() => Ok(s),
+            (Some(_), Some(_)) => Err(Error::Invalid(format!(
+                "{id:?} names more than one snapshot"
+            ))),
+            _ => Err(Error::Invalid(format!(
+                "no snapshot {id:?} in the repository"
+            ))),
+        }
+    }
+
+    /// Snapshots the tree at `path` as `source`, and commits it: after this, kopia and Velero
+    /// list it.
+    pub async fn create_snapshot(
+        &self,
+        path: &Path,
+        source: SourceInfo,
+        options: SnapshotOptions,
+    ) -> Result<(Snapshot, UploadCounts), Error> {
+        let start = Time::now();
+        let parent_root = match &options.parent {
+            Some(p) => match &p.root_entry {
+                Some(root) => Some(snapshot::read_directory(&self.contents, root.object).await?),
+                None => None,
+            },
+            None => None,
+        };
+        let uploader = Uploader {
+            contents: &self.contents,
+            counts: UploadCounts::default(),
+        };
+        let root = uploader.directory(path, parent_root.as_deref()).await?;
+        self.contents.flush().await?;
+        let summary = root.summary.clone().unwrap_or_default();
+        let counts = uploader.counts;
+        let files = counts.files.load(std::sync::atomic::Ordering::Relaxed) as i32;
+        let cached = counts
+            .cached_files
+            .load(std::sync::atomic::Ordering::Relaxed) as i32;
+        let manifest = SnapshotManifest {
+            id: String::new(),
+            source,
+            description: options.description,
+            start_time: start,
+            end_time: Time::now(),
+            stats: Stats {
+                total_file_size: summary.total_file_size,
+                total_file_count: summary.total_file_count as i32,
+                cached_files: cached,
+                non_cached_files: files - cached,
+                total_directory_count: summary.total_dir_count as i32,
+                ..Stats::default()
+            },
+            incomplete_reason: String::new(),
+            root_entry: Some(root),
+            tags: options.tags,
+            pins: options.pins,
+        };
+        let entry = manifest::new_entry(manifest.labels(), &manifest);
+        let id = entry.id.clone();
+        manifest::write(&self.contents, vec![entry]).await?;
+        self.contents.flush().await?;
+        let mut manifest = manifest;
+        manifest.id = id.clone();
+        Ok((Snapshot { id, manifest }, counts))
+    }
+
+    /// Forgets a snapshot: its manifest is deleted; its data stays until maintenance finds
+    /// nothing references it.
+    pub async fn forget(&self, id: &str) -> Result<(), Error> {
+        let snapshot = self.snapshot(id).await?;
+        manifest::write(&self.contents, vec![manifest::deletion(&snapshot.id)]).await?;
+        self.contents.flush().await
+    }
+
+    /// The entry at `path` (`/`-separated, relative to the root) of a snapshot.
+    pub async fn entry_at(
+        &self,
+        snapshot: &SnapshotManifest,
+        path: &str,
+    ) -> Result<DirEntry, Error> {
+        let mut entry = snapshot
+            .root_entry
+            .clone()
+            .ok_or_else(|| Error::Invalid(format!("snapshot {} has no root", snapshot.id)))?;
+        for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            if entry.entry_type != snapshot::EntryType::Directory {
+                return Err(Error::Invalid(format!(
+                    "{path}: {} is not a directory",
+                    entry.name
+                )));
+            }
+            let children = snapshot::read_directory(&self.contents, entry.object).await?;
+            entry = children
+                .into_iter()
+                .find(|c| c.name == part)
+                .ok_or_else(|| {
+                    Error::Invalid(format!("{path}: no {part:?} in snapshot {}", snapshot.id))
+                })?;
+        }
+        Ok(entry)
+    }
+
+    /// Writes `entry` (a snapshot's root or any entry of it) to `target` on the local disk.
+    pub async fn restore(&self, entry: &DirEntry, target: &Path) -> Result<RestoreCounts, Error> {
+        let restorer = Restorer {
+            contents: &self.contents,
+            counts: RestoreCounts::default(),
+            // SAFETY: geteuid has no preconditions.
+            owners: unsafe { libc::geteuid() } == 0,
+        };
+        restorer.entry(entry, target).await?;
+        Ok(restorer.counts)
+    }
+}

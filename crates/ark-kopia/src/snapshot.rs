@@ -1,0 +1,708 @@
+//! Snapshots of directory trees (`snapshot/`, `snapshot/snapshotfs`): directory objects (prefix
+//! `k`) listing entries, file objects, and the snapshot manifest naming the root.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt as _;
+
+use crate::Error;
+use crate::content::Contents;
+use crate::object::{self, ObjectId, ObjectWriter};
+
+/// Files read or written at once.
+const FILES_AT_ONCE: usize = 4;
+/// The largest directory object ark reads: a million entries are ~200 MiB of JSON.
+const DIRECTORY_LIMIT: usize = 512 << 20;
+const READ_BUFFER: usize = 1 << 20;
+
+/// Go's `os.FileMode` bits for setuid, setgid and sticky, which kopia stores as they are.
+const GO_SETUID: u32 = 1 << 23;
+const GO_SETGID: u32 = 1 << 22;
+const GO_STICKY: u32 = 1 << 20;
+
+pub fn mode_to_kopia(unix: u32) -> u32 {
+    let mut m = unix & 0o777;
+    if unix & 0o4000 != 0 {
+        m |= GO_SETUID;
+    }
+    if unix & 0o2000 != 0 {
+        m |= GO_SETGID;
+    }
+    if unix & 0o1000 != 0 {
+        m |= GO_STICKY;
+    }
+    m
+}
+
+pub fn mode_to_unix(kopia: u32) -> u32 {
+    let mut m = kopia & 0o777;
+    if kopia & GO_SETUID != 0 {
+        m |= 0o4000;
+    }
+    if kopia & GO_SETGID != 0 {
+        m |= 0o2000;
+    }
+    if kopia & GO_STICKY != 0 {
+        m |= 0o1000;
+    }
+    m
+}
+
+/// A time as kopia stores it: nanoseconds, written as RFC 3339 in UTC.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Time(pub i128);
+
+impl Time {
+    pub fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn timestamp(&self) -> jiff::Timestamp {
+        jiff::Timestamp::from_nanosecond(self.0).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    pub fn now() -> Self {
+        Time(jiff::Timestamp::now().as_nanosecond())
+    }
+}
+
+impl Serialize for Time {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.timestamp())
+    }
+}
+
+impl<'de> Deserialize<'de> for Time {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let t: jiff::Timestamp = Deserialize::deserialize(d)?;
+        Ok(Time(t.as_nanosecond()))
+    }
+}
+
+/// The mode as kopia writes it: `"0"` and octal digits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mode(pub u32);
+
+impl Serialize for Mode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("0{:o}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let digits = text
+            .strip_prefix("0o")
+            .or_else(|| text.strip_prefix('0'))
+            .unwrap_or(&text);
+        let value = if digits.is_empty() {
+            Ok(0)
+        } else {
+            u32::from_str_radix(digits, 8)
+        };
+        value
+            .map(Mode)
+            .map_err(|_| serde::de::Error::custom(format!("mode {text:?}")))
+    }
+}
+
+fn zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryType {
+    #[serde(rename = "f")]
+    File,
+    #[serde(rename = "d")]
+    Directory,
+    #[serde(rename = "s")]
+    Symlink,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectorySummary {
+    #[serde(rename = "size")]
+    pub total_file_size: i64,
+    #[serde(rename = "files")]
+    pub total_file_count: i64,
+    #[serde(rename = "symlinks")]
+    pub total_symlink_count: i64,
+    #[serde(rename = "dirs")]
+    pub total_dir_count: i64,
+    #[serde(rename = "maxTime")]
+    pub max_mod_time: Time,
+    #[serde(
+        rename = "incomplete",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub incomplete_reason: String,
+    #[serde(rename = "numFailed", default)]
+    pub fatal_error_count: i64,
+    #[serde(rename = "numIgnoredErrors", default, skip_serializing_if = "zero_i64")]
+    pub ignored_error_count: i64,
+    #[serde(rename = "errors", default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_entries: Vec<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DirEntry {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub entry_type: EntryType,
+    #[serde(rename = "mode", default, skip_serializing_if = "mode_is_zero")]
+    pub mode: Mode,
+    #[serde(rename = "size", default, skip_serializing_if = "zero_i64")]
+    pub size: i64,
+    #[serde(rename = "mtime", default, skip_serializing_if = "Time::is_zero")]
+    pub mtime: Time,
+    #[serde(default, skip_serializing_if = "zero_u32")]
+    pub uid: u32,
+    #[serde(default, skip_serializing_if = "zero_u32")]
+    pub gid: u32,
+    #[serde(rename = "obj")]
+    pub object: ObjectId,
+    #[serde(rename = "summ", default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<DirectorySummary>,
+}
+
+fn mode_is_zero(m: &Mode) -> bool {
+    m.0 == 0
+}
+
+/// Go writes a nil slice (an empty directory's entries) as `null`.
+fn null_as_empty<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(Option::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Serialize, Deserialize)]
+struct DirManifest {
+    stream: String,
+    #[serde(deserialize_with = "null_as_empty")]
+    entries: Vec<DirEntry>,
+    summary: Option<DirectorySummary>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SourceInfo {
+    pub host: String,
+    #[serde(rename = "userName")]
+    pub user_name: String,
+    pub path: String,
+}
+
+impl std::fmt::Display for SourceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}:{}", self.user_name, self.host, self.path)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    #[serde(rename = "totalSize", default)]
+    pub total_file_size: i64,
+    #[serde(rename = "excludedTotalSize", default)]
+    pub excluded_total_file_size: i64,
+    #[serde(rename = "fileCount", default)]
+    pub total_file_count: i32,
+    #[serde(rename = "cachedFiles", default)]
+    pub cached_files: i32,
+    #[serde(rename = "nonCachedFiles", default)]
+    pub non_cached_files: i32,
+    #[serde(rename = "dirCount", default)]
+    pub total_directory_count: i32,
+    #[serde(rename = "excludedFileCount", default)]
+    pub excluded_file_count: i32,
+    #[serde(rename = "excludedDirCount", default)]
+    pub excluded_dir_count: i32,
+    #[serde(rename = "ignoredErrorCount", default)]
+    pub ignored_error_count: i32,
+    #[serde(rename = "errorCount", default)]
+    pub error_count: i32,
+}
+
+/// A snapshot manifest's data (`snapshot.Manifest`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotManifest {
+    #[serde(default)]
+    pub id: String,
+    pub source: SourceInfo,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "startTime")]
+    pub start_time: Time,
+    #[serde(rename = "endTime")]
+    pub end_time: Time,
+    #[serde(default)]
+    pub stats: Stats,
+    #[serde(
+        rename = "incomplete",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub incomplete_reason: String,
+    #[serde(rename = "rootEntry")]
+    pub root_entry: Option<DirEntry>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<String>,
+}
+
+impl SnapshotManifest {
+    /// The labels kopia finds a snapshot by: type, source, and the tags.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.tags.clone();
+        labels.insert("type".into(), "snapshot".into());
+        labels.insert("hostname".into(), self.source.host.clone());
+        labels.insert("username".into(), self.source.user_name.clone());
+        labels.insert("path".into(), self.source.path.clone());
+        labels
+    }
+}
+
+/// Reads one directory object's entries.
+pub async fn read_directory(contents: &Contents, id: ObjectId) -> Result<Vec<DirEntry>, Error> {
+    if id.content.prefix() != Some(b'k') {
+        return Err(Error::Invalid(format!("object {id} is not a directory")));
+    }
+    let json = object::read_all(contents, id, DIRECTORY_LIMIT).await?;
+    let dir: DirManifest = serde_json::from_slice(&json)
+        .map_err(|e| Error::Invalid(format!("directory {id}: {e}")))?;
+    if dir.stream != "kopia:directory" {
+        return Err(Error::Invalid(format!(
+            "directory {id}: stream {:?}",
+            dir.stream
+        )));
+    }
+    Ok(dir.entries)
+}
+
+/// What one snapshot upload did.
+#[derive(Debug, Default)]
+pub struct UploadCounts {
+    pub files: AtomicU64,
+    pub cached_files: AtomicU64,
+    pub bytes: AtomicU64,
+    pub ignored: AtomicU64,
+}
+
+/// Walks and uploads a directory tree.
+pub struct Uploader<'a> {
+    pub contents: &'a Contents,
+    pub counts: UploadCounts,
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned())
+        .unwrap_or_default()
+}
+
+fn mtime_of(md: &std::fs::Metadata) -> Time {
+    Time(i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec()))
+}
+
+fn entry_of(
+    name: String,
+    entry_type: EntryType,
+    md: &std::fs::Metadata,
+    object: ObjectId,
+) -> DirEntry {
+    DirEntry {
+        name,
+        entry_type,
+        mode: Mode(mode_to_kopia(md.mode())),
+        size: if entry_type == EntryType::Directory {
+            0
+        } else {
+            md.size() as i64
+        },
+        mtime: mtime_of(md),
+        uid: md.uid(),
+        gid: md.gid(),
+        object,
+        summary: None,
+    }
+}
+
+impl Uploader<'_> {
+    /// Uploads the tree at `path`; `parent` is the same directory in a previous snapshot, whose
+    /// unchanged files (same size, time, mode and owner) are taken without being read.
+    pub async fn directory(
+        &self,
+        path: &Path,
+        parent: Option<&[DirEntry]>,
+    ) -> Result<DirEntry, Error> {
+        let md = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+        let mut names: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| Error::io(path, e))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| Error::io(path, e))?;
+        names.sort();
+        let parent_of = |name: &str| parent.and_then(|p| p.iter().find(|e| e.name == name));
+        let entries: Vec<Option<DirEntry>> =
+            futures::stream::iter(names.iter().map(|child| async move {
+                let name = name_of(child);
+                let md = match std::fs::symlink_metadata(child) {
+                    Ok(md) => md,
+                    // Gone since the listing: as kopia does, the entry is left out.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(Error::io(child, e)),
+                };
+                let ft = md.file_type();
+                if ft.is_dir() {
+                    let previous = match parent_of(&name) {
+                        Some(p) if p.entry_type == EntryType::Directory => {
+                            Some(read_directory(self.contents, p.object).await?)
+                        }
+                        _ => None,
+                    };
+                    Box::pin(self.directory(child, previous.as_deref()))
+                        .await
+                        .map(Some)
+                } else if ft.is_symlink() {
+                    let target = std::fs::read_link(child).map_err(|e| Error::io(child, e))?;
+                    let mut w = ObjectWriter::new(self.contents, None);
+                    w.write(target.as_os_str().as_bytes()).await?;
+                    let id = w.finish().await?;
+                    Ok(Some(entry_of(name, EntryType::Symlink, &md, id)))
+                } else if ft.is_file() {
+                    let unchanged = parent_of(&name).filter(|p| {
+                        p.entry_type == EntryType::File
+                            && p.size == md.size() as i64
+                            && p.mtime == mtime_of(&md)
+                            && p.mode == Mode(mode_to_kopia(md.mode()))
+                            && p.uid == md.uid()
+                            && p.gid == md.gid()
+                    });
+                    self.counts.files.fetch_add(1, Ordering::Relaxed);
+                    if let Some(p) = unchanged {
+                        self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
+                        return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
+                    }
+                    match self.file(child).await {
+                        Ok((id, size)) => {
+                            let mut entry = entry_of(name, EntryType::File, &md, id);
+                            entry.size = size as i64;
+                            Ok(Some(entry))
+                        }
+                        Err(Error::Io { source, .. })
+                            if source.kind() == std::io::ErrorKind::NotFound =>
+                        {
+                            Ok(None)
+                        }
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    // Sockets, pipes and devices: Velero's policy ignores unknown types.
+                    self.counts.ignored.fetch_add(1, Ordering::Relaxed);
+                    Ok(None)
+                }
+            }))
+            .buffered(FILES_AT_ONCE)
+            .try_collect()
+            .await?;
+        let entries: Vec<DirEntry> = entries.into_iter().flatten().collect();
+        let (id, summary) = write_directory(self.contents, entries, mtime_of(&md)).await?;
+        let mut entry = entry_of(name_of(path), EntryType::Directory, &md, id);
+        entry.summary = Some(summary);
+        Ok(entry)
+    }
+
+    async fn file(&self, path: &Path) -> Result<(ObjectId, u64), Error> {
+        let mut file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| Error::io(path, e))?;
+        let mut writer = ObjectWriter::new(self.contents, None);
+        let mut buffer = vec![0u8; READ_BUFFER];
+        let mut size = 0u64;
+        loop {
+            let n = file
+                .read(&mut buffer)
+                .await
+                .map_err(|e| Error::io(path, e))?;
+            if n == 0 {
+                break;
+            }
+            size += n as u64;
+            writer.write(&buffer[..n]).await?;
+        }
+        self.counts.bytes.fetch_add(size, Ordering::Relaxed);
+        Ok((writer.finish().await?, size))
+    }
+}
+
+/// Writes a directory object as kopia's `DirManifestBuilder` builds it: directories first, then
+/// by name, with the summary of the whole subtree.
+pub async fn write_directory(
+    contents: &Contents,
+    mut entries: Vec<DirEntry>,
+    dir_mtime: Time,
+) -> Result<(ObjectId, DirectorySummary), Error> {
+    let mut s = DirectorySummary::default();
+    for e in &entries {
+        s.max_mod_time = s.max_mod_time.max(e.mtime);
+        match e.entry_type {
+            EntryType::Symlink => s.total_symlink_count += 1,
+            EntryType::File => {
+                s.total_file_count += 1;
+                s.total_file_size += e.size;
+            }
+            EntryType::Directory => {
+                if let Some(c) = &e.summary {
+                    s.total_file_count += c.total_file_count;
+                    s.total_file_size += c.total_file_size;
+                    s.total_dir_count += c.total_dir_count;
+                    s.fatal_error_count += c.fatal_error_count;
+                    s.ignored_error_count += c.ignored_error_count;
+                    s.max_mod_time = s.max_mod_time.max(c.max_mod_time);
+                }
+            }
+        }
+    }
+    s.total_dir_count += 1;
+    if entries.is_empty() {
+        s.max_mod_time = dir_mtime;
+    }
+    entries.sort_by(|a, b| {
+        let (ad, bd) = (
+            a.entry_type == EntryType::Directory,
+            b.entry_type == EntryType::Directory,
+        );
+        bd.cmp(&ad)
+            .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
+    });
+    let mut json = serde_json::to_vec(&DirManifest {
+        stream: "kopia:directory".into(),
+        entries,
+        summary: Some(s.clone()),
+    })
+    .expect("JSON");
+    json.push(b'\n');
+    let mut w = ObjectWriter::new(contents, Some(b'k'));
+    w.write(&json).await?;
+    Ok((w.finish().await?, s))
+}
+
+/// Is `name` one entry of a directory, and nothing more? A name from a repository must not
+/// climb out of the restore target or name it.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
+}
+
+/// What a restore wrote.
+#[derive(Debug, Default)]
+pub struct RestoreCounts {
+    pub files: AtomicU64,
+    pub directories: AtomicU64,
+    pub symlinks: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+/// Writes snapshot entries to the local disk. Entries are written below `target` only: names are
+/// checked, and a path that is a symlink on disk is never followed.
+pub struct Restorer<'a> {
+    pub contents: &'a Contents,
+    pub counts: RestoreCounts,
+    /// Set owners (only when running as root).
+    pub owners: bool,
+}
+
+fn set_times(path: &Path, mtime: Time, follow: bool) -> Result<(), Error> {
+    let secs = mtime.0.div_euclid(1_000_000_000) as libc::time_t;
+    let nanos = mtime.0.rem_euclid(1_000_000_000) as libc::c_long;
+    let times = [
+        libc::timespec {
+            tv_sec: secs,
+            tv_nsec: nanos,
+        },
+        libc::timespec {
+            tv_sec: secs,
+            tv_nsec: nanos,
+        },
+    ];
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::Invalid(format!("{} holds a NUL", path.display())))?;
+    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+    // SAFETY: `c` is a valid C string and `times` two valid timespecs, as utimensat requires.
+    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), flags) };
+    if rc != 0 {
+        return Err(Error::io(path, std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+impl Restorer<'_> {
+    /// Restores `entry` (a file, symlink or directory) as `path`.
+    pub async fn entry(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
+        match entry.entry_type {
+            EntryType::Directory => self.directory(entry, path).await,
+            EntryType::File => self.file(entry, path).await,
+            EntryType::Symlink => self.symlink(entry, path).await,
+        }
+    }
+
+    async fn directory(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
+        match std::fs::symlink_metadata(path) {
+            Ok(md) if md.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::Invalid(format!(
+                    "{} exists and is not a directory: not restored over",
+                    path.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(path).map_err(|e| Error::io(path, e))?;
+            }
+            Err(e) => return Err(Error::io(path, e)),
+        }
+        let children = read_directory(self.contents, entry.object).await?;
+        let mut seen = std::collections::HashSet::new();
+        for c in &children {
+            if !is_plain_name(&c.name) || !seen.insert(c.name.as_str()) {
+                return Err(Error::Invalid(format!(
+                    "directory {} holds the entry {:?}: not restored",
+                    entry.object, c.name
+                )));
+            }
+        }
+        futures::stream::iter(children.iter().map(|c| async move {
+            let child = path.join(&c.name);
+            match c.entry_type {
+                EntryType::Directory => Box::pin(self.directory(c, &child)).await,
+                _ => self.entry(c, &child).await,
+            }
+        }))
+        .buffer_unordered(FILES_AT_ONCE)
+        .try_collect::<()>()
+        .await?;
+        self.counts.directories.fetch_add(1, Ordering::Relaxed);
+        self.finish(entry, path, true)
+    }
+
+    /// Removes what is at `path` unless it is a directory (which is refused).
+    fn clear(path: &Path) -> Result<(), Error> {
+        match std::fs::symlink_metadata(path) {
+            Ok(md) if md.is_dir() => Err(Error::Invalid(format!(
+                "{} is a directory: a file is not restored over it",
+                path.display()
+            ))),
+            Ok(_) => std::fs::remove_file(path).map_err(|e| Error::io(path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    async fn file(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
+        Self::clear(path)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let written = object::read_into(self.contents, entry.object, &mut |chunk| {
+            std::io::Write::write_all(&mut file, chunk).map_err(|e| Error::io(path, e))
+        })
+        .await?;
+        if written != entry.size as u64 {
+            return Err(Error::Invalid(format!(
+                "{}: object {} holds {written} bytes, its entry says {}",
+                path.display(),
+                entry.object,
+                entry.size
+            )));
+        }
+        drop(file);
+        self.counts.files.fetch_add(1, Ordering::Relaxed);
+        self.counts.bytes.fetch_add(written, Ordering::Relaxed);
+        self.finish(entry, path, true)
+    }
+
+    async fn symlink(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
+        let target = object::read_all(self.contents, entry.object, 64 << 10).await?;
+        Self::clear(path)?;
+        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), path)
+            .map_err(|e| Error::io(path, e))?;
+        self.counts.symlinks.fetch_add(1, Ordering::Relaxed);
+        self.finish(entry, path, false)
+    }
+
+    /// Mode, owner and time, once the entry's contents are in place.
+    fn finish(&self, entry: &DirEntry, path: &Path, regular: bool) -> Result<(), Error> {
+        if self.owners {
+            std::os::unix::fs::lchown(path, Some(entry.uid), Some(entry.gid))
+                .map_err(|e| Error::io(path, e))?;
+        }
+        if regular {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(
+                path,
+                std::fs::Permissions::from_mode(mode_to_unix(entry.mode.0)),
+            )
+            .map_err(|e| Error::io(path, e))?;
+        }
+        set_times(path, entry.mtime, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_map_between_unix_and_go() {
+        for m in [0o644, 0o755, 0o4755, 0o2750, 0o1777, 0o0] {
+            assert_eq!(mode_to_unix(mode_to_kopia(m)), m);
+        }
+        assert_eq!(format!("0{:o}", mode_to_kopia(0o4755)), "040000755");
+    }
+
+    #[test]
+    fn a_dir_entry_serialises_as_kopia_writes_it() {
+        let e = DirEntry {
+            name: "a b".into(),
+            entry_type: EntryType::File,
+            mode: Mode(0o644),
+            size: 5,
+            mtime: Time(1_700_000_000_123_000_000),
+            uid: 0,
+            gid: 7,
+            object: ObjectId::parse("0123456789abcdef0123456789abcdef").unwrap(),
+            summary: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"name":"a b","type":"f","mode":"0644","size":5,"mtime":"2023-11-14T22:13:20.123Z","gid":7,"obj":"0123456789abcdef0123456789abcdef"}"#
+        );
+        let back: DirEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn names_that_leave_the_target_are_not_plain() {
+        for bad in ["", ".", "..", "a/b", "/etc", "a\0"] {
+            assert!(!is_plain_name(bad), "{bad:?}");
+        }
+        assert!(is_plain_name("..a"));
+        assert!(is_plain_name("a b\n"));
+    }
+}

@@ -1,0 +1,260 @@
+//! kopia itself is the oracle of ark's kopia format: the kopia CLI v0.16.0 (Velero v1.18's) and
+//! ark write and read one repository in SeaweedFS, and each reads, restores and verifies what the
+//! other wrote, byte for byte.
+
+use std::collections::BTreeMap;
+
+use ark_kopia::Repository;
+use ark_kopia::repository::SnapshotOptions;
+use ark_kopia::snapshot::SourceInfo;
+use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree, repository_store, write_volume_tree};
+use ark_tests::{Cluster, unique_name};
+
+const PASSWORD: &str = "static-passw0rd";
+
+/// The blob IDs under the repository, by first letter.
+async fn blob_counts(
+    store: &std::sync::Arc<dyn ark_storage::ObjectStore>,
+    root: &ark_storage::Path,
+) -> BTreeMap<char, (usize, u64)> {
+    use futures::TryStreamExt as _;
+    let all: Vec<_> = store.list(Some(root)).try_collect().await.unwrap();
+    let mut counts = BTreeMap::new();
+    for meta in all {
+        let name = meta.location.filename().unwrap().to_string();
+        let e = counts.entry(name.chars().next().unwrap()).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += meta.size;
+    }
+    counts
+}
+
+fn velero_source(pod: &str) -> SourceInfo {
+    SourceInfo {
+        host: "default".into(),
+        user_name: "default".into(),
+        path: format!("snapshot-pod-volume/kopia/ns/{pod}/data"),
+    }
+}
+
+fn velero_options() -> SnapshotOptions {
+    SnapshotOptions {
+        description: "Kopia Uploader".into(),
+        tags: BTreeMap::from([
+            ("snapshot-requester".into(), "snapshot-pod-volume".into()),
+            ("snapshot-uploader".into(), "kopia".into()),
+        ]),
+        pins: vec!["velero-pin".into()],
+        parent: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ark_lists_and_restores_byte_for_byte_what_kopia_wrote() {
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/by-kopia");
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("volume");
+    write_volume_tree(&tree, 0);
+
+    let kopia = Kopia::new(PASSWORD);
+    kopia.create(&cluster, &prefix);
+    let written = kopia.snapshot(&tree);
+
+    let (store, root) = repository_store(&cluster, &prefix);
+    let repo = Repository::open(store, root, PASSWORD).await.unwrap();
+    let snapshots = repo.snapshots().await.unwrap();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    let snapshot = &snapshots[0];
+    assert_eq!(snapshot.id, written["id"].as_str().unwrap());
+    assert_eq!(snapshot.manifest.source.path, tree.display().to_string());
+    assert_eq!(snapshot.manifest.source.user_name, "default");
+    assert_eq!(
+        snapshot
+            .manifest
+            .root_entry
+            .as_ref()
+            .unwrap()
+            .object
+            .to_string(),
+        written["rootEntry"]["obj"].as_str().unwrap()
+    );
+
+    let restored = work.path().join("restored-by-ark");
+    let root_entry = snapshot.manifest.root_entry.clone().unwrap();
+    let counts = repo
+        .restore(&root_entry, &restored)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_same_tree(&restored, &tree, RestoredBy::Ark);
+    assert_eq!(counts.files.load(std::sync::atomic::Ordering::Relaxed), 249);
+
+    // One file, by its path in the snapshot.
+    let one = repo
+        .entry_at(&snapshot.manifest, "src/dir-3/sub/file-7.c")
+        .await
+        .unwrap();
+    let file = work.path().join("one-file.c");
+    repo.restore(&one, &file).await.unwrap();
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(tree.join("src/dir-3/sub/file-7.c")).unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kopia_lists_restores_and_verifies_what_ark_wrote() {
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/by-ark");
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("volume");
+    write_volume_tree(&tree, 0);
+
+    let (store, root) = repository_store(&cluster, &prefix);
+    let repo = Repository::create(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let (snapshot, _) = repo
+        .create_snapshot(&tree, velero_source("db-0"), velero_options())
+        .await
+        .unwrap();
+    let blobs = blob_counts(&store, &root).await;
+    assert!(
+        blobs.contains_key(&'u'),
+        "Velero's marker udmrepo.Repository: {blobs:?}"
+    );
+    assert!(
+        !blobs.contains_key(&'s'),
+        "no session marker is left behind: {blobs:?}"
+    );
+
+    let kopia = Kopia::new(PASSWORD);
+    kopia.connect(&cluster, &prefix);
+    let listed = kopia.snapshots();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], snapshot.id.as_str());
+    assert_eq!(
+        listed[0]["source"]["path"],
+        "snapshot-pod-volume/kopia/ns/db-0/data"
+    );
+    assert_eq!(listed[0]["source"]["host"], "default");
+    assert_eq!(
+        listed[0]["tags"]["snapshot-requester"],
+        "snapshot-pod-volume"
+    );
+    assert_eq!(listed[0]["pins"], serde_json::json!(["velero-pin"]));
+    assert_eq!(listed[0]["description"], "Kopia Uploader");
+
+    let restored = work.path().join("restored-by-kopia");
+    kopia.ok(&[
+        "snapshot",
+        "restore",
+        &snapshot.id,
+        &restored.display().to_string(),
+    ]);
+    assert_same_tree(&restored, &tree, RestoredBy::Kopia);
+
+    kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
+    kopia.ok(&["content", "verify", "--full"]);
+    kopia.ok(&["index", "inspect", "--all"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ark_and_kopia_deduplicate_against_each_other_and_read_each_other_s_snapshots() {
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/shared");
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("volume");
+    write_volume_tree(&tree, 0);
+
+    let kopia = Kopia::new(PASSWORD);
+    kopia.create(&cluster, &prefix);
+    kopia.snapshot(&tree);
+    let (store, root) = repository_store(&cluster, &prefix);
+    let before = blob_counts(&store, &root).await;
+
+    // ark snapshots the same tree: every file's chunks are already there.
+    let repo = Repository::open(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let (first, _) = repo
+        .create_snapshot(&tree, velero_source("app-0"), velero_options())
+        .await
+        .unwrap();
+    let after = blob_counts(&store, &root).await;
+    assert_eq!(
+        after.get(&'p'),
+        before.get(&'p'),
+        "ark wrote data packs for data kopia had stored: {before:?} then {after:?}"
+    );
+
+    // The tree changes a little; ark snapshots it with the first as parent, then kopia does.
+    write_volume_tree(&tree, 1);
+    let options = SnapshotOptions {
+        parent: Some(first.manifest.clone()),
+        ..velero_options()
+    };
+    let (second, counts) = repo
+        .create_snapshot(&tree, velero_source("app-0"), options)
+        .await
+        .unwrap();
+    let uploaded = counts.bytes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        uploaded > 0 && uploaded < 12 << 20,
+        "read {uploaded} bytes of changed files"
+    );
+    let grown = blob_counts(&store, &root).await;
+    let new_data = grown[&'p'].1 - after[&'p'].1;
+    assert!(
+        new_data < 9 << 20,
+        "{new_data} bytes of new packs for a few changed chunks"
+    );
+
+    kopia.snapshot(&tree);
+    let listed = kopia.snapshots();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    let restored = work.path().join("second-by-kopia");
+    kopia.ok(&[
+        "snapshot",
+        "restore",
+        &second.id,
+        &restored.display().to_string(),
+    ]);
+    assert_same_tree(&restored, &tree, RestoredBy::Kopia);
+
+    let repo = Repository::open(store, root, PASSWORD).await.unwrap();
+    let latest = repo.snapshots().await.unwrap().pop().unwrap();
+    assert_eq!(latest.manifest.source.path, tree.display().to_string());
+    let by_ark = work.path().join("kopia-s-by-ark");
+    repo.restore(latest.manifest.root_entry.as_ref().unwrap(), &by_ark)
+        .await
+        .unwrap();
+    assert_same_tree(&by_ark, &tree, RestoredBy::Ark);
+    kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_and_a_missing_repository_are_named() {
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/password");
+    let kopia = Kopia::new(PASSWORD);
+    kopia.create(&cluster, &prefix);
+    let (store, root) = repository_store(&cluster, &prefix);
+    let e = Repository::open(store.clone(), root, "not-the-password")
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.to_string(), "invalid repository password");
+    let e = Repository::open(
+        store,
+        ark_storage::Path::from(format!("{prefix}-none")),
+        PASSWORD,
+    )
+    .await
+    .err()
+    .unwrap();
+    assert_eq!(
+        e.to_string(),
+        format!("no kopia repository: {prefix}-none has no kopia.repository")
+    );
+}
