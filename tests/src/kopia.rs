@@ -320,3 +320,22 @@ pub fn tree_listing(root: &Path, by: RestoredBy) -> std::collections::BTreeMap<S
         })
         .collect()
 }
+
+/// The bytes of every file and symlink target below `root`: what reading a snapshot of it reads.
+pub fn tree_bytes(root: &Path) -> u64 {
+    let mut paths = Vec::new();
+    collect(root, &mut paths);
+    paths
+        .iter()
+        .map(|p| {
+            let md = std::fs::symlink_metadata(p).unwrap();
+            if md.file_type().is_symlink() {
+                std::fs::read_link(p).unwrap().as_os_str().len() as u64
+            } else if md.is_file() {
+                md.len()
+            } else {
+                0
+            }
+        })
+        .sum()
+}

@@ -4,6 +4,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt as _;
 use object_store::ObjectStore;
 
 use crate::Error;
@@ -11,6 +16,7 @@ use crate::blobs::Blobs;
 use crate::content::Contents;
 use crate::format::{self, FormatBlob, RepositoryConfig};
 use crate::manifest;
+use crate::object::{self, ObjectId};
 use crate::snapshot::{
     self, DirEntry, RestoreCounts, Restorer, SnapshotManifest, SourceInfo, Stats, Time,
     UploadCounts, Uploader,
@@ -32,6 +38,13 @@ pub struct Repository {
 pub struct Snapshot {
     pub id: String,
     pub manifest: SnapshotManifest,
+}
+
+/// How far a verification got.
+#[derive(Debug, Default)]
+pub struct VerifyProgress {
+    pub objects: AtomicU64,
+    pub bytes: AtomicU64,
 }
 
 /// What to record on a new snapshot.
@@ -247,15 +260,103 @@ impl Repository {
         Ok(entry)
     }
 
-    /// Writes `entry` (a snapshot's root or any entry of it) to `target` on the local disk.
-    pub async fn restore(&self, entry: &DirEntry, target: &Path) -> Result<RestoreCounts, Error> {
+    /// Writes `entry` (a snapshot's root or any entry of it) to `target` on the local disk,
+    /// counting what it writes into `counts` as it goes (for a progress bar).
+    pub async fn restore(
+        &self,
+        entry: &DirEntry,
+        target: &Path,
+        counts: &RestoreCounts,
+    ) -> Result<(), Error> {
         let restorer = Restorer {
             contents: &self.contents,
-            counts: RestoreCounts::default(),
+            counts,
             // SAFETY: geteuid has no preconditions.
             owners: unsafe { libc::geteuid() } == 0,
         };
-        restorer.entry(entry, target).await?;
-        Ok(restorer.counts)
+        restorer.entry(entry, target).await
+    }
+
+    /// Reads and checks every content `snapshots` need: each decrypts under its ID, hashes to it,
+    /// and has the length its index and its directory entry say. Every failure is reported with
+    /// the path it concerns; the walk goes on past it.
+    pub async fn verify(&self, snapshots: &[Snapshot], progress: &VerifyProgress) -> Vec<String> {
+        let mut errors = Vec::new();
+        let seen = Mutex::new(HashSet::new());
+        for s in snapshots {
+            match &s.manifest.root_entry {
+                Some(root) => {
+                    let path = format!("{}:/", s.id);
+                    self.verify_entry(root, path, &seen, progress, &mut errors)
+                        .await;
+                }
+                None => errors.push(format!("snapshot {}: no root entry", s.id)),
+            }
+        }
+        errors
+    }
+
+    async fn verify_entry(
+        &self,
+        entry: &DirEntry,
+        path: String,
+        seen: &Mutex<HashSet<ObjectId>>,
+        progress: &VerifyProgress,
+        errors: &mut Vec<String>,
+    ) {
+        if !seen.lock().unwrap().insert(entry.object) {
+            return;
+        }
+        if entry.entry_type != snapshot::EntryType::Directory {
+            let mut bytes = 0u64;
+            let read = object::read_into(&self.contents, entry.object, &mut |chunk| {
+                bytes += chunk.len() as u64;
+                progress
+                    .bytes
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                Ok(())
+            })
+            .await;
+            progress.objects.fetch_add(1, Ordering::Relaxed);
+            match read {
+                Err(e) => errors.push(format!("{path}: {e}")),
+                Ok(n)
+                    if entry.entry_type == snapshot::EntryType::File && n != entry.size as u64 =>
+                {
+                    errors.push(format!("{path}: {n} bytes, its entry says {}", entry.size));
+                }
+                Ok(_) => {}
+            }
+            return;
+        }
+        let children = match snapshot::read_directory(&self.contents, entry.object).await {
+            Ok(c) => c,
+            Err(e) => {
+                errors.push(format!("{path}: {e}"));
+                return;
+            }
+        };
+        progress.objects.fetch_add(1, Ordering::Relaxed);
+        let results: Vec<Vec<String>> = futures::stream::iter(children.iter().map(|c| {
+            let child = format!(
+                "{}{}{}",
+                path,
+                c.name,
+                if c.entry_type == snapshot::EntryType::Directory {
+                    "/"
+                } else {
+                    ""
+                }
+            );
+            async move {
+                let mut mine = Vec::new();
+                Box::pin(self.verify_entry(c, child, seen, progress, &mut mine)).await;
+                mine
+            }
+        }))
+        .buffer_unordered(4)
+        .collect()
+        .await;
+        errors.extend(results.into_iter().flatten());
     }
 }

@@ -520,7 +520,7 @@ pub struct RestoreCounts {
 /// checked, and a path that is a symlink on disk is never followed.
 pub struct Restorer<'a> {
     pub contents: &'a Contents,
-    pub counts: RestoreCounts,
+    pub counts: &'a RestoreCounts,
     /// Set owners (only when running as root).
     pub owners: bool,
 }

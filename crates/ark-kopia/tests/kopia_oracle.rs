@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use ark_kopia::Repository;
 use ark_kopia::repository::SnapshotOptions;
 use ark_kopia::snapshot::SourceInfo;
-use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree, repository_store, write_volume_tree};
+use ark_tests::kopia::{
+    Kopia, RestoredBy, assert_same_tree, repository_store, tree_bytes, write_volume_tree,
+};
 use ark_tests::{Cluster, unique_name};
 
 const PASSWORD: &str = "static-passw0rd";
@@ -82,12 +84,22 @@ async fn ark_lists_and_restores_byte_for_byte_what_kopia_wrote() {
 
     let restored = work.path().join("restored-by-ark");
     let root_entry = snapshot.manifest.root_entry.clone().unwrap();
-    let counts = repo
-        .restore(&root_entry, &restored)
+    let counts = ark_kopia::snapshot::RestoreCounts::default();
+    repo.restore(&root_entry, &restored, &counts)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_same_tree(&restored, &tree, RestoredBy::Ark);
     assert_eq!(counts.files.load(std::sync::atomic::Ordering::Relaxed), 249);
+
+    let progress = ark_kopia::repository::VerifyProgress::default();
+    assert_eq!(
+        repo.verify(&snapshots, &progress).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        progress.bytes.load(std::sync::atomic::Ordering::Relaxed),
+        tree_bytes(&tree)
+    );
 
     // One file, by its path in the snapshot.
     let one = repo
@@ -95,7 +107,9 @@ async fn ark_lists_and_restores_byte_for_byte_what_kopia_wrote() {
         .await
         .unwrap();
     let file = work.path().join("one-file.c");
-    repo.restore(&one, &file).await.unwrap();
+    repo.restore(&one, &file, &Default::default())
+        .await
+        .unwrap();
     assert_eq!(
         std::fs::read(&file).unwrap(),
         std::fs::read(tree.join("src/dir-3/sub/file-7.c")).unwrap()
@@ -226,9 +240,13 @@ async fn ark_and_kopia_deduplicate_against_each_other_and_read_each_other_s_snap
     let latest = repo.snapshots().await.unwrap().pop().unwrap();
     assert_eq!(latest.manifest.source.path, tree.display().to_string());
     let by_ark = work.path().join("kopia-s-by-ark");
-    repo.restore(latest.manifest.root_entry.as_ref().unwrap(), &by_ark)
-        .await
-        .unwrap();
+    repo.restore(
+        latest.manifest.root_entry.as_ref().unwrap(),
+        &by_ark,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     assert_same_tree(&by_ark, &tree, RestoredBy::Ark);
     kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
 }

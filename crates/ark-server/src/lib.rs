@@ -12,7 +12,7 @@ pub use controllers::backup::Config as BackupConfig;
 pub use controllers::deletion::Config as DeletionConfig;
 pub use controllers::restore::Config as RestoreConfig;
 pub use shared::snapshots::VolumeSnapshotter;
-pub use shared::{locations, snapshots};
+pub use shared::{locations, repositories, snapshots};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

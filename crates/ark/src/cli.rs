@@ -53,6 +53,10 @@ pub enum Command {
     /// Work with backup storage locations
     #[command(subcommand, name = "backup-location")]
     BackupLocation(crate::commands::backup_location::BackupLocationCommand),
+    /// Work with the kopia repositories holding pods' volume data: list, browse, restore to the
+    /// local disk, verify
+    #[command(subcommand)]
+    Repository(crate::commands::repository::RepositoryCommand),
     /// Install ark in the cluster: CRDs, roles, the default location and the server Deployment
     Install(Box<crate::commands::install::InstallArgs>),
     /// Remove what `ark install` applied (never the bucket's data)

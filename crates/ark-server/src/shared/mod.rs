@@ -14,6 +14,7 @@ pub mod operation;
 pub mod operation_log;
 pub mod patch;
 pub mod periodic;
+pub mod repositories;
 pub mod resource_list;
 pub mod results;
 pub mod scratch;

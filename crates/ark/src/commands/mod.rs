@@ -10,6 +10,7 @@ mod confirm;
 mod download;
 pub mod install;
 mod missing;
+pub mod repository;
 pub mod restore;
 pub mod schedule;
 pub mod server;
@@ -29,6 +30,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Restore(command) => restore::run(global, command).await,
         Command::Schedule(command) => schedule::run(global, command).await,
         Command::BackupLocation(command) => backup_location::run(global, command).await,
+        Command::Repository(command) => repository::run(global, command).await,
         Command::Install(args) => install::run(global, *args).await,
         Command::Uninstall(args) => uninstall::run(global, args).await,
         Command::Server(args) => server::run(global, args).await,

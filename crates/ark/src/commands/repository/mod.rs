@@ -1,0 +1,88 @@
+//! `ark repository`: volume data without a cluster restore. A location's kopia repositories (one
+//! per workload namespace, as Velero keeps them) listed, browsed, restored to the local disk and
+//! verified, with the location's credentials and the repositories' password as the server reads
+//! them.
+
+mod ls;
+mod restore;
+mod snapshots;
+mod verify;
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+
+use crate::cli::GlobalArgs;
+
+#[derive(Debug, Subcommand)]
+pub enum RepositoryCommand {
+    /// List the snapshots of a namespace's volumes
+    Snapshots(snapshots::SnapshotsArgs),
+    /// List a directory of a snapshot
+    Ls(ls::LsArgs),
+    /// Write a snapshot, or one file or directory of it, to the local disk
+    Restore(restore::RestoreArgs),
+    /// Read and check every blob a snapshot (or every snapshot) needs
+    Verify(verify::VerifyArgs),
+}
+
+/// Which repository: a location and the namespace whose pods' volumes it holds.
+#[derive(Debug, Args)]
+pub struct RepositoryArgs {
+    /// The backup storage location holding the repository
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub location: String,
+    /// The namespace whose pods' volumes the repository holds (Velero keeps one per namespace)
+    #[arg(long, value_name = "NAMESPACE")]
+    pub volume_namespace: String,
+}
+
+impl RepositoryArgs {
+    async fn open(&self, global: &GlobalArgs) -> anyhow::Result<ark_kopia::Repository> {
+        let client = crate::context::client(global).await?;
+        ark_server::repositories::open(
+            &client,
+            &global.namespace,
+            &self.location,
+            &self.volume_namespace,
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the repository of namespace {:?}",
+                self.volume_namespace
+            )
+        })
+    }
+}
+
+pub async fn run(global: &GlobalArgs, command: RepositoryCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        RepositoryCommand::Snapshots(args) => snapshots::run(global, args).await,
+        RepositoryCommand::Ls(args) => ls::run(global, args).await,
+        RepositoryCommand::Restore(args) => restore::run(global, args).await,
+        RepositoryCommand::Verify(args) => verify::run(global, args).await,
+    }
+}
+
+/// A size as people read it: 1.5 GiB.
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// A snapshot time as the other tables print times: UTC, to the second.
+fn time(t: ark_kopia::snapshot::Time) -> String {
+    t.timestamp().strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
