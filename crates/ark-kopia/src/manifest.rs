@@ -37,26 +37,28 @@ struct ManifestContent {
     entries: Vec<ManifestEntry>,
 }
 
+/// One manifest content's entries: gzip'd JSON, inflated to at most `MANIFEST_LIMIT` bytes.
+pub fn parse_content(gz: &[u8], what: &str) -> Result<Vec<ManifestEntry>, Error> {
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .take(MANIFEST_LIMIT + 1)
+        .read_to_end(&mut json)
+        .map_err(|e| Error::corrupt(what, e.to_string()))?;
+    if json.len() as u64 > MANIFEST_LIMIT {
+        return Err(Error::corrupt(what, "too large"));
+    }
+    let parsed: ManifestContent =
+        serde_json::from_slice(&json).map_err(|e| Error::corrupt(what, e.to_string()))?;
+    Ok(parsed.entries)
+}
+
 /// Reads every manifest content and merges them: the latest version of each ID, without the
 /// deleted ones.
 pub async fn load(contents: &Contents) -> Result<HashMap<String, ManifestEntry>, Error> {
     let mut merged: HashMap<String, ManifestEntry> = HashMap::new();
     for info in contents.list(Some(b'm')) {
         let gz = contents.read(&info.id).await?;
-        let mut json = Vec::new();
-        flate2::read::GzDecoder::new(&gz[..])
-            .take(MANIFEST_LIMIT + 1)
-            .read_to_end(&mut json)
-            .map_err(|e| Error::corrupt(format!("manifest content {}", info.id), e.to_string()))?;
-        if json.len() as u64 > MANIFEST_LIMIT {
-            return Err(Error::corrupt(
-                format!("manifest content {}", info.id),
-                "too large",
-            ));
-        }
-        let parsed: ManifestContent = serde_json::from_slice(&json)
-            .map_err(|e| Error::corrupt(format!("manifest content {}", info.id), e.to_string()))?;
-        for e in parsed.entries {
+        for e in parse_content(&gz, &format!("manifest content {}", info.id))? {
             match merged.get(&e.id) {
                 Some(old) if old.modified >= e.modified => {}
                 _ => {
