@@ -94,22 +94,31 @@ impl Kopia {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    fn repository(&self, verb: &str, cluster: &Cluster, prefix: &str) {
+    fn repository(&self, verb: &str, cluster: &Cluster, prefix: &str, user: &str, host: &str) {
         let flags = Self::s3_flags(cluster, prefix);
         let mut args = vec!["repository", verb];
         args.extend(flags.iter().map(String::as_str));
-        args.extend(["--override-username=default", "--override-hostname=default"]);
+        let (user, host) = (
+            format!("--override-username={user}"),
+            format!("--override-hostname={host}"),
+        );
+        args.extend([user.as_str(), host.as_str()]);
         self.ok(&args);
     }
 
-    /// `kopia repository create s3 …` at `prefix`.
+    /// `kopia repository create s3 …` at `prefix`, as Velero's `default@default`.
     pub fn create(&self, cluster: &Cluster, prefix: &str) {
-        self.repository("create", cluster, prefix);
+        self.repository("create", cluster, prefix, "default", "default");
     }
 
-    /// `kopia repository connect s3 …` to the repository at `prefix`.
+    /// `kopia repository create s3 …` as `user@host`, who then owns its maintenance.
+    pub fn create_as(&self, cluster: &Cluster, prefix: &str, user: &str, host: &str) {
+        self.repository("create", cluster, prefix, user, host);
+    }
+
+    /// `kopia repository connect s3 …` to the repository at `prefix`, as `default@default`.
     pub fn connect(&self, cluster: &Cluster, prefix: &str) {
-        self.repository("connect", cluster, prefix);
+        self.repository("connect", cluster, prefix, "default", "default");
     }
 
     /// `kopia snapshot create DIR --json`: the snapshot's manifest, as kopia prints it.

@@ -35,6 +35,10 @@ pub fn is_blob_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
+fn timestamp(t: chrono::DateTime<chrono::Utc>) -> jiff::Timestamp {
+    jiff::Timestamp::from_millisecond(t.timestamp_millis()).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
 impl Blobs {
     pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
         Blobs { store, root }
@@ -84,6 +88,19 @@ impl Blobs {
         }
     }
 
+    /// The blob's length and time, as the store keeps them.
+    pub async fn head(&self, id: &str) -> Result<BlobMeta, Error> {
+        match self.store.head(&self.path(id)).await {
+            Ok(meta) => Ok(BlobMeta {
+                id: id.into(),
+                length: meta.size,
+                modified: timestamp(meta.last_modified),
+            }),
+            Err(object_store::Error::NotFound { .. }) => Err(Error::MissingBlob(id.into())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub async fn put(&self, id: &str, data: impl Into<PutPayload>) -> Result<(), Error> {
         self.store.put(&self.path(id), data.into()).await?;
         Ok(())
@@ -122,12 +139,10 @@ impl Blobs {
             if !id.starts_with(prefix) || !is_blob_id(&id) {
                 continue;
             }
-            let modified = jiff::Timestamp::from_millisecond(meta.last_modified.timestamp_millis())
-                .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
             found.push(BlobMeta {
                 id,
                 length: meta.size,
-                modified,
+                modified: timestamp(meta.last_modified),
             });
         }
         Ok(found)

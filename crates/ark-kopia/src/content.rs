@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -71,6 +71,19 @@ fn new_session_id(now: jiff::Timestamp) -> String {
     format!("s{}{:x}", hex::encode(r), since_2000 / (30 * 24 * 3600))
 }
 
+/// The session a pack or marker blob belongs to: the first `-`-separated part after the first
+/// that starts with `s` (kopia's `SessionIDFromBlobID`).
+pub fn session_of(blob: &str) -> Option<&str> {
+    blob.split('-').skip(1).find(|p| p.starts_with('s'))
+}
+
+#[derive(Deserialize)]
+struct SessionCheckpoint {
+    id: String,
+    #[serde(rename = "checkpointTime")]
+    checkpoint_time: jiff::Timestamp,
+}
+
 #[derive(Serialize)]
 struct SessionInfo<'a> {
     id: &'a str,
@@ -95,6 +108,8 @@ struct Pending {
     open: HashMap<u8, OpenPack>,
     /// Contents in packs written or being written, not in an index blob yet.
     unindexed: HashMap<ContentId, Info>,
+    /// Deletion markers not in an index blob yet.
+    deletions: Vec<Info>,
 }
 
 /// The repository's contents: the merged index, and what this process adds.
@@ -105,6 +120,8 @@ pub struct Contents {
     format_version: u8,
     epoch: crate::format::EpochParameters,
     committed: RwLock<HashMap<ContentId, Info>>,
+    /// The deletion watermark (unix seconds) the index was read under.
+    watermark: RwLock<Option<i64>>,
     pending: Mutex<Pending>,
     uploads: tokio::sync::Mutex<JoinSet<Result<(), Error>>>,
     upload_slots: Arc<Semaphore>,
@@ -132,6 +149,7 @@ impl Contents {
             format_version: config.version as u8,
             epoch: config.epoch_parameters.clone(),
             committed: RwLock::new(HashMap::new()),
+            watermark: RwLock::new(None),
             pending: Mutex::new(Pending::default()),
             uploads: tokio::sync::Mutex::new(JoinSet::new()),
             upload_slots: Arc::new(Semaphore::new(PACK_UPLOADS)),
@@ -177,7 +195,57 @@ impl Contents {
                 Err(e) => return Err(e),
             }
         }
+        self.commit_index(merged, &state);
+        Ok(())
+    }
+
+    /// Keeps the merged index, without the deletions the watermark hides (kopia's
+    /// `shouldIgnore`: a content deleted at or before the watermark is gone, packs and all).
+    fn commit_index(&self, mut merged: HashMap<ContentId, Info>, state: &EpochState) {
+        let watermark = state.deletion_watermark.map(|w| w.as_second());
+        if let Some(w) = watermark {
+            merged.retain(|_, i| !(i.deleted && i.timestamp <= w));
+        }
         *self.committed.write().unwrap() = merged;
+        *self.watermark.write().unwrap() = watermark;
+    }
+
+    /// The deletion watermark (unix seconds) the index was last read under.
+    pub fn watermark(&self) -> Option<i64> {
+        *self.watermark.read().unwrap()
+    }
+
+    /// Every index entry, deleted ones included (those the watermark does not hide).
+    pub fn entries(&self) -> Vec<Info> {
+        self.committed.read().unwrap().values().cloned().collect()
+    }
+
+    /// The entry of `id`, deleted or not.
+    pub fn entry(&self, id: &ContentId) -> Option<Info> {
+        self.committed.read().unwrap().get(id).cloned()
+    }
+
+    /// Marks a content deleted: an index entry pointing where it is, newer than its last one
+    /// (kopia's `deletedInfo`). The pack stays until maintenance finds nothing live in it.
+    pub fn mark_deleted(&self, info: &Info) {
+        let mut deleted = info.clone();
+        deleted.deleted = true;
+        deleted.timestamp = jiff::Timestamp::now().as_second().max(info.timestamp + 1);
+        self.pending.lock().unwrap().deletions.push(deleted);
+    }
+
+    /// Brings a deleted content back, as kopia's `UndeleteContent` does: its bytes written anew.
+    pub async fn undelete(&self, info: &Info) -> Result<(), Error> {
+        let sealed = self
+            .blobs
+            .get_range(
+                &info.pack,
+                u64::from(info.offset),
+                u64::from(info.packed_length),
+            )
+            .await?;
+        let data = self.open_content(info, &sealed)?;
+        self.write(&data, info.id.prefix()).await?;
         Ok(())
     }
 
@@ -189,7 +257,7 @@ impl Contents {
             let plain = open_blob(&self.crypter, &b.id, &sealed)?;
             index::parse(&plain, &b.id, |i| index::merge(&mut merged, i))?;
         }
-        *self.committed.write().unwrap() = merged;
+        self.commit_index(merged, &state);
         Ok(())
     }
 
@@ -219,6 +287,26 @@ impl Contents {
 
     pub fn count(&self) -> usize {
         self.committed.read().unwrap().len()
+    }
+
+    /// Writers' sessions whose markers exist, with their last checkpoint (kopia's
+    /// `ListActiveSessions`). A marker that does not decrypt is an error: maintenance stops
+    /// rather than guess.
+    pub async fn active_sessions(&self) -> Result<crate::maintenance::Sessions, Error> {
+        let mut sessions = crate::maintenance::Sessions::new();
+        for b in self.blobs.list("s").await? {
+            let sealed = match self.blobs.get(&b.id).await {
+                Ok(s) => s,
+                Err(Error::MissingBlob(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            let plain = open_blob(&self.crypter, &b.id, &sealed)?;
+            let info: SessionCheckpoint =
+                serde_json::from_slice(&plain).map_err(|e| Error::corrupt(&b.id, e.to_string()))?;
+            let at = sessions.entry(info.id).or_insert(info.checkpoint_time);
+            *at = (*at).max(info.checkpoint_time);
+        }
+        Ok(sessions)
     }
 
     /// Reads one content, decrypted, checked and decompressed.
@@ -418,16 +506,15 @@ impl Contents {
             }
         }
         let (infos, session) = {
-            let pending = self.pending.lock().unwrap();
-            (
-                pending.unindexed.values().cloned().collect::<Vec<_>>(),
-                pending.session.clone(),
-            )
+            let mut pending = self.pending.lock().unwrap();
+            let mut infos: Vec<Info> = pending.unindexed.values().cloned().collect();
+            infos.extend(pending.deletions.iter().cloned());
+            let session = self.session(&mut pending);
+            (infos, session)
         };
         if infos.is_empty() {
             return Ok(());
         }
-        let session = session.expect("contents were written in a session");
         let plain = index::build(&infos.iter().collect::<Vec<_>>());
         let (unprefixed, sealed) = seal_blob(&self.crypter, &plain, "", &format!("{session}-c1"));
         let state = EpochState::load(&self.blobs).await?;
@@ -446,6 +533,7 @@ impl Contents {
             pending.unindexed.remove(&info.id);
             index::merge(&mut committed, info);
         }
+        pending.deletions.clear();
         pending.session = None;
         Ok(())
     }

@@ -117,6 +117,36 @@ fn open(cipher: &Aes256Gcm, sealed: &[u8], associated: &[u8]) -> Option<Vec<u8>>
         .ok()
 }
 
+/// A blob sealed with a key derived from the master key for one purpose, as kopia's
+/// `Repository.DeriveKey` seals `kopia.maintenance`: AES-256-GCM, the nonce first.
+pub struct PurposeCipher {
+    cipher: Aes256Gcm,
+    associated: &'static [u8],
+}
+
+impl PurposeCipher {
+    pub fn new(
+        master_key: &[u8],
+        unique_id: &[u8],
+        purpose: &[u8],
+        associated: &'static [u8],
+    ) -> Self {
+        let key = hkdf(master_key, unique_id, purpose);
+        PurposeCipher {
+            cipher: Aes256Gcm::new_from_slice(&key).expect("a 32-byte key"),
+            associated,
+        }
+    }
+
+    pub fn seal(&self, plain: &[u8]) -> Vec<u8> {
+        seal(&self.cipher, plain, self.associated)
+    }
+
+    pub fn open(&self, sealed: &[u8]) -> Option<Vec<u8>> {
+        open(&self.cipher, sealed, self.associated)
+    }
+}
+
 /// Contents' hash and encryption, from the repository's HMAC secret and master key.
 #[derive(Clone)]
 pub struct ContentCrypter {

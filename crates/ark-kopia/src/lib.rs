@@ -11,7 +11,8 @@
 //! - [`crypto`], [`format`]: the password, the format blob and the keys it holds;
 //! - [`index`], [`epoch`], [`content`]: contents in packs, found through epoch index blobs;
 //! - [`splitter`], [`object`]: objects, split into contents and listed by indirect objects;
-//! - [`manifest`], [`snapshot`]: manifests, and snapshots of directory trees.
+//! - [`manifest`], [`snapshot`]: manifests, and snapshots of directory trees;
+//! - [`maintenance`]: freeing what no snapshot references, by kopia's safety rules.
 //!
 //! `docs/repository.md` says what of kopia this implements and what it refuses, and why.
 
@@ -22,6 +23,7 @@ pub mod crypto;
 pub mod epoch;
 pub mod format;
 pub mod index;
+pub mod maintenance;
 pub mod manifest;
 pub mod object;
 pub mod repository;
@@ -51,6 +53,8 @@ pub enum Error {
     MissingContent(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("the repository's maintenance is owned by {owner}: not run")]
+    NotOwner { owner: String },
     #[error("{path}: {source}")]
     Io {
         path: String,

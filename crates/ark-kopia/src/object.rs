@@ -130,7 +130,13 @@ pub async fn chunks(contents: &Contents, id: ObjectId) -> Result<Vec<IndirectEnt
         ..id
     };
     let list = Box::pin(read_all(contents, list_id, MAX_LIST_BYTES)).await?;
-    let parsed: IndirectObject = serde_json::from_slice(&list)
+    parse_indirect(&list, id)
+}
+
+/// The chunks indirect object `id` lists, from its list's JSON: each must start where the one
+/// before ended, from 0, and be less indirect than `id`.
+pub fn parse_indirect(list: &[u8], id: ObjectId) -> Result<Vec<IndirectEntry>, Error> {
+    let parsed: IndirectObject = serde_json::from_slice(list)
         .map_err(|e| Error::Invalid(format!("object {id}: its chunk list: {e}")))?;
     if parsed.stream != "kopia:indirect" {
         return Err(Error::Invalid(format!(

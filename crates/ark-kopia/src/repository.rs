@@ -116,7 +116,13 @@ impl Repository {
         blobs
             .put(format::VELERO_MARKER_BLOB, format.velero_marker())
             .await?;
-        Self::open(store, root, password).await
+        let repo = Self::open(store, root, password).await?;
+        // Velero's `writeInitParameters`: maintenance owned by default@default.
+        let labels = BTreeMap::from([("type".to_string(), "maintenance".to_string())]);
+        let params = manifest::new_entry(labels, &crate::maintenance::velero_params());
+        manifest::write(&repo.contents, vec![params]).await?;
+        repo.contents.flush().await?;
+        Ok(repo)
     }
 
     pub fn contents(&self) -> &Contents {
@@ -358,5 +364,30 @@ impl Repository {
         .collect()
         .await;
         errors.extend(results.into_iter().flatten());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_new_repository_has_velero_s_maintenance_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+        let root = object_store::path::Path::from("kopia/ns");
+        let repo = Repository::create(store.clone(), root.clone(), "pw")
+            .await
+            .unwrap();
+        assert_eq!(
+            repo.maintenance_owner().await.unwrap().as_deref(),
+            Some("default@default")
+        );
+        let again = Repository::open(store, root, "pw").await.unwrap();
+        assert_eq!(
+            again.maintenance_owner().await.unwrap().as_deref(),
+            Some("default@default")
+        );
     }
 }

@@ -282,13 +282,16 @@ pub async fn read_directory(contents: &Contents, id: ObjectId) -> Result<Vec<Dir
         return Err(Error::Invalid(format!("object {id} is not a directory")));
     }
     let json = object::read_all(contents, id, DIRECTORY_LIMIT).await?;
-    let dir: DirManifest = serde_json::from_slice(&json)
-        .map_err(|e| Error::Invalid(format!("directory {id}: {e}")))?;
+    parse_directory(&json, &format!("directory {id}"))
+}
+
+/// A directory object's entries, from its JSON (`{"stream":"kopia:directory","entries":[…]}`);
+/// `what` names it in errors.
+pub fn parse_directory(json: &[u8], what: &str) -> Result<Vec<DirEntry>, Error> {
+    let dir: DirManifest =
+        serde_json::from_slice(json).map_err(|e| Error::Invalid(format!("{what}: {e}")))?;
     if dir.stream != "kopia:directory" {
-        return Err(Error::Invalid(format!(
-            "directory {id}: stream {:?}",
-            dir.stream
-        )));
+        return Err(Error::Invalid(format!("{what}: stream {:?}", dir.stream)));
     }
     Ok(dir.entries)
 }

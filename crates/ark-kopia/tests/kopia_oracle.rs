@@ -276,3 +276,134 @@ async fn a_wrong_password_and_a_missing_repository_are_named() {
         format!("no kopia repository: {prefix}-none has no kopia.repository")
     );
 }
+
+/// A second tree, of data no other snapshot holds.
+fn other_tree(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut x = 0x1234_5678_9abc_def1_u64;
+    let data: Vec<u8> = (0..10 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.join("only-here.bin"), data).unwrap();
+}
+
+async fn pack_bytes(
+    store: &std::sync::Arc<dyn ark_storage::ObjectStore>,
+    root: &ark_storage::Path,
+) -> u64 {
+    blob_counts(store, root).await.get(&'p').map_or(0, |c| c.1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_ark_forgets_a_snapshot_and_runs_maintenance_kopia_verifies_the_rest_and_the_bucket_shrinks()
+ {
+    use ark_kopia::maintenance::{Safety, VELERO_OWNER};
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/maintenance");
+    let work = tempfile::tempdir().unwrap();
+    let (kept_tree, gone_tree) = (work.path().join("kept"), work.path().join("gone"));
+    write_volume_tree(&kept_tree, 0);
+    other_tree(&gone_tree);
+
+    let (store, root) = repository_store(&cluster, &prefix);
+    let repo = Repository::create(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let (kept, _) = repo
+        .create_snapshot(&kept_tree, velero_source("kept-0"), velero_options())
+        .await
+        .unwrap();
+    let (gone, _) = repo
+        .create_snapshot(&gone_tree, velero_source("gone-0"), velero_options())
+        .await
+        .unwrap();
+    let before = pack_bytes(&store, &root).await;
+
+    // With kopia's full safety, nothing written within the day is touched.
+    repo.forget(&gone.id).await.unwrap();
+    let safe = repo
+        .run_maintenance(VELERO_OWNER, Safety::Full)
+        .await
+        .unwrap();
+    assert_eq!(
+        (safe.marked_deleted, safe.deleted_blobs, safe.watermark),
+        (0, 0, None),
+        "{safe:?}"
+    );
+    assert!(safe.kept_too_recent > 0, "{safe:?}");
+    assert_eq!(pack_bytes(&store, &root).await, before);
+
+    // Without margins (nothing else writes here), what only the forgotten snapshot held goes.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let report = repo
+        .run_maintenance(VELERO_OWNER, Safety::None)
+        .await
+        .unwrap();
+    assert!(
+        report.marked_deleted >= 3 && report.deleted_blobs >= 1,
+        "{report:?}"
+    );
+    let after = pack_bytes(&store, &root).await;
+    assert!(
+        after + (9 << 20) < before,
+        "packs of {before} bytes, then {after}: {report:?}"
+    );
+
+    let kopia = Kopia::new(PASSWORD);
+    kopia.connect(&cluster, &prefix);
+    let listed = kopia.snapshots();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], kept.id.as_str());
+    kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
+    kopia.ok(&["content", "verify", "--full"]);
+    let info: serde_json::Value =
+        serde_json::from_str(&kopia.ok(&["maintenance", "info", "--json"])).unwrap();
+    assert_eq!(info["owner"], "default@default");
+    assert_eq!(
+        info["schedule"]["runs"]["full-delete-blobs"][0]["success"], true,
+        "{info}"
+    );
+    let gc_runs = info["schedule"]["runs"]["snapshot-gc"].as_array().unwrap();
+    assert_eq!(gc_runs.len(), 2, "{info}");
+    assert_eq!(gc_runs[0]["success"], true);
+
+    let restored = work.path().join("kept-restored");
+    let repo = Repository::open(store, root, PASSWORD).await.unwrap();
+    repo.restore(
+        kept.manifest.root_entry.as_ref().unwrap(),
+        &restored,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    assert_same_tree(&restored, &kept_tree, RestoredBy::Ark);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_is_refused_while_another_owner_holds_it() {
+    use ark_kopia::maintenance::{Safety, VELERO_OWNER};
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/owner");
+    let kopia = Kopia::new(PASSWORD);
+    kopia.create_as(&cluster, &prefix, "someone", "elsewhere");
+    let (store, root) = repository_store(&cluster, &prefix);
+    let before = blob_counts(&store, &root).await;
+    let repo = Repository::open(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let e = repo
+        .run_maintenance(VELERO_OWNER, Safety::None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "the repository's maintenance is owned by someone@elsewhere: not run"
+    );
+    assert_eq!(blob_counts(&store, &root).await, before);
+}
