@@ -172,20 +172,22 @@ impl Contents {
     pub async fn refresh(&self) -> Result<(), Error> {
         let state = EpochState::load(&self.blobs).await?;
         let mut merged = HashMap::new();
-        let mut reads = futures::stream::iter(state.index_blobs.iter().map(|b| async move {
-            if b.length as usize > INDEX_BLOB_LIMIT {
-                return Err(Error::corrupt(
-                    &b.id,
-                    format!("an index of {} bytes", b.length),
-                ));
-            }
-            let sealed = self.blobs.get(&b.id).await?;
-            let plain = open_blob(&self.crypter, &b.id, &sealed)?;
-            let mut infos = Vec::new();
-            index::parse(&plain, &b.id, |i| infos.push(i))?;
-            Ok::<_, Error>(infos)
-        }))
-        .buffer_unordered(INDEX_READS);
+        // Owned blob names: a stream of borrowed ones would make the future not `Send`.
+        let mut reads =
+            futures::stream::iter(state.index_blobs.clone().into_iter().map(|b| async move {
+                if b.length as usize > INDEX_BLOB_LIMIT {
+                    return Err(Error::corrupt(
+                        &b.id,
+                        format!("an index of {} bytes", b.length),
+                    ));
+                }
+                let sealed = self.blobs.get(&b.id).await?;
+                let plain = open_blob(&self.crypter, &b.id, &sealed)?;
+                let mut infos = Vec::new();
+                index::parse(&plain, &b.id, |i| infos.push(i))?;
+                Ok::<_, Error>(infos)
+            }))
+            .buffer_unordered(INDEX_READS);
         while let Some(infos) = reads.next().await {
             match infos {
                 Ok(infos) => infos.into_iter().for_each(|i| index::merge(&mut merged, i)),
@@ -690,5 +692,108 @@ mod tests {
         assert_eq!(infos.len(), 1);
         assert_eq!(infos[0].id, id);
         assert!(local_index(&crypter, &name, &bytes[..bytes.len() - 3]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod forged {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::Repository;
+
+    /// A repository holding one content, and that content's index entry.
+    async fn one_content(dir: &std::path::Path) -> (Repository, Info) {
+        std::fs::create_dir_all(dir).unwrap();
+        let store = Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap());
+        let repo = Repository::create(store, object_store::path::Path::from("r"), "pw")
+            .await
+            .unwrap();
+        let id = repo
+            .contents()
+            .write(b"the only content", None)
+            .await
+            .unwrap();
+        repo.contents().flush().await.unwrap();
+        let info = repo.contents().info(&id).unwrap();
+        (repo, info)
+    }
+
+    /// Adds an index blob holding `info`, as a hostile writer with the keys could.
+    async fn forge(repo: &Repository, info: Info) {
+        let c = repo.contents();
+        let (id, sealed) = seal_blob(&c.crypter, &index::build(&[&info]), "xn0_", "sforged-c1");
+        c.blobs.put(&id, sealed).await.unwrap();
+        c.refresh().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_index_naming_bytes_outside_its_pack_is_an_error_naming_the_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, info) = one_content(dir.path()).await;
+        let mut beyond = info.clone();
+        beyond.offset = 1 << 29;
+        beyond.timestamp += 1;
+        forge(&repo, beyond).await;
+        let e = repo
+            .contents()
+            .read(&info.id)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&format!("blob {}: ", info.pack)), "{e}");
+    }
+
+    #[tokio::test]
+    async fn an_index_pointing_a_content_at_another_s_bytes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, info) = one_content(dir.path()).await;
+        let other = repo
+            .contents()
+            .write(b"another content", None)
+            .await
+            .unwrap();
+        repo.contents().flush().await.unwrap();
+        let mut swapped = repo.contents().info(&other).unwrap();
+        swapped.id = info.id;
+        swapped.timestamp = info.timestamp + 1;
+        forge(&repo, swapped).await;
+        let e = repo
+            .contents()
+            .read(&info.id)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("does not decrypt under its ID"), "{e}");
+
+        // Re-encrypted under the right key by someone who has it, the bytes still do not hash.
+        let forged = repo
+            .contents()
+            .crypter
+            .encrypt(b"another content", info.id.hash());
+        let mut lying = info.clone();
+        lying.original_length = 15;
+        let e = repo
+            .contents()
+            .open_content(&lying, &forged)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("its bytes do not hash to its ID"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_truncated_pack_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, info) = one_content(dir.path()).await;
+        let path = dir.path().join("r").join(&*info.pack);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..info.offset as usize + 10]).unwrap();
+        let e = repo
+            .contents()
+            .read(&info.id)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(&format!("blob {}: ", info.pack)), "{e}");
     }
 }

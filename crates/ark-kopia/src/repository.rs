@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::StreamExt as _;
+use futures::future::BoxFuture;
+use futures::{FutureExt as _, StreamExt as _};
 use object_store::ObjectStore;
 
 use crate::Error;
@@ -293,8 +294,7 @@ impl Repository {
             match &s.manifest.root_entry {
                 Some(root) => {
                     let path = format!("{}:/", s.id);
-                    self.verify_entry(root, path, &seen, progress, &mut errors)
-                        .await;
+                    errors.extend(self.verify_entry(root.clone(), path, &seen, progress).await);
                 }
                 None => errors.push(format!("snapshot {}: no root entry", s.id)),
             }
@@ -302,74 +302,94 @@ impl Repository {
         errors
     }
 
-    async fn verify_entry(
-        &self,
-        entry: &DirEntry,
+    /// Verifies one entry and what is below it; the errors it finds come back, each naming its
+    /// path.
+    fn verify_entry<'a>(
+        &'a self,
+        entry: DirEntry,
         path: String,
-        seen: &Mutex<HashSet<ObjectId>>,
-        progress: &VerifyProgress,
-        errors: &mut Vec<String>,
-    ) {
-        if !seen.lock().unwrap().insert(entry.object) {
-            return;
-        }
-        if entry.entry_type != snapshot::EntryType::Directory {
-            let mut bytes = 0u64;
-            let read = object::read_into(&self.contents, entry.object, &mut |chunk| {
-                bytes += chunk.len() as u64;
-                progress
-                    .bytes
-                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                Ok(())
-            })
-            .await;
+        seen: &'a Mutex<HashSet<ObjectId>>,
+        progress: &'a VerifyProgress,
+    ) -> BoxFuture<'a, Vec<String>> {
+        async move {
+            if !seen.lock().unwrap().insert(entry.object) {
+                return Vec::new();
+            }
+            if entry.entry_type != snapshot::EntryType::Directory {
+                let read = object::read_into(&self.contents, entry.object, &mut |chunk| {
+                    progress
+                        .bytes
+                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    Ok(())
+                })
+                .await;
+                progress.objects.fetch_add(1, Ordering::Relaxed);
+                return match read {
+                    Err(e) => vec![format!("{path}: {e}")],
+                    Ok(n)
+                        if entry.entry_type == snapshot::EntryType::File
+                            && n != entry.size as u64 =>
+                    {
+                        vec![format!("{path}: {n} bytes, its entry says {}", entry.size)]
+                    }
+                    Ok(_) => Vec::new(),
+                };
+            }
+            let children = match snapshot::read_directory(&self.contents, entry.object).await {
+                Ok(c) => c,
+                Err(e) => return vec![format!("{path}: {e}")],
+            };
             progress.objects.fetch_add(1, Ordering::Relaxed);
-            match read {
-                Err(e) => errors.push(format!("{path}: {e}")),
-                Ok(n)
-                    if entry.entry_type == snapshot::EntryType::File && n != entry.size as u64 =>
-                {
-                    errors.push(format!("{path}: {n} bytes, its entry says {}", entry.size));
-                }
-                Ok(_) => {}
-            }
-            return;
+            // Owned entries: a stream of borrowed ones would make the future not `Send`.
+            let results: Vec<Vec<String>> = futures::stream::iter(children)
+                .map(|c| {
+                    let slash = if c.entry_type == snapshot::EntryType::Directory {
+                        "/"
+                    } else {
+                        ""
+                    };
+                    let child = format!("{path}{}{slash}", c.name);
+                    self.verify_entry(c, child, seen, progress)
+                })
+                .buffer_unordered(4)
+                .collect()
+                .await;
+            results.into_iter().flatten().collect()
         }
-        let children = match snapshot::read_directory(&self.contents, entry.object).await {
-            Ok(c) => c,
-            Err(e) => {
-                errors.push(format!("{path}: {e}"));
-                return;
-            }
-        };
-        progress.objects.fetch_add(1, Ordering::Relaxed);
-        let results: Vec<Vec<String>> = futures::stream::iter(children.iter().map(|c| {
-            let child = format!(
-                "{}{}{}",
-                path,
-                c.name,
-                if c.entry_type == snapshot::EntryType::Directory {
-                    "/"
-                } else {
-                    ""
-                }
-            );
-            async move {
-                let mut mine = Vec::new();
-                Box::pin(self.verify_entry(c, child, seen, progress, &mut mine)).await;
-                mine
-            }
-        }))
-        .buffer_unordered(4)
-        .collect()
-        .await;
-        errors.extend(results.into_iter().flatten());
+        .boxed()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[tokio::test]
+    async fn snapshots_restores_verification_and_maintenance_may_run_on_any_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+        let repo = Repository::create(store, object_store::path::Path::from("r"), "pw")
+            .await
+            .unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let source = SourceInfo {
+            host: "h".into(),
+            user_name: "u".into(),
+            path: "/p".into(),
+        };
+        let create = repo.create_snapshot(&data, source, SnapshotOptions::default());
+        assert_send(&create);
+        let (snapshot, _) = create.await.unwrap();
+        let root = snapshot.manifest.root_entry.clone().unwrap();
+        assert_send(&repo.entry_at(&snapshot.manifest, ""));
+        assert_send(&repo.restore(&root, dir.path(), &RestoreCounts::default()));
+        assert_send(&repo.verify(&[], &VerifyProgress::default()));
+        assert_send(&repo.run_maintenance("default@default", crate::maintenance::Safety::Full));
+    }
 
     #[tokio::test]
     async fn a_new_repository_has_velero_s_maintenance_owner() {

@@ -7,7 +7,8 @@ use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::{StreamExt as _, TryStreamExt as _};
+use futures::future::BoxFuture;
+use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt as _;
 
@@ -347,86 +348,94 @@ fn entry_of(
 impl Uploader<'_> {
     /// Uploads the tree at `path`; `parent` is the same directory in a previous snapshot, whose
     /// unchanged files (same size, time, mode and owner) are taken without being read.
-    pub async fn directory(
+    pub fn directory<'a>(
+        &'a self,
+        path: &'a Path,
+        parent: Option<&'a [DirEntry]>,
+    ) -> BoxFuture<'a, Result<DirEntry, Error>> {
+        async move {
+            let md = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+            let mut names: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| Error::io(path, e))?
+                .map(|e| e.map(|e| e.path()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| Error::io(path, e))?;
+            names.sort();
+            // Owned paths: a stream of borrowed ones would make the future not `Send`.
+            let entries: Vec<Option<DirEntry>> = futures::stream::iter(names)
+                .map(|child| async move { self.child(&child, parent).await })
+                .buffered(FILES_AT_ONCE)
+                .try_collect()
+                .await?;
+            let entries: Vec<DirEntry> = entries.into_iter().flatten().collect();
+            let (id, summary) = write_directory(self.contents, entries, mtime_of(&md)).await?;
+            let mut entry = entry_of(name_of(path), EntryType::Directory, &md, id);
+            entry.summary = Some(summary);
+            Ok(entry)
+        }
+        .boxed()
+    }
+
+    /// One entry of a directory being uploaded; `None` for what is not kept (gone since the
+    /// listing, or of a type Velero's policy ignores).
+    async fn child(
         &self,
-        path: &Path,
+        child: &Path,
         parent: Option<&[DirEntry]>,
-    ) -> Result<DirEntry, Error> {
-        let md = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-        let mut names: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| Error::io(path, e))?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()
-            .map_err(|e| Error::io(path, e))?;
-        names.sort();
-        let parent_of = |name: &str| parent.and_then(|p| p.iter().find(|e| e.name == name));
-        let entries: Vec<Option<DirEntry>> =
-            futures::stream::iter(names.iter().map(|child| async move {
-                let name = name_of(child);
-                let md = match std::fs::symlink_metadata(child) {
-                    Ok(md) => md,
-                    // Gone since the listing: as kopia does, the entry is left out.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                    Err(e) => return Err(Error::io(child, e)),
-                };
-                let ft = md.file_type();
-                if ft.is_dir() {
-                    let previous = match parent_of(&name) {
-                        Some(p) if p.entry_type == EntryType::Directory => {
-                            Some(read_directory(self.contents, p.object).await?)
-                        }
-                        _ => None,
-                    };
-                    Box::pin(self.directory(child, previous.as_deref()))
-                        .await
-                        .map(Some)
-                } else if ft.is_symlink() {
-                    let target = std::fs::read_link(child).map_err(|e| Error::io(child, e))?;
-                    let mut w = ObjectWriter::new(self.contents, None);
-                    w.write(target.as_os_str().as_bytes()).await?;
-                    let id = w.finish().await?;
-                    Ok(Some(entry_of(name, EntryType::Symlink, &md, id)))
-                } else if ft.is_file() {
-                    let unchanged = parent_of(&name).filter(|p| {
-                        p.entry_type == EntryType::File
-                            && p.size == md.size() as i64
-                            && p.mtime == mtime_of(&md)
-                            && p.mode == Mode(mode_to_kopia(md.mode()))
-                            && p.uid == md.uid()
-                            && p.gid == md.gid()
-                    });
-                    self.counts.files.fetch_add(1, Ordering::Relaxed);
-                    if let Some(p) = unchanged {
-                        self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
-                        return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
-                    }
-                    match self.file(child).await {
-                        Ok((id, size)) => {
-                            let mut entry = entry_of(name, EntryType::File, &md, id);
-                            entry.size = size as i64;
-                            Ok(Some(entry))
-                        }
-                        Err(Error::Io { source, .. })
-                            if source.kind() == std::io::ErrorKind::NotFound =>
-                        {
-                            Ok(None)
-                        }
-                        Err(e) => Err(e),
-                    }
-                } else {
-                    // Sockets, pipes and devices: Velero's policy ignores unknown types.
-                    self.counts.ignored.fetch_add(1, Ordering::Relaxed);
+    ) -> Result<Option<DirEntry>, Error> {
+        let name = name_of(child);
+        let previous = parent.and_then(|p| p.iter().find(|e| e.name == name));
+        let md = match std::fs::symlink_metadata(child) {
+            Ok(md) => md,
+            // Gone since the listing: as kopia does, the entry is left out.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(child, e)),
+        };
+        let ft = md.file_type();
+        if ft.is_dir() {
+            let previous = match previous {
+                Some(p) if p.entry_type == EntryType::Directory => {
+                    Some(read_directory(self.contents, p.object).await?)
+                }
+                _ => None,
+            };
+            self.directory(child, previous.as_deref()).await.map(Some)
+        } else if ft.is_symlink() {
+            let target = std::fs::read_link(child).map_err(|e| Error::io(child, e))?;
+            let mut w = ObjectWriter::new(self.contents, None);
+            w.write(target.as_os_str().as_bytes()).await?;
+            let id = w.finish().await?;
+            Ok(Some(entry_of(name, EntryType::Symlink, &md, id)))
+        } else if ft.is_file() {
+            let unchanged = previous.filter(|p| {
+                p.entry_type == EntryType::File
+                    && p.size == md.size() as i64
+                    && p.mtime == mtime_of(&md)
+                    && p.mode == Mode(mode_to_kopia(md.mode()))
+                    && p.uid == md.uid()
+                    && p.gid == md.gid()
+            });
+            self.counts.files.fetch_add(1, Ordering::Relaxed);
+            if let Some(p) = unchanged {
+                self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
+            }
+            match self.file(child).await {
+                Ok((id, size)) => {
+                    let mut entry = entry_of(name, EntryType::File, &md, id);
+                    entry.size = size as i64;
+                    Ok(Some(entry))
+                }
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                     Ok(None)
                 }
-            }))
-            .buffered(FILES_AT_ONCE)
-            .try_collect()
-            .await?;
-        let entries: Vec<DirEntry> = entries.into_iter().flatten().collect();
-        let (id, summary) = write_directory(self.contents, entries, mtime_of(&md)).await?;
-        let mut entry = entry_of(name_of(path), EntryType::Directory, &md, id);
-        entry.summary = Some(summary);
-        Ok(entry)
+                Err(e) => Err(e),
+            }
+        } else {
+            // Sockets, pipes and devices: Velero's policy ignores unknown types.
+            self.counts.ignored.fetch_add(1, Ordering::Relaxed);
+            Ok(None)
+        }
     }
 
     async fn file(&self, path: &Path) -> Result<(ObjectId, u64), Error> {
@@ -562,42 +571,45 @@ impl Restorer<'_> {
         }
     }
 
-    async fn directory(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
-        match std::fs::symlink_metadata(path) {
-            Ok(md) if md.is_dir() => {}
-            Ok(_) => {
-                return Err(Error::Invalid(format!(
-                    "{} exists and is not a directory: not restored over",
-                    path.display()
-                )));
+    fn directory<'a>(
+        &'a self,
+        entry: &'a DirEntry,
+        path: &'a Path,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        async move {
+            match std::fs::symlink_metadata(path) {
+                Ok(md) if md.is_dir() => {}
+                Ok(_) => {
+                    return Err(Error::Invalid(format!(
+                        "{} exists and is not a directory: not restored over",
+                        path.display()
+                    )));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir(path).map_err(|e| Error::io(path, e))?;
+                }
+                Err(e) => return Err(Error::io(path, e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(path).map_err(|e| Error::io(path, e))?;
+            let children = read_directory(self.contents, entry.object).await?;
+            let mut seen = std::collections::HashSet::new();
+            for c in &children {
+                if !is_plain_name(&c.name) || !seen.insert(c.name.as_str()) {
+                    return Err(Error::Invalid(format!(
+                        "directory {} holds the entry {:?}: not restored",
+                        entry.object, c.name
+                    )));
+                }
             }
-            Err(e) => return Err(Error::io(path, e)),
+            // Owned entries: a stream of borrowed ones would make the future not `Send`.
+            futures::stream::iter(children)
+                .map(|c| async move { self.entry(&c, &path.join(&c.name)).await })
+                .buffer_unordered(FILES_AT_ONCE)
+                .try_collect::<()>()
+                .await?;
+            self.counts.directories.fetch_add(1, Ordering::Relaxed);
+            self.finish(entry, path, true)
         }
-        let children = read_directory(self.contents, entry.object).await?;
-        let mut seen = std::collections::HashSet::new();
-        for c in &children {
-            if !is_plain_name(&c.name) || !seen.insert(c.name.as_str()) {
-                return Err(Error::Invalid(format!(
-                    "directory {} holds the entry {:?}: not restored",
-                    entry.object, c.name
-                )));
-            }
-        }
-        futures::stream::iter(children.iter().map(|c| async move {
-            let child = path.join(&c.name);
-            match c.entry_type {
-                EntryType::Directory => Box::pin(self.directory(c, &child)).await,
-                _ => self.entry(c, &child).await,
-            }
-        }))
-        .buffer_unordered(FILES_AT_ONCE)
-        .try_collect::<()>()
-        .await?;
-        self.counts.directories.fetch_add(1, Ordering::Relaxed);
-        self.finish(entry, path, true)
+        .boxed()
     }
 
     /// Removes what is at `path` unless it is a directory (which is refused).

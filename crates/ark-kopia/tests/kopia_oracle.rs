@@ -407,3 +407,104 @@ async fn maintenance_is_refused_while_another_owner_holds_it() {
     );
     assert_eq!(blob_counts(&store, &root).await, before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_at_once_and_one_killed_mid_upload_leave_a_repository_kopia_verifies() {
+    use ark_kopia::maintenance::{Safety, VELERO_OWNER};
+    let cluster = Cluster::get();
+    let prefix = unique_name("kopia-oracle/writers");
+    let work = tempfile::tempdir().unwrap();
+    let (first, second, killed) = (
+        work.path().join("a"),
+        work.path().join("b"),
+        work.path().join("c"),
+    );
+    write_volume_tree(&first, 0);
+    write_volume_tree(&second, 1);
+    other_tree(&killed);
+
+    let (store, root) = repository_store(&cluster, &prefix);
+    Repository::create(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let a = Repository::open(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let b = Repository::open(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let (one, two) = tokio::join!(
+        a.create_snapshot(&first, velero_source("a-0"), velero_options()),
+        b.create_snapshot(&second, velero_source("b-0"), velero_options()),
+    );
+    let (one, two) = (one.unwrap().0, two.unwrap().0);
+
+    // A third writer dies once its first pack is in the bucket: its packs stay, unindexed, with
+    // its session's marker; nothing it wrote is visible.
+    let packs_before = blob_counts(&store, &root)
+        .await
+        .get(&'p')
+        .map_or(0, |c| c.0);
+    let c = Repository::open(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let writer = tokio::spawn(async move {
+        c.create_snapshot(&killed, velero_source("c-0"), velero_options())
+            .await
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while blob_counts(&store, &root)
+        .await
+        .get(&'p')
+        .map_or(0, |c| c.0)
+        == packs_before
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the third writer wrote no pack in 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    writer.abort();
+    assert!(writer.await.unwrap_err().is_cancelled());
+    let left = blob_counts(&store, &root).await;
+    assert_eq!(
+        left.get(&'s').map(|c| c.0),
+        Some(1),
+        "the dead writer's session marker: {left:?}"
+    );
+
+    let kopia = Kopia::new(PASSWORD);
+    kopia.connect(&cluster, &prefix);
+    let mut ids: Vec<String> = kopia
+        .snapshots()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    let mut expected = vec![one.id.clone(), two.id.clone()];
+    expected.sort();
+    assert_eq!(ids, expected);
+    kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
+    kopia.ok(&["content", "verify", "--full"]);
+
+    // Maintenance keeps the dead writer's packs: they are young and their session is live.
+    let repo = Repository::open(store.clone(), root.clone(), PASSWORD)
+        .await
+        .unwrap();
+    let report = repo
+        .run_maintenance(VELERO_OWNER, Safety::Full)
+        .await
+        .unwrap();
+    assert_eq!(report.deleted_blobs, 0, "{report:?}");
+    assert_eq!(blob_counts(&store, &root).await.get(&'p'), left.get(&'p'));
+    let restored = work.path().join("b-restored");
+    repo.restore(
+        two.manifest.root_entry.as_ref().unwrap(),
+        &restored,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    assert_same_tree(&restored, &second, RestoredBy::Ark);
+}
