@@ -64,19 +64,30 @@ impl Kopia {
         ]
     }
 
+    /// The client's config file (`--config-file`).
+    pub fn config_file(&self) -> PathBuf {
+        self.home.path().join("repository.config")
+    }
+
+    /// The environment every kopia command of this client runs with: its password, and its
+    /// caches and logs in its own directory.
+    pub fn environment(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        let home = self.home.path();
+        vec![
+            ("KOPIA_PASSWORD", self.password.clone().into()),
+            ("KOPIA_CHECK_FOR_UPDATES", "false".into()),
+            ("KOPIA_CACHE_DIRECTORY", home.join("cache").into()),
+            ("KOPIA_LOG_DIR", home.join("logs").into()),
+            ("HOME", home.into()),
+        ]
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         let mut command = Command::new(binary());
         command
-            .arg(format!(
-                "--config-file={}",
-                self.home.path().join("repository.config").display()
-            ))
+            .arg(format!("--config-file={}", self.config_file().display()))
             .args(args)
-            .env("KOPIA_PASSWORD", &self.password)
-            .env("KOPIA_CHECK_FOR_UPDATES", "false")
-            .env("KOPIA_CACHE_DIRECTORY", self.home.path().join("cache"))
-            .env("KOPIA_LOG_DIR", self.home.path().join("logs"))
-            .env("HOME", self.home.path())
+            .envs(self.environment())
             .stdin(std::process::Stdio::null());
         crate::output_within(&mut command, crate::COMMAND_LIMIT)
     }
@@ -114,6 +125,19 @@ impl Kopia {
     /// `kopia repository create s3 …` as `user@host`, who then owns its maintenance.
     pub fn create_as(&self, cluster: &Cluster, prefix: &str, user: &str, host: &str) {
         self.repository("create", cluster, prefix, user, host);
+    }
+
+    /// `kopia repository create filesystem --path DIR`, as `default@default`.
+    pub fn create_filesystem(&self, dir: &Path) {
+        let path = format!("--path={}", dir.display());
+        self.ok(&[
+            "repository",
+            "create",
+            "filesystem",
+            &path,
+            "--override-username=default",
+            "--override-hostname=default",
+        ]);
     }
 
     /// `kopia repository connect s3 …` to the repository at `prefix`, as `default@default`.

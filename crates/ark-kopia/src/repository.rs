@@ -66,7 +66,11 @@ impl Repository {
         root: object_store::path::Path,
         password: &str,
     ) -> Result<Self, Error> {
-        let blobs = Blobs::new(store, root);
+        Self::open_blobs(Blobs::new(store, root), password).await
+    }
+
+    /// Opens the repository whose blobs `blobs` are (an object store's, or a filesystem's).
+    pub async fn open_blobs(blobs: Blobs, password: &str) -> Result<Self, Error> {
         let bytes = match blobs.get(format::FORMAT_BLOB).await {
             Ok(b) => b,
             Err(Error::MissingBlob(_)) => {
@@ -97,7 +101,11 @@ impl Repository {
         root: object_store::path::Path,
         password: &str,
     ) -> Result<Self, Error> {
-        let blobs = Blobs::new(store.clone(), root.clone());
+        Self::create_blobs(Blobs::new(store, root), password).await
+    }
+
+    /// Creates a repository in `blobs` (an object store's, or a filesystem's), as Velero does.
+    pub async fn create_blobs(blobs: Blobs, password: &str) -> Result<Self, Error> {
         match blobs.get(format::FORMAT_BLOB).await {
             Ok(_) => {
                 return Err(Error::Invalid(format!(
@@ -117,7 +125,7 @@ impl Repository {
         blobs
             .put(format::VELERO_MARKER_BLOB, format.velero_marker())
             .await?;
-        let repo = Self::open(store, root, password).await?;
+        let repo = Self::open_blobs(blobs, password).await?;
         // Velero's `writeInitParameters`: maintenance owned by default@default.
         let labels = BTreeMap::from([("type".to_string(), "maintenance".to_string())]);
         let params = manifest::new_entry(labels, &crate::maintenance::velero_params());

@@ -508,3 +508,54 @@ async fn two_writers_at_once_and_one_killed_mid_upload_leave_a_repository_kopia_
     .unwrap();
     assert_same_tree(&restored, &second, RestoredBy::Ark);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_filesystem_repository_each_reads_restores_and_verifies_the_other_s_snapshots() {
+    let work = tempfile::tempdir().unwrap();
+    let (tree, repository) = (work.path().join("volume"), work.path().join("repository"));
+    write_volume_tree(&tree, 0);
+    let kopia = Kopia::new(PASSWORD);
+    kopia.create_filesystem(&repository);
+    let by_kopia = kopia.snapshot(&tree);
+
+    let store = std::sync::Arc::new(
+        object_store::local::LocalFileSystem::new_with_prefix(&repository).unwrap(),
+    );
+    let blobs = ark_kopia::blobs::Blobs::filesystem(store, ark_storage::Path::from(""), false)
+        .await
+        .unwrap();
+    let repo = Repository::open_blobs(blobs, PASSWORD).await.unwrap();
+    let found = repo
+        .snapshot(by_kopia["id"].as_str().unwrap())
+        .await
+        .unwrap();
+    let restored = work.path().join("by-ark");
+    repo.restore(
+        found.manifest.root_entry.as_ref().unwrap(),
+        &restored,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    assert_same_tree(&restored, &tree, RestoredBy::Ark);
+    let progress = ark_kopia::repository::VerifyProgress::default();
+    assert_eq!(repo.verify(&[found], &progress).await, Vec::<String>::new());
+
+    write_volume_tree(&tree, 1);
+    let (by_ark, _) = repo
+        .create_snapshot(&tree, velero_source("fs-0"), velero_options())
+        .await
+        .unwrap();
+    let listed = kopia.snapshots();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let restored = work.path().join("by-kopia");
+    kopia.ok(&[
+        "snapshot",
+        "restore",
+        &by_ark.id,
+        &restored.display().to_string(),
+    ]);
+    assert_same_tree(&restored, &tree, RestoredBy::Kopia);
+    kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
+    kopia.ok(&["content", "verify", "--full"]);
+}
