@@ -176,6 +176,20 @@ pub fn repository_store(
 /// symlinks (relative, absolute, dangling), odd names, modes and times to the nanosecond, and a
 /// sparse file. `variant` changes a few bytes of some files, as a volume changes between backups.
 pub fn write_volume_tree(root: &Path, variant: u8) {
+    write_volume_tree_scaled(root, variant, 1);
+}
+
+/// How much larger the oracle tests' trees are: `ARK_KOPIA_SCALE` (default 1), the long mode.
+pub fn oracle_scale() -> usize {
+    std::env::var("ARK_KOPIA_SCALE").map_or(1, |v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("ARK_KOPIA_SCALE={v:?} is not a number"))
+    })
+}
+
+/// [`write_volume_tree`] with `scale` times the directories of small files and the large files'
+/// sizes.
+pub fn write_volume_tree_scaled(root: &Path, variant: u8, scale: usize) {
     use std::os::unix::fs::PermissionsExt as _;
     let random = |seed: u64, n: usize| -> Vec<u8> {
         let mut x = seed | 1;
@@ -189,7 +203,7 @@ pub fn write_volume_tree(root: &Path, variant: u8) {
             .collect()
     };
     std::fs::create_dir_all(root).unwrap();
-    for d in 0..6 {
+    for d in 0..6 * scale {
         let dir = root.join(format!("src/dir-{d}/sub"));
         std::fs::create_dir_all(&dir).unwrap();
         for f in 0..40 {
@@ -202,9 +216,9 @@ pub fn write_volume_tree(root: &Path, variant: u8) {
     }
     // Large files: several chunks each, so indirect objects; the first stays the same across
     // variants and the second changes in one place.
-    let large = random(0x2545_f491_4f6c_dd1d, 12 << 20);
+    let large = random(0x2545_f491_4f6c_dd1d, scale * (12 << 20));
     std::fs::write(root.join("large-same.bin"), &large).unwrap();
-    let mut changed = random(0x9e37_79b9_7f4a_7c15, 5 << 20);
+    let mut changed = random(0x9e37_79b9_7f4a_7c15, scale * (5 << 20));
     if variant > 0 {
         changed[3 << 20] ^= variant;
     }
@@ -308,6 +322,16 @@ pub fn assert_same_tree(restored: &Path, original: &Path, by: RestoredBy) {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// How many regular files are below `root`.
+pub fn tree_files(root: &Path) -> u64 {
+    let mut paths = Vec::new();
+    collect(root, &mut paths);
+    paths
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).unwrap().is_file())
+        .count() as u64
 }
 
 /// Every entry below `root` as the oracle tests compare trees: relative path → kind, mode, size,

@@ -29,6 +29,14 @@ const PREAMBLE: usize = 32;
 const INDEX_BLOB_LIMIT: usize = 512 << 20;
 /// Index blobs read at once.
 const INDEX_READS: usize = 8;
+/// Contents up to this size are read through pack windows of `WINDOW` bytes, `WINDOWS_KEPT` of
+/// them kept (16 MiB).
+const SMALL_CONTENT: u64 = 256 << 10;
+const WINDOW: u64 = 2 << 20;
+const WINDOWS_KEPT: usize = 8;
+/// Contents this large are hashed and encrypted on the blocking pool, so that files read at once
+/// are hashed on every core; smaller ones cost less than the hand-over.
+const OFF_THREAD: usize = 256 << 10;
 /// Packs uploaded at once by one writer: each holds up to a pack in memory.
 const PACK_UPLOADS: usize = 2;
 
@@ -128,6 +136,8 @@ pub struct Contents {
     /// The session marker blob, once written.
     marker: tokio::sync::Mutex<Option<String>>,
     identity: (String, String),
+    /// Windows of packs recently read, for small contents (see `read`).
+    windows: Mutex<Vec<((Arc<str>, u64), Bytes)>>,
 }
 
 impl Contents {
@@ -155,6 +165,7 @@ impl Contents {
             upload_slots: Arc::new(Semaphore::new(PACK_UPLOADS)),
             marker: tokio::sync::Mutex::new(None),
             identity,
+            windows: Mutex::new(Vec::new()),
         };
         contents.refresh().await?;
         Ok(contents)
@@ -316,15 +327,78 @@ impl Contents {
         let info = self
             .info(id)
             .ok_or_else(|| Error::MissingContent(id.to_string()))?;
-        let sealed = self
-            .blobs
-            .get_range(
-                &info.pack,
-                u64::from(info.offset),
-                u64::from(info.packed_length),
-            )
-            .await?;
+        let (offset, length) = (u64::from(info.offset), u64::from(info.packed_length));
+        let sealed = if length <= SMALL_CONTENT {
+            self.read_through_windows(&info.pack, offset, length)
+                .await?
+        } else {
+            self.blobs.get_range(&info.pack, offset, length).await?
+        };
         self.open_content(&info, &sealed)
+    }
+
+    /// Small contents are read through windows of their pack: the files of a directory were
+    /// written one after the other into the same pack, so one read serves the next ones too.
+    async fn read_through_windows(
+        &self,
+        pack: &Arc<str>,
+        offset: u64,
+        length: u64,
+    ) -> Result<Bytes, Error> {
+        let (first, last) = (offset / WINDOW, (offset + length - 1) / WINDOW);
+        let mut parts = Vec::new();
+        for w in first..=last {
+            let cached = {
+                let windows = self.windows.lock().unwrap();
+                windows
+                    .iter()
+                    .find(|(k, _)| k.0 == *pack && k.1 == w)
+                    .map(|(_, b)| b.clone())
+            };
+            let bytes = match cached {
+                Some(b) => b,
+                None => {
+                    let bytes = match self.blobs.get_range(pack, w * WINDOW, WINDOW).await {
+                        Ok(b) => b,
+                        // The pack's last window is shorter than a window: the content alone.
+                        Err(Error::Corrupt { .. }) => {
+                            return self.blobs.get_range(pack, offset, length).await;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let mut windows = self.windows.lock().unwrap();
+                    windows.retain(|(k, _)| !(k.0 == *pack && k.1 == w));
+                    windows.push(((pack.clone(), w), bytes.clone()));
+                    if windows.len() > WINDOWS_KEPT {
+                        windows.remove(0);
+                    }
+                    bytes
+                }
+            };
+            parts.push(bytes);
+        }
+        let mut out = Vec::with_capacity(length as usize);
+        for (i, part) in parts.iter().enumerate() {
+            let base = (first + i as u64) * WINDOW;
+            let from = offset.max(base) - base;
+            let to = (offset + length)
+                .min(base + part.len() as u64)
+                .saturating_sub(base);
+            if from > to || to as usize > part.len() {
+                return Err(Error::corrupt(
+                    pack.as_ref(),
+                    format!("{length} bytes at offset {offset} are past its end"),
+                ));
+            }
+            out.extend_from_slice(&part[from as usize..to as usize]);
+        }
+        if out.len() as u64 != length {
+            return Err(Error::corrupt(
+                pack.as_ref(),
+                format!("{length} bytes at offset {offset} are past its end"),
+            ));
+        }
+        Ok(Bytes::from(out))
     }
 
     /// Decrypts one content's stored bytes, as read from its pack.
@@ -371,14 +445,28 @@ impl Contents {
     /// again) and returns its ID. Metadata contents (with a prefix) are compressed as kopia
     /// compresses them.
     pub async fn write(&self, data: &[u8], prefix: Option<u8>) -> Result<ContentId, Error> {
-        let id = ContentId::new(prefix, self.crypter.hash(data));
+        let id = if data.len() < OFF_THREAD {
+            ContentId::new(prefix, self.crypter.hash(data))
+        } else {
+            let (crypter, owned) = (self.crypter.clone(), data.to_vec());
+            tokio::task::spawn_blocking(move || ContentId::new(prefix, crypter.hash(&owned)))
+                .await
+                .expect("hashing does not panic")
+        };
         let previous = self.committed.read().unwrap().get(&id).cloned();
         if previous.as_ref().is_some_and(|i| !i.deleted)
             || self.pending.lock().unwrap().unindexed.contains_key(&id)
         {
             return Ok(id);
         }
-        let (stored, header) = self.seal_content(&id, data);
+        let (stored, header) = if data.len() < OFF_THREAD {
+            seal_content(&self.crypter, &id, data)
+        } else {
+            let (crypter, owned) = (self.crypter.clone(), data.to_vec());
+            tokio::task::spawn_blocking(move || seal_content(&crypter, &id, &owned))
+                .await
+                .expect("encryption does not panic")
+        };
         let now = jiff::Timestamp::now().as_second();
         let timestamp = previous.map_or(now, |p| now.max(p.timestamp + 1));
         let full = {
@@ -418,19 +506,6 @@ impl Contents {
             self.upload(pack).await?;
         }
         Ok(id)
-    }
-
-    fn seal_content(&self, id: &ContentId, data: &[u8]) -> (Vec<u8>, HeaderId) {
-        if id.prefix().is_some() {
-            let packed = compression::compress_zstd_fastest(data);
-            if packed.len() < data.len() {
-                return (
-                    self.crypter.encrypt(&packed, id.hash()),
-                    compression::ZSTD_FASTEST,
-                );
-            }
-        }
-        (self.crypter.encrypt(data, id.hash()), compression::NONE)
     }
 
     /// The session this writer's packs are named after; its marker is written with the first.
@@ -539,6 +614,21 @@ impl Contents {
         pending.session = None;
         Ok(())
     }
+}
+
+/// A content's stored bytes: compressed as kopia compresses metadata when that is smaller, then
+/// encrypted under its ID.
+fn seal_content(crypter: &ContentCrypter, id: &ContentId, data: &[u8]) -> (Vec<u8>, HeaderId) {
+    if id.prefix().is_some() {
+        let packed = compression::compress_zstd_fastest(data);
+        if packed.len() < data.len() {
+            return (
+                crypter.encrypt(&packed, id.hash()),
+                compression::ZSTD_FASTEST,
+            );
+        }
+    }
+    (crypter.encrypt(data, id.hash()), compression::NONE)
 }
 
 fn new_pack(class: u8, session: &str) -> OpenPack {

@@ -420,7 +420,7 @@ impl Uploader<'_> {
                 self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
             }
-            match self.file(child).await {
+            match self.file(child, md.size()).await {
                 Ok((id, size)) => {
                     let mut entry = entry_of(name, EntryType::File, &md, id);
                     entry.size = size as i64;
@@ -438,11 +438,21 @@ impl Uploader<'_> {
         }
     }
 
-    async fn file(&self, path: &Path) -> Result<(ObjectId, u64), Error> {
+    async fn file(&self, path: &Path, length: u64) -> Result<(ObjectId, u64), Error> {
+        let mut writer = ObjectWriter::new(self.contents, None);
+        if length < READ_BUFFER as u64 {
+            // A small file in one read: most files of a volume are, and a buffer of 1 MiB each
+            // would cost more than the file.
+            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            writer.write(&bytes).await?;
+            self.counts
+                .bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            return Ok((writer.finish().await?, bytes.len() as u64));
+        }
         let mut file = tokio::fs::File::open(path)
             .await
             .map_err(|e| Error::io(path, e))?;
-        let mut writer = ObjectWriter::new(self.contents, None);
         let mut buffer = vec![0u8; READ_BUFFER];
         let mut size = 0u64;
         loop {

@@ -8,7 +8,8 @@ use ark_kopia::Repository;
 use ark_kopia::repository::SnapshotOptions;
 use ark_kopia::snapshot::SourceInfo;
 use ark_tests::kopia::{
-    Kopia, RestoredBy, assert_same_tree, repository_store, tree_bytes, write_volume_tree,
+    Kopia, RestoredBy, assert_same_tree, oracle_scale, repository_store, tree_bytes, tree_files,
+    write_volume_tree_scaled,
 };
 use ark_tests::{Cluster, unique_name};
 
@@ -57,7 +58,7 @@ async fn ark_lists_and_restores_byte_for_byte_what_kopia_wrote() {
     let prefix = unique_name("kopia-oracle/by-kopia");
     let work = tempfile::tempdir().unwrap();
     let tree = work.path().join("volume");
-    write_volume_tree(&tree, 0);
+    write_volume_tree_scaled(&tree, 0, oracle_scale());
 
     let kopia = Kopia::new(PASSWORD);
     kopia.create(&cluster, &prefix);
@@ -89,7 +90,10 @@ async fn ark_lists_and_restores_byte_for_byte_what_kopia_wrote() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_same_tree(&restored, &tree, RestoredBy::Ark);
-    assert_eq!(counts.files.load(std::sync::atomic::Ordering::Relaxed), 249);
+    assert_eq!(
+        counts.files.load(std::sync::atomic::Ordering::Relaxed),
+        tree_files(&tree)
+    );
 
     let progress = ark_kopia::repository::VerifyProgress::default();
     assert_eq!(
@@ -122,7 +126,7 @@ async fn kopia_lists_restores_and_verifies_what_ark_wrote() {
     let prefix = unique_name("kopia-oracle/by-ark");
     let work = tempfile::tempdir().unwrap();
     let tree = work.path().join("volume");
-    write_volume_tree(&tree, 0);
+    write_volume_tree_scaled(&tree, 0, oracle_scale());
 
     let (store, root) = repository_store(&cluster, &prefix);
     let repo = Repository::create(store.clone(), root.clone(), PASSWORD)
@@ -179,7 +183,7 @@ async fn ark_and_kopia_deduplicate_against_each_other_and_read_each_other_s_snap
     let prefix = unique_name("kopia-oracle/shared");
     let work = tempfile::tempdir().unwrap();
     let tree = work.path().join("volume");
-    write_volume_tree(&tree, 0);
+    write_volume_tree_scaled(&tree, 0, oracle_scale());
 
     let kopia = Kopia::new(PASSWORD);
     kopia.create(&cluster, &prefix);
@@ -203,7 +207,7 @@ async fn ark_and_kopia_deduplicate_against_each_other_and_read_each_other_s_snap
     );
 
     // The tree changes a little; ark snapshots it with the first as parent, then kopia does.
-    write_volume_tree(&tree, 1);
+    write_volume_tree_scaled(&tree, 1, oracle_scale());
     let options = SnapshotOptions {
         parent: Some(first.manifest.clone()),
         ..velero_options()
@@ -277,11 +281,16 @@ async fn a_wrong_password_and_a_missing_repository_are_named() {
     );
 }
 
-/// A second tree, of data no other snapshot holds.
+/// A second tree, of data no other snapshot holds: 10 MiB.
 fn other_tree(dir: &std::path::Path) {
+    random_tree(dir, 10 << 20);
+}
+
+/// One file of `size` random bytes.
+fn random_tree(dir: &std::path::Path, size: usize) {
     std::fs::create_dir_all(dir).unwrap();
     let mut x = 0x1234_5678_9abc_def1_u64;
-    let data: Vec<u8> = (0..10 << 20)
+    let data: Vec<u8> = (0..size)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
@@ -307,7 +316,7 @@ async fn after_ark_forgets_a_snapshot_and_runs_maintenance_kopia_verifies_the_re
     let prefix = unique_name("kopia-oracle/maintenance");
     let work = tempfile::tempdir().unwrap();
     let (kept_tree, gone_tree) = (work.path().join("kept"), work.path().join("gone"));
-    write_volume_tree(&kept_tree, 0);
+    write_volume_tree_scaled(&kept_tree, 0, oracle_scale());
     other_tree(&gone_tree);
 
     let (store, root) = repository_store(&cluster, &prefix);
@@ -419,9 +428,10 @@ async fn two_writers_at_once_and_one_killed_mid_upload_leave_a_repository_kopia_
         work.path().join("b"),
         work.path().join("c"),
     );
-    write_volume_tree(&first, 0);
-    write_volume_tree(&second, 1);
-    other_tree(&killed);
+    write_volume_tree_scaled(&first, 0, oracle_scale());
+    write_volume_tree_scaled(&second, 1, oracle_scale());
+    // Three packs' worth: the first is in the bucket long before the snapshot could end.
+    random_tree(&killed, 64 << 20);
 
     let (store, root) = repository_store(&cluster, &prefix);
     Repository::create(store.clone(), root.clone(), PASSWORD)
@@ -513,7 +523,7 @@ async fn two_writers_at_once_and_one_killed_mid_upload_leave_a_repository_kopia_
 async fn on_a_filesystem_repository_each_reads_restores_and_verifies_the_other_s_snapshots() {
     let work = tempfile::tempdir().unwrap();
     let (tree, repository) = (work.path().join("volume"), work.path().join("repository"));
-    write_volume_tree(&tree, 0);
+    write_volume_tree_scaled(&tree, 0, oracle_scale());
     let kopia = Kopia::new(PASSWORD);
     kopia.create_filesystem(&repository);
     let by_kopia = kopia.snapshot(&tree);
@@ -541,7 +551,7 @@ async fn on_a_filesystem_repository_each_reads_restores_and_verifies_the_other_s
     let progress = ark_kopia::repository::VerifyProgress::default();
     assert_eq!(repo.verify(&[found], &progress).await, Vec::<String>::new());
 
-    write_volume_tree(&tree, 1);
+    write_volume_tree_scaled(&tree, 1, oracle_scale());
     let (by_ark, _) = repo
         .create_snapshot(&tree, velero_source("fs-0"), velero_options())
         .await
