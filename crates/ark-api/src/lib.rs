@@ -7,6 +7,7 @@ pub mod cron;
 mod delete_backup_request;
 mod download_request;
 pub mod duration;
+pub mod fuzz;
 pub mod hooks;
 pub mod labels;
 pub mod read;

@@ -137,8 +137,11 @@ pub struct Contents {
     marker: tokio::sync::Mutex<Option<String>>,
     identity: (String, String),
     /// Windows of packs recently read, for small contents (see `read`).
-    windows: Mutex<Vec<((Arc<str>, u64), Bytes)>>,
+    windows: Mutex<Vec<(WindowKey, Bytes)>>,
 }
+
+/// A pack and the number of one of its windows.
+type WindowKey = (Arc<str>, u64);
 
 impl Contents {
     pub async fn open(

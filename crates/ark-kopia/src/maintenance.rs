@@ -150,7 +150,7 @@ impl Schedule {
         if good.len() <= 1 {
             return None;
         }
-        good.sort_by(|a, b| b.start.cmp(&a.start));
+        good.sort_by_key(|r| std::cmp::Reverse(r.start));
         let latest = good[0];
         for r in &good[1..] {
             if latest.start.duration_since(r.end) > SignedDuration::from_secs(m.margin_between_gc) {

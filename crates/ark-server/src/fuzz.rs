@@ -1,11 +1,13 @@
-//! Fuzz targets for what the server reads from a bucket or a pod (the runner: crates/ark-fuzz;
-//! the seeds: fuzz/corpus/<target>/). Each must return, never panic, whatever the bytes.
+//! Fuzz targets for what the server reads from a bucket or a pod: each a function of bytes that
+//! must return, never panic, whatever the bytes. cargo-fuzz runs them (`fuzz/fuzz_targets/`, seeds
+//! in `fuzz/corpus/<target>/`, `scripts/fuzz.sh`).
 
 use crate::controllers::restore::extract;
 use crate::hooks::annotations;
 use crate::shared::{results, snapshots};
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
+/// The fuzzer's bytes gzipped, as a bucket holds them: the fuzzer mutates what is inside.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(bytes).unwrap();
@@ -14,52 +16,40 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 /// A backup tarball (its tar layer mutated, then gzipped as a bucket holds it): unpacked within
 /// small limits, and read for VolumeSnapshotContents.
-#[test]
-fn tarball() {
+pub fn tarball(tar: &[u8]) {
     let scratch = tempfile::tempdir().unwrap();
-    ark_fuzz::run("tarball", |tar| {
-        let gz = gzip(tar);
-        let mut file = tempfile::tempfile_in(scratch.path()).unwrap();
-        std::io::Write::write_all(&mut file, &gz).unwrap();
-        std::io::Seek::rewind(&mut file).unwrap();
-        let limits = extract::Limits {
-            max_entry_bytes: 1 << 16,
-            max_total_bytes: 1 << 20,
-            max_entries: 1000,
-        };
-        if let Ok(extracted) = extract::extract(file, scratch.path(), limits) {
-            assert!(extracted.rejected.count() >= 0);
-        }
-        let _ = snapshots::csi_contents_in_tarball(gz.as_slice());
-    });
+    let gz = gzip(tar);
+    let mut file = tempfile::tempfile_in(scratch.path()).unwrap();
+    std::io::Write::write_all(&mut file, &gz).unwrap();
+    std::io::Seek::rewind(&mut file).unwrap();
+    let limits = extract::Limits {
+        max_entry_bytes: 1 << 16,
+        max_total_bytes: 1 << 20,
+        max_entries: 1000,
+    };
+    if let Ok(extracted) = extract::extract(file, scratch.path(), limits) {
+        assert!(extracted.rejected.count() >= 0);
+    }
+    let _ = snapshots::csi_contents_in_tarball(gz.as_slice());
 }
 
 /// A pod's hook annotations.
-#[test]
-fn hook_annotations() {
-    ark_fuzz::run("hook-annotations", |bytes| {
-        let text = String::from_utf8_lossy(bytes);
-        let _ = annotations::command(&text);
-        if let Ok(pod) = serde_json::from_slice::<serde_json::Value>(bytes) {
-            let _ = annotations::hooks(&pod);
-        }
-    });
+pub fn hook_annotations(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let _ = annotations::command(&text);
+    if let Ok(pod) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        let _ = annotations::hooks(&pod);
+    }
 }
 
 /// The snapshot lists beside a backup, as deletion reads them.
-#[test]
-fn snapshot_lists() {
-    ark_fuzz::run("snapshot-lists", |bytes| {
-        let gz = gzip(bytes);
-        let _ = snapshots::parse_recorded(Some(&gz), Some(&gz));
-        let _ = snapshots::tarball_may_hold_csi_contents(Some(&gz));
-    });
+pub fn snapshot_lists(bytes: &[u8]) {
+    let gz = gzip(bytes);
+    let _ = snapshots::parse_recorded(Some(&gz), Some(&gz));
+    let _ = snapshots::tarball_may_hold_csi_contents(Some(&gz));
 }
 
 /// A backup's or restore's results.
-#[test]
-fn results() {
-    ark_fuzz::run("results", |bytes| {
-        let _ = serde_json::from_slice::<results::Results>(bytes);
-    });
+pub fn results(bytes: &[u8]) {
+    let _ = serde_json::from_slice::<results::Results>(bytes);
 }

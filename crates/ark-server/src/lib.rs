@@ -2,8 +2,7 @@
 //! sync backups from the bucket. Each reads, decides with pure functions, then writes status.
 
 mod controllers;
-#[cfg(test)]
-mod fuzz;
+pub mod fuzz;
 mod hooks;
 mod process;
 mod shared;
