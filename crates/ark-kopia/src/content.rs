@@ -184,6 +184,15 @@ impl Contents {
 
     /// Reads the current index set anew.
     pub async fn refresh(&self) -> Result<(), Error> {
+        // An index blob compacted away between the listing and the read: kopia loads the whole
+        // index again, and so does ark, once.
+        match self.load_index().await {
+            Err(Error::MissingBlob(_)) => self.load_index().await,
+            loaded => loaded,
+        }
+    }
+
+    async fn load_index(&self) -> Result<(), Error> {
         let state = EpochState::load(&self.blobs).await?;
         let mut merged = HashMap::new();
         // Owned blob names: a stream of borrowed ones would make the future not `Send`.
@@ -203,13 +212,9 @@ impl Contents {
             }))
             .buffer_unordered(INDEX_READS);
         while let Some(infos) = reads.next().await {
-            match infos {
-                Ok(infos) => infos.into_iter().for_each(|i| index::merge(&mut merged, i)),
-                // An index blob compacted away between the listing and the read: kopia retries
-                // the whole load, and so does ark, once.
-                Err(Error::MissingBlob(_)) => return Box::pin(self.refresh_once_more()).await,
-                Err(e) => return Err(e),
-            }
+            infos?
+                .into_iter()
+                .for_each(|i| index::merge(&mut merged, i));
         }
         self.commit_index(merged, &state);
         Ok(())
@@ -262,18 +267,6 @@ impl Contents {
             .await?;
         let data = self.open_content(info, &sealed)?;
         self.write(&data, info.id.prefix()).await?;
-        Ok(())
-    }
-
-    async fn refresh_once_more(&self) -> Result<(), Error> {
-        let state = EpochState::load(&self.blobs).await?;
-        let mut merged = HashMap::new();
-        for b in &state.index_blobs {
-            let sealed = self.blobs.get(&b.id).await?;
-            let plain = open_blob(&self.crypter, &b.id, &sealed)?;
-            index::parse(&plain, &b.id, |i| index::merge(&mut merged, i))?;
-        }
-        self.commit_index(merged, &state);
         Ok(())
     }
 
@@ -448,13 +441,15 @@ impl Contents {
     /// again) and returns its ID. Metadata contents (with a prefix) are compressed as kopia
     /// compresses them.
     pub async fn write(&self, data: &[u8], prefix: Option<u8>) -> Result<ContentId, Error> {
-        let id = if data.len() < OFF_THREAD {
-            ContentId::new(prefix, self.crypter.hash(data))
-        } else {
-            let (crypter, owned) = (self.crypter.clone(), data.to_vec());
+        // Large chunks are copied once, for both steps on the blocking pool.
+        let owned: Option<Arc<[u8]>> = (data.len() >= OFF_THREAD).then(|| data.into());
+        let id = if let Some(owned) = owned.clone() {
+            let crypter = self.crypter.clone();
             tokio::task::spawn_blocking(move || ContentId::new(prefix, crypter.hash(&owned)))
                 .await
                 .expect("hashing does not panic")
+        } else {
+            ContentId::new(prefix, self.crypter.hash(data))
         };
         let previous = self.committed.read().unwrap().get(&id).cloned();
         if previous.as_ref().is_some_and(|i| !i.deleted)
@@ -462,13 +457,13 @@ impl Contents {
         {
             return Ok(id);
         }
-        let (stored, header) = if data.len() < OFF_THREAD {
-            seal_content(&self.crypter, &id, data)
-        } else {
-            let (crypter, owned) = (self.crypter.clone(), data.to_vec());
+        let (stored, header) = if let Some(owned) = owned {
+            let crypter = self.crypter.clone();
             tokio::task::spawn_blocking(move || seal_content(&crypter, &id, &owned))
                 .await
                 .expect("encryption does not panic")
+        } else {
+            seal_content(&self.crypter, &id, data)
         };
         let now = jiff::Timestamp::now().as_second();
         let timestamp = previous.map_or(now, |p| now.max(p.timestamp + 1));
