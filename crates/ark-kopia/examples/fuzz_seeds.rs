@@ -18,7 +18,7 @@ use ark_kopia::format::{FormatBlob, RepositoryConfig};
 use ark_kopia::index;
 use ark_kopia::manifest;
 use ark_kopia::object::{self, ObjectId, ObjectWriter};
-use ark_kopia::snapshot::{self, EntryType, SnapshotManifest, SourceInfo, Time, UploadCounts};
+use ark_kopia::snapshot::{self, EntryType, SnapshotManifest, SourceInfo, Time};
 
 /// The keys of `fuzz/fuzz_targets/kopia-pack-index.rs`.
 const HMAC_SECRET: [u8; 32] = [1; 32];
@@ -63,10 +63,7 @@ async fn main() {
     std::fs::write(tree.join("hello.txt"), "hello\n").unwrap();
     std::fs::write(tree.join("data/rows.csv"), "1,a\n2,b\n").unwrap();
     std::os::unix::fs::symlink("data/rows.csv", tree.join("latest")).unwrap();
-    let uploader = snapshot::Uploader {
-        contents: &repo,
-        counts: UploadCounts::default(),
-    };
+    let uploader = snapshot::Uploader::new(&repo, Default::default());
     let root = uploader.directory(&tree, None).await.unwrap();
     repo.flush().await.unwrap();
     let root_json = object::read_all(&repo, root.object, 1 << 20).await.unwrap();

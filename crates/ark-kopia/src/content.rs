@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use futures::StreamExt as _;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::Error;
 use crate::blobs::Blobs;
 use crate::compression::{self, HeaderId};
-use crate::crypto::{ContentCrypter, OVERHEAD};
+use crate::crypto::{ContentCrypter, OVERHEAD, Sealed};
 use crate::epoch::EpochState;
 use crate::format::RepositoryConfig;
 use crate::index::{self, ContentId, Info};
@@ -37,8 +37,10 @@ const WINDOWS_KEPT: usize = 8;
 /// Contents this large are hashed and encrypted on the blocking pool, so that files read at once
 /// are hashed on every core; smaller ones cost less than the hand-over.
 const OFF_THREAD: usize = 256 << 10;
-/// Packs uploaded at once by one writer: each holds up to a pack in memory.
-const PACK_UPLOADS: usize = 2;
+/// Packs one writer holds in memory at once, open or uploading (each up to the maximum pack size,
+/// 20 MiB by default): an open pack of data, one of metadata, and two uploading. A writer that
+/// needs a new pack waits for an upload to end.
+const PACKS_IN_MEMORY: usize = 4;
 
 /// Decrypts an index or session blob: its IV is the hash in its ID, kopia's `blobcrypto`.
 fn blob_iv(id: &str) -> Option<[u8; 16]> {
@@ -103,11 +105,12 @@ struct SessionInfo<'a> {
     hostname: &'a str,
 }
 
-/// A pack being filled.
+/// A pack being filled; it holds one of the `PACKS_IN_MEMORY` slots until it is uploaded.
 struct OpenPack {
     id: Arc<str>,
     data: Vec<u8>,
     infos: Vec<Info>,
+    slot: OwnedSemaphorePermit,
 }
 
 #[derive(Default)]
@@ -132,12 +135,14 @@ pub struct Contents {
     watermark: RwLock<Option<i64>>,
     pending: Mutex<Pending>,
     uploads: tokio::sync::Mutex<JoinSet<Result<(), Error>>>,
-    upload_slots: Arc<Semaphore>,
+    pack_slots: Arc<Semaphore>,
     /// The session marker blob, once written.
     marker: tokio::sync::Mutex<Option<String>>,
     identity: (String, String),
     /// Windows of packs recently read, for small contents (see `read`).
     windows: Mutex<Vec<(WindowKey, Bytes)>>,
+    /// Bytes of new contents this process has stored, as written (encrypted, compressed).
+    stored_bytes: std::sync::atomic::AtomicU64,
 }
 
 /// A pack and the number of one of its windows.
@@ -165,13 +170,19 @@ impl Contents {
             watermark: RwLock::new(None),
             pending: Mutex::new(Pending::default()),
             uploads: tokio::sync::Mutex::new(JoinSet::new()),
-            upload_slots: Arc::new(Semaphore::new(PACK_UPLOADS)),
+            pack_slots: Arc::new(Semaphore::new(PACKS_IN_MEMORY)),
             marker: tokio::sync::Mutex::new(None),
             identity,
             windows: Mutex::new(Vec::new()),
+            stored_bytes: Default::default(),
         };
         contents.refresh().await?;
         Ok(contents)
+    }
+
+    /// Bytes of new contents this process has stored so far: what its snapshots added.
+    pub fn stored_bytes(&self) -> u64 {
+        self.stored_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn crypter(&self) -> &ContentCrypter {
@@ -441,69 +452,109 @@ impl Contents {
     /// again) and returns its ID. Metadata contents (with a prefix) are compressed as kopia
     /// compresses them.
     pub async fn write(&self, data: &[u8], prefix: Option<u8>) -> Result<ContentId, Error> {
-        // Large chunks are copied once, for both steps on the blocking pool.
-        let owned: Option<Arc<[u8]>> = (data.len() >= OFF_THREAD).then(|| data.into());
-        let id = if let Some(owned) = owned.clone() {
+        Ok(self.store(data.to_vec(), prefix).await?.0)
+    }
+
+    /// `write` for a chunk the caller owns: it is hashed and encrypted in its own buffer, which
+    /// comes back empty for the next chunk, so a file in flight holds one chunk in memory.
+    pub async fn store(
+        &self,
+        chunk: Vec<u8>,
+        prefix: Option<u8>,
+    ) -> Result<(ContentId, Vec<u8>), Error> {
+        // Large chunks go to the blocking pool, so that files read at once hash on every core.
+        let off_thread = chunk.len() >= OFF_THREAD;
+        let (id, chunk) = if off_thread {
             let crypter = self.crypter.clone();
-            tokio::task::spawn_blocking(move || ContentId::new(prefix, crypter.hash(&owned)))
-                .await
-                .expect("hashing does not panic")
+            tokio::task::spawn_blocking(move || {
+                (ContentId::new(prefix, crypter.hash(&chunk)), chunk)
+            })
+            .await
+            .expect("hashing does not panic")
         } else {
-            ContentId::new(prefix, self.crypter.hash(data))
+            (ContentId::new(prefix, self.crypter.hash(&chunk)), chunk)
         };
         let previous = self.committed.read().unwrap().get(&id).cloned();
         if previous.as_ref().is_some_and(|i| !i.deleted)
             || self.pending.lock().unwrap().unindexed.contains_key(&id)
         {
-            return Ok(id);
+            return Ok((id, recycled(chunk)));
         }
-        let (stored, header) = if let Some(owned) = owned {
+        let original_length = chunk.len() as u32;
+        let (sealed, header) = if off_thread {
             let crypter = self.crypter.clone();
-            tokio::task::spawn_blocking(move || seal_content(&crypter, &id, &owned))
+            tokio::task::spawn_blocking(move || seal_content(&crypter, &id, chunk))
                 .await
                 .expect("encryption does not panic")
         } else {
-            seal_content(&self.crypter, &id, data)
+            seal_content(&self.crypter, &id, chunk)
         };
         let now = jiff::Timestamp::now().as_second();
         let timestamp = previous.map_or(now, |p| now.max(p.timestamp + 1));
-        let full = {
-            let mut guard = self.pending.lock().unwrap();
-            let pending = &mut *guard;
-            if pending.unindexed.contains_key(&id) {
-                return Ok(id);
+        let class = if prefix.is_some() { b'q' } else { b'p' };
+        let mut slot = None;
+        let full = loop {
+            // The lock is held in this block only; a slot is awaited outside it.
+            {
+                let mut guard = self.pending.lock().unwrap();
+                let pending = &mut *guard;
+                if pending.unindexed.contains_key(&id) {
+                    return Ok((id, sealed.into_buffer()));
+                }
+                // A pack is closed before a content would take it past the maximum size, and a
+                // new one needs a slot: while none is free, this waits for an upload to end.
+                let needs_new = pending.open.get(&class).is_none_or(|p| {
+                    p.data.len() > PREAMBLE
+                        && p.data.len() + sealed.stored_len() > self.max_pack_size
+                });
+                if !needs_new || slot.is_some() {
+                    // A slot taken while another writer opened the pack goes back here.
+                    let slot = slot.take();
+                    let full = if needs_new {
+                        let slot = slot.expect("a slot is held");
+                        let session = self.session(pending);
+                        let capacity = self.max_pack_size.max(sealed.stored_len() + PREAMBLE);
+                        pending
+                            .open
+                            .insert(class, new_pack(class, &session, capacity, slot))
+                    } else {
+                        None
+                    };
+                    let pack = pending.open.get_mut(&class).expect("open");
+                    let info = Info {
+                        id,
+                        pack: pack.id.clone(),
+                        offset: pack.data.len() as u32,
+                        packed_length: sealed.stored_len() as u32,
+                        original_length,
+                        timestamp,
+                        deleted: false,
+                        compression: header,
+                        format_version: self.format_version,
+                        encryption_key_id: 0,
+                    };
+                    sealed.append_to(&mut pack.data);
+                    self.stored_bytes.fetch_add(
+                        sealed.stored_len() as u64,
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                    pack.infos.push(info.clone());
+                    pending.unindexed.insert(id, info);
+                    break full;
+                }
             }
-            let session = self.session(pending);
-            let class = if prefix.is_some() { b'q' } else { b'p' };
-            let pack = pending
-                .open
-                .entry(class)
-                .or_insert_with(|| new_pack(class, &session));
-            let info = Info {
-                id,
-                pack: pack.id.clone(),
-                offset: pack.data.len() as u32,
-                packed_length: stored.len() as u32,
-                original_length: data.len() as u32,
-                timestamp,
-                deleted: false,
-                compression: header,
-                format_version: self.format_version,
-                encryption_key_id: 0,
-            };
-            pack.data.extend_from_slice(&stored);
-            pack.infos.push(info.clone());
-            pending.unindexed.insert(id, info);
-            if pack.data.len() >= self.max_pack_size {
-                pending.open.remove(&class)
-            } else {
-                None
-            }
+            slot = Some(
+                self.pack_slots
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("never closed"),
+            );
         };
         if let Some(pack) = full {
             self.upload(pack).await?;
         }
-        Ok(id)
+        Ok((id, sealed.into_buffer()))
     }
 
     /// The session this writer's packs are named after; its marker is written with the first.
@@ -534,7 +585,7 @@ impl Contents {
         Ok(())
     }
 
-    /// Finishes `pack` and uploads it in the background, at most `PACK_UPLOADS` at once.
+    /// Finishes `pack` and uploads it in the background; its slot is freed once it is stored.
     async fn upload(&self, pack: OpenPack) -> Result<(), Error> {
         let session = self
             .pending
@@ -544,13 +595,7 @@ impl Contents {
             .clone()
             .expect("a pack has a session");
         self.write_session_marker(&session).await?;
-        let permit = self
-            .upload_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("never closed");
-        let bytes = finish_pack(&self.crypter, pack);
+        let (id, bytes, slot) = finish_pack(&self.crypter, pack);
         let blobs = self.blobs.clone();
         let mut uploads = self.uploads.lock().await;
         // Reap finished uploads so their errors surface early.
@@ -558,8 +603,8 @@ impl Contents {
             done.expect("an upload task does not panic")?;
         }
         uploads.spawn(async move {
-            let _permit = permit;
-            blobs.put(&bytes.0, bytes.1).await
+            let _slot = slot;
+            blobs.put(&id, bytes).await
         });
         Ok(())
     }
@@ -616,34 +661,44 @@ impl Contents {
 
 /// A content's stored bytes: compressed as kopia compresses metadata when that is smaller, then
 /// encrypted under its ID.
-fn seal_content(crypter: &ContentCrypter, id: &ContentId, data: &[u8]) -> (Vec<u8>, HeaderId) {
+fn seal_content(crypter: &ContentCrypter, id: &ContentId, data: Vec<u8>) -> (Sealed, HeaderId) {
     if id.prefix().is_some() {
-        let packed = compression::compress_zstd_fastest(data);
+        let packed = compression::compress_zstd_fastest(&data);
         if packed.len() < data.len() {
             return (
-                crypter.encrypt(&packed, id.hash()),
+                crypter.seal_in_place(packed, id.hash()),
                 compression::ZSTD_FASTEST,
             );
         }
     }
-    (crypter.encrypt(data, id.hash()), compression::NONE)
+    (crypter.seal_in_place(data, id.hash()), compression::NONE)
 }
 
-fn new_pack(class: u8, session: &str) -> OpenPack {
+/// A chunk's buffer, emptied for the next one.
+fn recycled(mut chunk: Vec<u8>) -> Vec<u8> {
+    chunk.clear();
+    chunk
+}
+
+/// A new pack with room for `capacity` bytes of contents and its ending, so that filling it never
+/// copies it.
+fn new_pack(class: u8, session: &str, capacity: usize, slot: OwnedSemaphorePermit) -> OpenPack {
     let mut name = [0u8; 16];
     crate::random(&mut name);
-    let mut data = vec![0u8; PREAMBLE];
+    let mut data = Vec::with_capacity(capacity + PADDING_UNIT + (64 << 10));
+    data.resize(PREAMBLE, 0);
     crate::random(&mut data);
     OpenPack {
         id: format!("{}{}-{session}", class as char, hex::encode(name)).into(),
         data,
         infos: Vec::new(),
+        slot,
     }
 }
 
 /// Pads the pack to 4 KiB with random bytes, then appends its local index (encrypted under its own
 /// hash) and the postamble that locates it, as `appendPackFileIndexRecoveryData` does.
-fn finish_pack(crypter: &ContentCrypter, pack: OpenPack) -> (String, Bytes) {
+fn finish_pack(crypter: &ContentCrypter, pack: OpenPack) -> (String, Bytes, OwnedSemaphorePermit) {
     let mut data = pack.data;
     let missing = PADDING_UNIT - data.len() % PADDING_UNIT;
     let mut padding = vec![0u8; missing];
@@ -658,7 +713,7 @@ fn finish_pack(crypter: &ContentCrypter, pack: OpenPack) -> (String, Bytes) {
     let local_at = data.len();
     data.extend_from_slice(&sealed);
     data.extend_from_slice(&postamble(&iv, local_at as u32, sealed.len() as u32));
-    (pack.id.to_string(), Bytes::from(data))
+    (pack.id.to_string(), Bytes::from(data), pack.slot)
 }
 
 fn uvarint(out: &mut Vec<u8>, mut v: u64) {
@@ -757,7 +812,8 @@ mod tests {
             &[2; 32],
         )
         .unwrap();
-        let mut pack = new_pack(b'p', "s0011");
+        let slot = Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap();
+        let mut pack = new_pack(b'p', "s0011", 1 << 20, slot);
         let data = b"hello";
         let id = ContentId::new(None, crypter.hash(data));
         let stored = crypter.encrypt(data, id.hash());
@@ -774,7 +830,7 @@ mod tests {
             encryption_key_id: 0,
         });
         pack.data.extend_from_slice(&stored);
-        let (name, bytes) = finish_pack(&crypter, pack);
+        let (name, bytes, _slot) = finish_pack(&crypter, pack);
         assert!(name.starts_with('p') && name.ends_with("-s0011"));
         let infos = local_index(&crypter, &name, &bytes).unwrap();
         assert_eq!(infos.len(), 1);

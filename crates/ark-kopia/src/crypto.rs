@@ -3,7 +3,7 @@
 //! keyed BLAKE2b hash (`repo/hashing`) and their AES256-GCM-HMAC-SHA256 encryption
 //! (`repo/encryption`).
 
-use aes_gcm::aead::{Aead, Payload};
+use aes_gcm::aead::{Aead, AeadInPlace as _, Payload};
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
 use blake2::Blake2bMac;
 use blake2::digest::consts::U32;
@@ -203,9 +203,52 @@ impl ContentCrypter {
         seal(&self.cipher_for(iv), plain, iv)
     }
 
+    /// Encrypts `plain` as `encrypt` does, in its own buffer: a chunk of megabytes is not copied.
+    pub fn seal_in_place(&self, mut plain: Vec<u8>, iv: &[u8]) -> Sealed {
+        let mut nonce = [0u8; NONCE];
+        crate::random(&mut nonce);
+        let tag = self
+            .cipher_for(iv)
+            .encrypt_in_place_detached(Nonce::from_slice(&nonce), iv, &mut plain)
+            .expect("AES-GCM seals any length kopia writes");
+        Sealed {
+            nonce,
+            body: plain,
+            tag: tag.into(),
+        }
+    }
+
     /// `None` when the bytes do not authenticate under this IV: a forged or damaged content.
     pub fn decrypt(&self, sealed: &[u8], iv: &[u8]) -> Option<Vec<u8>> {
         open(&self.cipher_for(iv), sealed, iv)
+    }
+}
+
+/// A content encrypted in place: the nonce, the ciphertext in the buffer it came in, the tag.
+pub struct Sealed {
+    nonce: [u8; NONCE],
+    body: Vec<u8>,
+    tag: [u8; TAG],
+}
+
+impl Sealed {
+    /// Its length as stored (never empty: the nonce and tag are always there).
+    pub fn stored_len(&self) -> usize {
+        NONCE + self.body.len() + TAG
+    }
+
+    /// Appends it as stored: nonce, ciphertext, tag.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.nonce);
+        out.extend_from_slice(&self.body);
+        out.extend_from_slice(&self.tag);
+    }
+
+    /// Its buffer back, empty, for the next content.
+    pub fn into_buffer(self) -> Vec<u8> {
+        let mut body = self.body;
+        body.clear();
+        body
     }
 }
 
@@ -223,6 +266,11 @@ mod tests {
         assert!(c.decrypt(&sealed, &c.hash(b"other")).is_none());
         let other = ContentCrypter::new(HASH, ENCRYPTION, &[1; 32], &[3; 32]).unwrap();
         assert!(other.decrypt(&sealed, &iv).is_none());
+        let mut in_place = Vec::new();
+        c.seal_in_place(b"data".to_vec(), &iv)
+            .append_to(&mut in_place);
+        assert_eq!(in_place.len(), sealed.len());
+        assert_eq!(c.decrypt(&in_place, &iv).unwrap(), b"data");
     }
 
     #[test]

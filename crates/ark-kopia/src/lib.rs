@@ -29,6 +29,7 @@ pub mod object;
 pub mod repository;
 pub mod snapshot;
 pub mod splitter;
+pub mod velero;
 
 pub use repository::Repository;
 

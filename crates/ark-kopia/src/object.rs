@@ -267,14 +267,16 @@ impl<'a> ObjectWriter<'a> {
     }
 
     async fn flush_chunk(&mut self) -> Result<(), Error> {
-        let content = self.contents.write(&self.buffer, self.prefix).await?;
+        let length = self.buffer.len() as u64;
+        let chunk = std::mem::take(&mut self.buffer);
+        let (content, emptied) = self.contents.store(chunk, self.prefix).await?;
+        self.buffer = emptied;
         self.entries.push(IndirectEntry {
             start: self.position,
-            length: self.buffer.len() as u64,
+            length,
             object: ObjectId::direct(content),
         });
-        self.position += self.buffer.len() as u64;
-        self.buffer.clear();
+        self.position += length;
         Ok(())
     }
 

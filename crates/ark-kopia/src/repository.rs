@@ -56,6 +56,8 @@ pub struct SnapshotOptions {
     pub pins: Vec<String>,
     /// A previous snapshot of the same tree: its unchanged files are not read again.
     pub parent: Option<SnapshotManifest>,
+    /// What the upload has done so far, for whoever reports its progress meanwhile.
+    pub counts: Arc<UploadCounts>,
 }
 
 impl Repository {
@@ -92,6 +94,18 @@ impl Repository {
             config,
             contents,
         })
+    }
+
+    /// Whether a repository is at `root`: its format blob is there (it is not opened).
+    pub async fn exists(
+        store: Arc<dyn ObjectStore>,
+        root: object_store::path::Path,
+    ) -> Result<bool, Error> {
+        match Blobs::new(store, root).get(format::FORMAT_BLOB).await {
+            Ok(_) => Ok(true),
+            Err(Error::MissingBlob(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Creates a repository at `root` as Velero does (kopia's defaults, format 3, Velero's
@@ -190,7 +204,7 @@ impl Repository {
         path: &Path,
         source: SourceInfo,
         options: SnapshotOptions,
-    ) -> Result<(Snapshot, UploadCounts), Error> {
+    ) -> Result<(Snapshot, Arc<UploadCounts>), Error> {
         let start = Time::now();
         let parent_root = match &options.parent {
             Some(p) => match &p.root_entry {
@@ -199,10 +213,7 @@ impl Repository {
             },
             None => None,
         };
-        let uploader = Uploader {
-            contents: &self.contents,
-            counts: UploadCounts::default(),
-        };
+        let uploader = Uploader::new(&self.contents, options.counts.clone());
         let root = uploader.directory(path, parent_root.as_deref()).await?;
         self.contents.flush().await?;
         let summary = root.summary.clone().unwrap_or_default();

@@ -18,6 +18,9 @@ use crate::object::{self, ObjectId, ObjectWriter};
 
 /// Files read or written at once.
 const FILES_AT_ONCE: usize = 4;
+/// Files of a chunk or more read at once: each holds a chunk (up to 8 MiB) in memory, and two
+/// already hash and encrypt on both of a small node's cores.
+const LARGE_FILES_AT_ONCE: usize = 2;
 /// The largest directory object ark reads: a million entries are ~200 MiB of JSON.
 const DIRECTORY_LIMIT: usize = 512 << 20;
 const READ_BUFFER: usize = 1 << 20;
@@ -302,14 +305,18 @@ pub fn parse_directory(json: &[u8], what: &str) -> Result<Vec<DirEntry>, Error> 
 pub struct UploadCounts {
     pub files: AtomicU64,
     pub cached_files: AtomicU64,
+    /// Bytes read from files.
     pub bytes: AtomicU64,
+    /// Bytes of unchanged files taken from the parent without being read.
+    pub cached_bytes: AtomicU64,
     pub ignored: AtomicU64,
 }
 
 /// Walks and uploads a directory tree.
 pub struct Uploader<'a> {
-    pub contents: &'a Contents,
-    pub counts: UploadCounts,
+    contents: &'a Contents,
+    pub counts: std::sync::Arc<UploadCounts>,
+    large_files: tokio::sync::Semaphore,
 }
 
 fn name_of(path: &Path) -> String {
@@ -345,7 +352,15 @@ fn entry_of(
     }
 }
 
-impl Uploader<'_> {
+impl<'c> Uploader<'c> {
+    pub fn new(contents: &'c Contents, counts: std::sync::Arc<UploadCounts>) -> Self {
+        Uploader {
+            contents,
+            counts,
+            large_files: tokio::sync::Semaphore::new(LARGE_FILES_AT_ONCE),
+        }
+    }
+
     /// Uploads the tree at `path`; `parent` is the same directory in a previous snapshot, whose
     /// unchanged files (same size, time, mode and owner) are taken without being read.
     pub fn directory<'a>(
@@ -418,6 +433,9 @@ impl Uploader<'_> {
             self.counts.files.fetch_add(1, Ordering::Relaxed);
             if let Some(p) = unchanged {
                 self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
+                self.counts
+                    .cached_bytes
+                    .fetch_add(md.size(), Ordering::Relaxed);
                 return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
             }
             match self.file(child, md.size()).await {
@@ -450,6 +468,7 @@ impl Uploader<'_> {
                 .fetch_add(bytes.len() as u64, Ordering::Relaxed);
             return Ok((writer.finish().await?, bytes.len() as u64));
         }
+        let _turn = self.large_files.acquire().await.expect("never closed");
         let mut file = tokio::fs::File::open(path)
             .await
             .map_err(|e| Error::io(path, e))?;

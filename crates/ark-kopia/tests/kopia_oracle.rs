@@ -48,7 +48,7 @@ fn velero_options() -> SnapshotOptions {
             ("snapshot-uploader".into(), "kopia".into()),
         ]),
         pins: vec!["velero-pin".into()],
-        parent: None,
+        ..SnapshotOptions::default()
     }
 }
 

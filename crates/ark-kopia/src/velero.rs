@@ -1,0 +1,65 @@
+//! What Velero puts around a pod volume's snapshot (`pkg/uploader/kopia/snapshot.go`), so that
+//! its node agent finds ark's snapshots and ark finds Velero's: the source each volume is
+//! snapshotted as, the tags, the description and the pin, and the parent a new snapshot starts
+//! from.
+
+use std::collections::BTreeMap;
+
+use crate::Error;
+use crate::repository::{Repository, SnapshotOptions};
+use crate::snapshot::{SnapshotManifest, SourceInfo};
+
+/// The requester Velero's file-system backups snapshot as.
+pub const POD_VOLUME_REQUESTER: &str = "snapshot-pod-volume";
+const REQUESTER_TAG: &str = "snapshot-requester";
+const UPLOADER_TAG: &str = "snapshot-uploader";
+const UPLOADER: &str = "kopia";
+const DESCRIPTION: &str = "Kopia Uploader";
+const PIN: &str = "velero-pin";
+
+/// The source of a pod volume's snapshots: `default@default:snapshot-pod-volume/kopia/<ns>/<pod>/<volume>`,
+/// where `volume` is the claim's name for a claim, the volume's otherwise.
+pub fn pod_volume_source(namespace: &str, pod: &str, volume: &str) -> SourceInfo {
+    SourceInfo {
+        host: crate::repository::VELERO_IDENTITY.1.into(),
+        user_name: crate::repository::VELERO_IDENTITY.0.into(),
+        path: format!("{POD_VOLUME_REQUESTER}/{UPLOADER}/{namespace}/{pod}/{volume}"),
+    }
+}
+
+fn tags() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (REQUESTER_TAG.into(), POD_VOLUME_REQUESTER.into()),
+        (UPLOADER_TAG.into(), UPLOADER.into()),
+    ])
+}
+
+/// The options Velero snapshots a pod volume with, from `parent`.
+pub fn pod_volume_options(parent: Option<SnapshotManifest>) -> SnapshotOptions {
+    SnapshotOptions {
+        description: DESCRIPTION.into(),
+        tags: tags(),
+        pins: vec![PIN.into()],
+        parent,
+        ..SnapshotOptions::default()
+    }
+}
+
+/// The parent of a new snapshot of `source`, as Velero's `findPreviousSnapshotManifest` picks it:
+/// the latest complete snapshot of the same source with the same requester and uploader.
+pub async fn pod_volume_parent(
+    repository: &Repository,
+    source: &SourceInfo,
+) -> Result<Option<SnapshotManifest>, Error> {
+    let wanted = tags();
+    let snapshots = repository.snapshots().await?;
+    Ok(snapshots
+        .into_iter()
+        .map(|s| s.manifest)
+        .filter(|m| {
+            m.source == *source
+                && m.incomplete_reason.is_empty()
+                && wanted.iter().all(|(k, v)| m.tags.get(k) == Some(v))
+        })
+        .max_by(|a, b| a.start_time.cmp(&b.start_time)))
+}
