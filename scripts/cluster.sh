@@ -228,7 +228,8 @@ case "${1:-}" in
     bash "$here/node.sh" up "$state"
     start_storage
     write_env "$state"
-    printf 'ARK_REAL_NODE=127.0.0.1\nARK_REAL_NODE_CONTAINERD=%s\n' "$state/node/containerd.sock" >>"$state/cluster.env"
+    printf 'ARK_REAL_NODE=127.0.0.1\nARK_REAL_NODE_CONTAINERD=%s\nARK_REAL_NODE_PODS=%s\n' \
+      "$state/node/containerd.sock" "$state/node/kubelet/pods" >>"$state/cluster.env"
     write_env "$state/second"
     say "ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
     ;;

@@ -39,6 +39,8 @@ pub struct Cluster {
     pub real_node: Option<String>,
     /// The socket of the real node's containerd, which images are imported into.
     pub real_node_containerd: Option<PathBuf>,
+    /// The real node's kubelet pod directory (`<kubelet root>/pods`): what a node agent mounts.
+    pub real_node_pods: Option<PathBuf>,
 }
 
 /// How long one CLI command of a test may run: a command that waits on a server (`--wait`) ends
@@ -136,6 +138,7 @@ impl Cluster {
             kwok_nodes: var("ARK_KWOK_NODES").parse().expect("a number of nodes"),
             real_node: vars.get("ARK_REAL_NODE").map(|n| n.to_string()),
             real_node_containerd: vars.get("ARK_REAL_NODE_CONTAINERD").map(PathBuf::from),
+            real_node_pods: vars.get("ARK_REAL_NODE_PODS").map(PathBuf::from),
         }
     }
 

@@ -44,6 +44,10 @@ pub struct BackupSpec {
     /// Commands run in pods before and after they are backed up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<BackupHooks>,
+    /// Back up every pod volume with the node agent, unless a pod's annotation excludes it
+    /// (absent: the server's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_volumes_to_fs_backup: Option<bool>,
     /// Velero's fields that ark does not model (datamover, resource policies, ...), kept as they
     /// came.
     #[serde(flatten)]

@@ -9,6 +9,16 @@ pub const BACKUP_UID: &str = "velero.io/backup-uid";
 pub const RESTORE_NAME: &str = "velero.io/restore-name";
 /// On synced Backups: the location they were found in.
 pub const STORAGE_LOCATION: &str = "velero.io/storage-location";
+/// On PodVolumeRestores: the restore's uid.
+pub const RESTORE_UID: &str = "velero.io/restore-uid";
+/// On PodVolumeBackups and PodVolumeRestores: the uid of the pod, and of its volume's claim.
+pub const POD_UID: &str = "velero.io/pod-uid";
+pub const PVC_UID: &str = "velero.io/pvc-uid";
+/// On PodVolumeBackups: the claim's name (an annotation).
+pub const PVC_NAME: &str = "velero.io/pvc-name";
+/// On BackupRepositories: what they are the repository of.
+pub const VOLUME_NAMESPACE: &str = "velero.io/volume-namespace";
+pub const REPOSITORY_TYPE: &str = "velero.io/repository-type";
 /// On Backups that garbage collection could not act on, with the reason.
 pub const GC_FAILURE: &str = "velero.io/gc-failure";
 /// On Backups a schedule made: the schedule (Velero's metrics are labelled with it).

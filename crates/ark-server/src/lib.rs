@@ -4,6 +4,7 @@
 mod controllers;
 pub mod fuzz;
 mod hooks;
+pub mod node_agent;
 mod process;
 mod shared;
 

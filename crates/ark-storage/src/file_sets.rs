@@ -26,6 +26,8 @@ pub struct BackupFiles {
     pub volume_info: Bytes,
     /// ark's record of each pod's backup hooks; None when no pod had any.
     pub hook_results: Option<Bytes>,
+    /// The PodVolumeBackups the backup made; None when it made none.
+    pub pod_volume_backups: Option<Bytes>,
     /// `velero-backup.json`: the Backup object as uploaded.
     pub metadata: Bytes,
 }
@@ -122,6 +124,11 @@ impl BackupStore {
                     .await
                     .map_err(uploading("hook results"))?;
             }
+            if let Some(pod_volume_backups) = files.pod_volume_backups {
+                self.put(&layout.backup_pod_volume_backups(name), pod_volume_backups)
+                    .await
+                    .map_err(uploading("pod volume backups"))?;
+            }
             still_ours.await.map_err(PutBackupError::Refused)?;
             self.put_metadata(name, files.metadata)
                 .await
@@ -190,6 +197,7 @@ impl BackupStore {
             layout.backup_volume_snapshots(name),
             layout.backup_volume_info(name),
             layout.backup_hook_results(name),
+            layout.backup_pod_volume_backups(name),
         ]) {
             if let Err(error) = self.delete(&key).await {
                 tracing::warn!("backup {name}: removing {key}: {error}");
@@ -473,6 +481,7 @@ mod tests {
             volume_snapshots: Bytes::from_static(b"volume snapshots"),
             volume_info: Bytes::from_static(b"volume info"),
             hook_results: Some(Bytes::from_static(b"hook results")),
+            pod_volume_backups: None,
             metadata: Bytes::from(format!("{{\"name\":\"{name}\"}}")),
         }
     }

@@ -101,6 +101,15 @@ impl Layout {
     }
 
     /// ark's record of each pod's backup hooks (Velero keeps none; Velero ignores extra files).
+    /// The backup's PodVolumeBackups as they ended (Velero's file, read by its sync and restore).
+    pub fn backup_pod_volume_backups(&self, backup: &str) -> Path {
+        self.path(&[
+            "backups",
+            backup,
+            &format!("{backup}-podvolumebackups.json.gz"),
+        ])
+    }
+
     pub fn backup_hook_results(&self, backup: &str) -> Path {
         self.path(&["backups", backup, &format!("{backup}-hook-results.json.gz")])
     }

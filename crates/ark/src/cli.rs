@@ -63,6 +63,11 @@ pub enum Command {
     Uninstall(crate::commands::uninstall::UninstallArgs),
     /// Run the ark server (the controllers that carry out backups, restores and deletions)
     Server(crate::commands::server::ServerArgs),
+    /// Run the node agent (one per node: backs up and restores the volumes of the node's pods)
+    NodeAgent(crate::commands::node_agent::NodeAgentArgs),
+    /// Wait in a restored pod's `restore-wait` init container until the node agent has written
+    /// its volumes' data back
+    RestoreHelper(crate::commands::restore_helper::RestoreHelperArgs),
     /// Manage ark's own settings (the default namespace)
     #[command(subcommand)]
     Client(crate::commands::client::ClientCommand),
@@ -107,6 +112,11 @@ pub struct BackupTemplateArgs {
     /// Where to store it (default: the default location)
     #[arg(long, value_name = "LOCATION", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Locations))]
     pub storage_location: Option<String>,
+    /// Back up every pod volume with the node agent, but those a pod's annotation
+    /// backup.velero.io/backup-volumes-excludes names (default: the server's setting; otherwise
+    /// only the volumes named in a pod's annotation backup.velero.io/backup-volumes)
+    #[arg(long, value_name = "BOOL")]
+    pub default_volumes_to_fs_backup: Option<bool>,
 }
 
 impl BackupTemplateArgs {
@@ -120,7 +130,8 @@ impl BackupTemplateArgs {
             && f.include_cluster_resources.is_none()
             && f.selector.is_none()
             && self.ttl.is_none()
-            && self.storage_location.is_none())
+            && self.storage_location.is_none()
+            && self.default_volumes_to_fs_backup.is_none())
     }
 
     pub fn spec(self) -> ark_api::BackupSpec {
@@ -135,6 +146,7 @@ impl BackupTemplateArgs {
             label_selector: filters.selector,
             ttl: self.ttl.map(ark_api::duration::format),
             storage_location: self.storage_location,
+            default_volumes_to_fs_backup: self.default_volumes_to_fs_backup,
             ..Default::default()
         }
     }

@@ -408,23 +408,6 @@ async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the
     );
 }
 
-/// What the test ground adds to the installed Deployment, and nothing else: its place (the real
-/// node) and its way to the API server. The local API server listens on 127.0.0.1 only, which it
-/// cannot publish as the `kubernetes` Service's endpoint, and there is no kube-proxy: the pod takes
-/// the host's network and is told the API server's address, as in-cluster clients read it.
-fn test_ground_patch(cluster: &Cluster) -> serde_json::Value {
-    let api_server = cluster.api_server_address();
-    serde_json::json!({ "spec": { "template": { "spec": {
-        "hostNetwork": true,
-        "nodeSelector": { "ark.test/real-node": "true" },
-        "tolerations": [{ "key": "ark.test/real-node", "operator": "Exists", "effect": "NoSchedule" }],
-        "containers": [{ "name": "ark", "env": [
-            { "name": "KUBERNETES_SERVICE_HOST", "value": api_server.ip().to_string() },
-            { "name": "KUBERNETES_SERVICE_PORT", "value": api_server.port().to_string() },
-        ] }],
-    } } } })
-}
-
 /// The pid of the server process that runs in namespace `ns`'s pod (seen from this host, as every
 /// container process on the real node is).
 fn server_pid(ns: &str) -> Option<u32> {
@@ -501,7 +484,7 @@ async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_repla
         .patch(
             "ark",
             &PatchParams::default(),
-            &Patch::Strategic(test_ground_patch(&cluster)),
+            &Patch::Strategic(common::test_ground_patch(&cluster, "ark")),
         )
         .await
         .unwrap();

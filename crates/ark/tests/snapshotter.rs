@@ -71,6 +71,8 @@ fn options(
             default_ttl: Duration::from_secs(3600),
             default_item_operation_timeout: Duration::from_secs(4 * 3600),
             hook_pods_at_once: 16,
+            default_volumes_to_fs_backup: false,
+            pod_volume_timeout: Duration::from_secs(4 * 3600),
         },
         restore: ark_server::RestoreConfig {
             workers: 2,
@@ -78,6 +80,8 @@ fn options(
             hooks_timeout: Duration::from_secs(60),
             hook_execs_at_once: 16,
             items_at_once: 32,
+            helper_image: None,
+            pod_volume_timeout: Duration::from_secs(4 * 3600),
         },
         deletion: ark_server::DeletionConfig {
             workers: 2,

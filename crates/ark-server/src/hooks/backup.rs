@@ -226,6 +226,21 @@ pub async fn run(pods: &Api<Pod>, pod: &Value, hooks: &[ExecHook], phase: HookPh
     run
 }
 
+/// The results of hooks that were not run, and why.
+pub fn not_run(hooks: &[ExecHook], phase: HookPhase, reason: &str) -> Vec<HookResult> {
+    hooks
+        .iter()
+        .map(|hook| HookResult {
+            phase: Some(phase),
+            container: hook.container.clone(),
+            command: hook.command.clone(),
+            source: hook.source.clone(),
+            skipped: Some(format!("not run: {reason}")),
+            ..Default::default()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,8 +19,9 @@ use serde_json::Value;
 use crate::shared::filter::IncludesExcludes;
 
 /// Velero's volume-restore helpers (current and legacy names): init containers that wait for a pod
-/// volume restore. ark restores no pod volume data, so one left in a backed-up pod would wait
-/// forever; Velero removes them too from every pod whose volumes it does not restore.
+/// volume restore. One left in a backed-up pod would wait for data that this restore does not
+/// write: it goes, as Velero removes it, and a pod whose volumes this restore writes back gets a
+/// new one (see `controllers/restore/pod_volumes`).
 const RESTORE_WAIT: [&str; 2] = ["restore-wait", "restic-wait"];
 /// Velero's default for an exec hook's `execTimeout` when it is unset or zero.
 const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);

@@ -85,6 +85,30 @@ pub fn gzip_json<T: Serialize>(value: &T) -> std::io::Result<bytes::Bytes> {
     Ok(encoder.finish()?.into())
 }
 
+/// A list a backup uploads (its snapshots, its pod volume backups) unpacks to a few MiB at most;
+/// more is refused, not held (and no more is read of the packed file either).
+pub const MAX_LIST_BYTES: u64 = 64 << 20;
+
+/// The JSON in a gzip'd file of the bucket, `what` naming it in errors; refused past
+/// [`MAX_LIST_BYTES`].
+pub fn gunzip_json<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+) -> std::result::Result<T, String> {
+    use std::io::Read as _;
+    let mut unpacked = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .take(MAX_LIST_BYTES + 1)
+        .read_to_end(&mut unpacked)
+        .map_err(|e| format!("{what}: {e}"))?;
+    if unpacked.len() as u64 > MAX_LIST_BYTES {
+        return Err(format!(
+            "{what}: unpacks to more than {MAX_LIST_BYTES} bytes"
+        ));
+    }
+    serde_json::from_slice(&unpacked).map_err(|e| format!("{what}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -190,23 +190,7 @@ impl Recorded {
     }
 }
 
-/// A list of snapshots unpacks to a few MiB at most; more is refused, not held (and no more is
-/// read of the packed file either).
-pub const MAX_LIST_BYTES: u64 = 64 << 20;
-
-fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, String> {
-    let mut unpacked = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(MAX_LIST_BYTES + 1)
-        .read_to_end(&mut unpacked)
-        .map_err(|e| format!("{what}: {e}"))?;
-    if unpacked.len() as u64 > MAX_LIST_BYTES {
-        return Err(format!(
-            "{what}: unpacks to more than {MAX_LIST_BYTES} bytes"
-        ));
-    }
-    serde_json::from_slice(&unpacked).map_err(|e| format!("{what}: {e}"))
-}
+pub use crate::shared::results::{MAX_LIST_BYTES, gunzip_json};
 
 /// Parses the two gzip'd JSON lists (either may be absent, or `null` as Velero writes "none").
 pub fn parse_recorded(provider: Option<&[u8]>, csi: Option<&[u8]>) -> Result<Recorded, String> {

@@ -42,10 +42,6 @@ pub const BACKUP_FILTERS: &[Field] = &[
 /// Backup fields ark does not act on yet: the backup runs without them, with a warning each.
 pub const BACKUP_BEHAVIOURS: &[Field] = &[
     field(
-        "defaultVolumesToFsBackup",
-        "backs up pod volumes' data with its node agent",
-    ),
-    field(
         "defaultVolumesToRestic",
         "backs up pod volumes' data with its node agent",
     ),

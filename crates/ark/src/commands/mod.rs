@@ -10,8 +10,10 @@ mod confirm;
 mod download;
 pub mod install;
 mod missing;
+pub mod node_agent;
 pub mod repository;
 pub mod restore;
+pub mod restore_helper;
 pub mod schedule;
 pub mod server;
 pub mod uninstall;
@@ -34,6 +36,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Install(args) => install::run(global, *args).await,
         Command::Uninstall(args) => uninstall::run(global, args).await,
         Command::Server(args) => server::run(global, args).await,
+        Command::NodeAgent(args) => node_agent::run(global, args).await,
+        Command::RestoreHelper(args) => restore_helper::run(args),
         Command::Client(command) => client::run(command),
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,

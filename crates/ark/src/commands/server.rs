@@ -51,6 +51,17 @@ pub struct ServerArgs {
     /// Velero's order)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
     pub restore_items_at_once: u16,
+    /// Back up every pod volume with the node agent in backups that do not say (Velero's flag of
+    /// that name)
+    #[arg(long)]
+    pub default_volumes_to_fs_backup: bool,
+    /// How long a backup or a restore waits, at most, for its pod volume backups or restores
+    #[arg(long, value_name = "DURATION", default_value = "4h", value_parser = parse_duration)]
+    pub fs_backup_timeout: std::time::Duration,
+    /// The image of the `restore-wait` init container that restored pods wait for their volumes'
+    /// data in: ark's own (`ark install` sets it); without one, no volume data is restored
+    #[arg(long, value_name = "IMAGE")]
+    pub restore_helper_image: Option<String>,
     /// Schedules that do not set skipImmediately skip the slot due when they are created or
     /// unpaused, as Velero's flag of that name
     #[arg(long)]
@@ -69,7 +80,9 @@ pub struct ServerArgs {
     pub shutdown_grace: std::time::Duration,
 }
 
-pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCode> {
+/// Logs of a long-running process (the server, the node agent) to stderr, `info` unless
+/// `RUST_LOG` says otherwise.
+pub(crate) fn log_to_stderr() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -77,6 +90,10 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         )
         .with_writer(std::io::stderr)
         .init();
+}
+
+pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCode> {
+    log_to_stderr();
     let client = crate::context::client(global).await?;
     let options = ark_server::ServerOptions {
         namespace: global.namespace.clone(),
@@ -92,6 +109,8 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             default_ttl: args.default_backup_ttl,
             default_item_operation_timeout: args.default_item_operation_timeout,
             hook_pods_at_once: args.backup_hook_pods_at_once,
+            default_volumes_to_fs_backup: args.default_volumes_to_fs_backup,
+            pod_volume_timeout: args.fs_backup_timeout,
         },
         restore: ark_server::RestoreConfig {
             workers: args.workers,
@@ -99,6 +118,8 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             hooks_timeout: args.restore_hooks_timeout,
             hook_execs_at_once: args.restore_hook_execs_at_once,
             items_at_once: args.restore_items_at_once,
+            helper_image: args.restore_helper_image,
+            pod_volume_timeout: args.fs_backup_timeout,
         },
         deletion: ark_server::DeletionConfig {
             workers: args.deletion_workers,

@@ -100,3 +100,21 @@ pub fn ark_image(cluster: &Cluster) -> &'static str {
         tag
     })
 }
+
+/// What the test ground adds to an installed Deployment or DaemonSet (`container` its container),
+/// and nothing else: its place (the real node) and its way to the API server. The local API server
+/// listens on 127.0.0.1 only, which it cannot publish as the `kubernetes` Service's endpoint, and
+/// there is no kube-proxy: the pod takes the host's network and is told the API server's address,
+/// as in-cluster clients read it.
+pub fn test_ground_patch(cluster: &Cluster, container: &str) -> serde_json::Value {
+    let api_server = cluster.api_server_address();
+    serde_json::json!({ "spec": { "template": { "spec": {
+        "hostNetwork": true,
+        "nodeSelector": { "ark.test/real-node": "true" },
+        "tolerations": [{ "key": "ark.test/real-node", "operator": "Exists", "effect": "NoSchedule" }],
+        "containers": [{ "name": container, "env": [
+            { "name": "KUBERNETES_SERVICE_HOST", "value": api_server.ip().to_string() },
+            { "name": "KUBERNETES_SERVICE_PORT", "value": api_server.port().to_string() },
+        ] }],
+    } } } })
+}

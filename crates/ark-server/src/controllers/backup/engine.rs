@@ -14,7 +14,7 @@ use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client, ResourceExt};
 
 use super::actions::{Actions, ItemRef};
-use super::hooked_pods::{HookedPods, Ready};
+use super::pod_work::{PodWork, Ready};
 use super::writer::{self, ItemWriter, Page};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
@@ -87,6 +87,8 @@ pub struct Collected {
     pub items: i64,
     /// Every pod that had hooks, with each hook's outcome.
     pub hook_results: Vec<ark_api::hooks::PodHookResults>,
+    /// The PodVolumeBackups the backup made, as they ended.
+    pub pod_volume_backups: Vec<ark_api::PodVolumeBackup>,
 }
 
 struct Plan {
@@ -103,7 +105,7 @@ struct Plan {
 pub async fn collect(
     client: &Client,
     selection: &Selection,
-    mut hooked: HookedPods,
+    mut pod_work: PodWork,
     scratch: &Path,
     log: &mut OperationLog,
     progress: &tokio::sync::watch::Sender<(i64, i64)>,
@@ -256,7 +258,7 @@ pub async fn collect(
                     name: object.metadata.name.take().unwrap_or_default(),
                     json,
                 };
-                if gr == PODS && hooked.may_take(&object) {
+                if gr == PODS && pod_work.may_take(&object) {
                     let pod = serde_json::from_slice(&item.json).map_err(std::io::Error::from)?;
                     let page = Page {
                         gr: gr.clone(),
@@ -264,7 +266,7 @@ pub async fn collect(
                         key: key.clone(),
                         items: vec![item],
                     };
-                    match hooked.take(&pod, page, log, &mut results).await {
+                    match pod_work.take(&pod, page, log, &mut results).await {
                         Ok(now) => {
                             ready.extend(now);
                             continue;
@@ -277,10 +279,10 @@ pub async fn collect(
                 written.items.push(item);
             }
             writer = writer.write(written).await?;
-            ready.extend(hooked.ready_now(log, &mut results));
+            ready.extend(pod_work.ready_now(log, &mut results));
             for Ready { page, then } in ready {
                 writer = writer.write(page).await?;
-                hooked.written(then);
+                pod_work.written(then);
                 items += 1;
             }
             progress.send_replace((items, items));
@@ -306,9 +308,9 @@ pub async fn collect(
             ));
         }
     }
-    for Ready { page, then } in hooked.rest(log, &mut results).await {
+    for Ready { page, then } in pod_work.rest(log, &mut results).await {
         writer = writer.write(page).await?;
-        hooked.written(then);
+        pod_work.written(then);
         items += 1;
     }
     progress.send_replace((items, items));
@@ -323,13 +325,15 @@ pub async fn collect(
         .back_up(&context, writer, log, &mut results, &mut items)
         .await?;
     let written = writer.finish().await?;
-    let hook_results = hooked.finish(log, &mut results).await;
+    let pod_volume_backups = pod_work.volume_backups(log, &mut results).await;
+    let hook_results = pod_work.finish(log, &mut results).await;
     Ok(Collected {
         tarball: written.tarball,
         resource_list: written.resource_list,
         results,
         items,
         hook_results,
+        pod_volume_backups,
     })
 }
 

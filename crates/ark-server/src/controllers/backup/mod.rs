@@ -3,7 +3,8 @@
 
 mod actions;
 mod engine;
-mod hooked_pods;
+mod pod_volumes;
+mod pod_work;
 mod tracker;
 mod validate;
 mod writer;
@@ -43,7 +44,16 @@ pub struct Config {
     pub default_item_operation_timeout: Duration,
     /// Pods whose hooks one backup runs at once.
     pub hook_pods_at_once: u16,
+    /// Whether backups that do not say back up every pod volume with the node agent (Velero's
+    /// `--default-volumes-to-fs-backup`).
+    pub default_volumes_to_fs_backup: bool,
+    /// How long a backup waits, at most, for its pod volume backups (Velero's
+    /// `--fs-backup-timeout`; a backup's annotation `velero.io/pod-volume-timeout` overrides it).
+    pub pod_volume_timeout: Duration,
 }
+
+/// A backup's own pod volume timeout, a Go duration.
+const POD_VOLUME_TIMEOUT_ANNOTATION: &str = "velero.io/pod-volume-timeout";
 
 pub struct Ctx {
     pub kube: Kube,
@@ -305,15 +315,34 @@ async fn back_up(
 
     let (progress, reporter) =
         operation::ProgressReporter::start::<Backup>(api.clone(), name.to_string());
-    let hooked = hooked_pods::HookedPods::new(
+    let pod_volume_timeout = current
+        .annotations()
+        .get(POD_VOLUME_TIMEOUT_ANNOTATION)
+        .and_then(|t| {
+            ark_api::duration::parse_or_default(Some(t), ctx.config.pod_volume_timeout).ok()
+        })
+        .unwrap_or(ctx.config.pod_volume_timeout);
+    let pod_volumes = pod_volumes::PodVolumes::new(
+        ctx.kube.client.clone(),
+        ctx.kube.namespace.clone(),
+        current.clone(),
+        location.clone(),
+        current
+            .spec
+            .default_volumes_to_fs_backup
+            .unwrap_or(ctx.config.default_volumes_to_fs_backup),
+        pod_volume_timeout,
+    );
+    let pod_work = pod_work::PodWork::new(
         ctx.kube.client.clone(),
         validated.hooks.clone(),
+        pod_volumes,
         ctx.config.hook_pods_at_once,
     );
     let collected = engine::collect(
         &ctx.kube.client,
         &validated.selection,
-        hooked,
+        pod_work,
         &ctx.scratch,
         &mut log,
         &progress,
@@ -392,6 +421,10 @@ async fn back_up(
         volume_info: no_snapshots,
         hook_results: (!collected.hook_results.is_empty())
             .then(|| gzip_json(&collected.hook_results))
+            .transpose()
+            .map_err(gzip_error)?,
+        pod_volume_backups: (!collected.pod_volume_backups.is_empty())
+            .then(|| gzip_json(&collected.pod_volume_backups))
             .transpose()
             .map_err(gzip_error)?,
         metadata: Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?),

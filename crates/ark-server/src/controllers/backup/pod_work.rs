@@ -1,12 +1,15 @@
-//! The backup's pods that have hooks. Each pod's pre hooks run before the engine writes its item,
-//! its post hooks once the item is written; a pod whose pre hook fails with `onError: Fail` is left
-//! out. Pods' hooks run concurrently, at most `at_once` pods at a time and at most `at_once` pods
-//! held waiting, so a backup of many pods holds a bounded number of them; the hooks of one pod run
-//! in order. Each task runs on the runtime, so hooks go on while the engine lists and writes, and
-//! dropping the backup's work drops them all.
+//! The backup's pods that have work around their item: hooks, and volumes to back up with the
+//! node agent. In Velero's order: a pod's pre hooks run before the engine writes its item, then
+//! its PodVolumeBackups are made; its post hooks run once the item is written and those have
+//! ended. A pod whose pre hook fails with `onError: Fail` is left out, volumes and all. Pods' work
+//! runs concurrently, at most `at_once` pods at a time and at most `at_once` pods held waiting, so
+//! a backup of many pods holds a bounded number of them; the hooks of one pod run in order. Each
+//! task runs on the runtime, so the work goes on while the engine lists and writes, and dropping
+//! the backup's work drops it all.
 
 use std::sync::Arc;
 
+use ark_api::PodVolumeBackup;
 use ark_api::hooks::{HookPhase, PodHookResults};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
@@ -14,15 +17,17 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::pod_volumes::{PodVolumes, Started};
 use super::writer::Page;
 use crate::hooks::ExecHook;
 use crate::hooks::backup::{self, BackupHookSpecs};
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::results::Results;
 
-pub struct HookedPods {
+pub struct PodWork {
     client: Client,
     specs: BackupHookSpecs,
+    volumes: Arc<PodVolumes>,
     slots: Arc<Semaphore>,
     at_once: usize,
     pre: JoinSet<PreDone>,
@@ -37,6 +42,7 @@ struct PreDone {
     post: Vec<ExecHook>,
     results: PodHookResults,
     failed: Option<String>,
+    volumes: Started,
 }
 
 /// A pod to write, and then to run the post hooks of.
@@ -45,21 +51,24 @@ pub struct Ready {
     pub then: PostHooks,
 }
 
-/// What [`HookedPods::written`] starts once the pod is written.
+/// What [`PodWork::written`] starts once the pod is written.
 pub struct PostHooks(Option<PendingPost>);
 
 struct PendingPost {
     pod: Value,
     hooks: Vec<ExecHook>,
     results: PodHookResults,
+    /// The pod's PodVolumeBackups, which end before its post hooks run.
+    volume_backups: Vec<String>,
 }
 
-impl HookedPods {
-    pub fn new(client: Client, specs: BackupHookSpecs, at_once: u16) -> Self {
+impl PodWork {
+    pub fn new(client: Client, specs: BackupHookSpecs, volumes: PodVolumes, at_once: u16) -> Self {
         let at_once = usize::from(at_once.max(1));
-        HookedPods {
+        PodWork {
             client,
             specs,
+            volumes: Arc::new(volumes),
             slots: Arc::new(Semaphore::new(at_once)),
             at_once,
             pre: JoinSet::new(),
@@ -68,13 +77,19 @@ impl HookedPods {
         }
     }
 
-    /// Whether a listed pod may have hooks (otherwise it is written as it comes).
+    /// Whether a listed pod may have hooks or volumes to back up (otherwise it is written as it
+    /// comes).
     pub fn may_take(&self, pod: &kube::api::DynamicObject) -> bool {
         self.specs.may_apply(pod.metadata.annotations.as_ref())
+            || serde_json::to_value(pod)
+                .ok()
+                .and_then(|v| serde_json::from_value::<Pod>(v).ok())
+                .is_some_and(|pod| self.volumes.may_take(&pod))
     }
 
-    /// Takes a listed pod (its item in `page`) if it has hooks, starting its pre hooks; gives it
-    /// back otherwise. What pods finished their pre hooks meanwhile is returned to be written.
+    /// Takes a listed pod (its item in `page`) if it has hooks or volumes to back up, starting
+    /// its pre hooks; gives it back otherwise. What pods finished their pre hooks (and made their
+    /// PodVolumeBackups) meanwhile is returned to be written.
     pub async fn take(
         &mut self,
         pod: &Value,
@@ -89,7 +104,9 @@ impl HookedPods {
             log.log(Level::Warning, &warning);
             results.warnings.add(namespace(pod), warning);
         }
-        if pre.is_empty() && post.is_empty() {
+        let typed: Option<Pod> = serde_json::from_value(pod.clone()).ok();
+        let has_volumes = typed.as_ref().is_some_and(|p| self.volumes.may_take(p));
+        if pre.is_empty() && post.is_empty() && !has_volumes {
             return Err(page);
         }
         let mut ready = Vec::new();
@@ -97,10 +114,17 @@ impl HookedPods {
             ready.extend(self.next_pre(log, results).await);
         }
         let (client, slots, pod) = (self.client.clone(), self.slots.clone(), pod.clone());
+        let volumes = self.volumes.clone();
         self.pre.spawn(async move {
-            let run = {
+            let (run, started) = {
                 let _slot = slots.acquire_owned().await;
-                backup::run(&pods_api(&client, &pod), &pod, &pre, HookPhase::Pre).await
+                let run = backup::run(&pods_api(&client, &pod), &pod, &pre, HookPhase::Pre).await;
+                // A pod left out by its pre hooks has no volume backed up either.
+                let started = match (&run.failed, typed) {
+                    (None, Some(typed)) => volumes.start(&typed).await,
+                    _ => Started::default(),
+                };
+                (run, started)
             };
             PreDone {
                 results: PodHookResults {
@@ -113,6 +137,7 @@ impl HookedPods {
                 page,
                 pod,
                 post,
+                volumes: started,
             }
         });
         Ok(ready)
@@ -159,6 +184,14 @@ impl HookedPods {
             }
         };
         let mut pod_results = done.results;
+        for warning in done.volumes.warnings {
+            log.log(Level::Warning, &warning);
+            results.warnings.add(Some(&pod_results.namespace), warning);
+        }
+        for error in done.volumes.errors {
+            log.log(Level::Error, &error);
+            results.errors.add(Some(&pod_results.namespace), error);
+        }
         if let Some(reason) = done.failed {
             let message = format!(
                 "pod {}/{} is left out of the backup: {reason}",
@@ -183,27 +216,57 @@ impl HookedPods {
                 pod: done.pod,
                 hooks: done.post,
                 results: pod_results,
+                volume_backups: done.volumes.names,
             })),
         })
     }
 
-    /// Starts the post hooks of a pod the engine has written.
+    /// Starts the post hooks of a pod the engine has written, once its volume backups end (not
+    /// at all if they do not end before the backup's pod volume timeout, as in Velero).
     pub fn written(&mut self, then: PostHooks) {
         let Some(PendingPost {
             pod,
             hooks,
             results: mut pod_results,
+            volume_backups,
         }) = then.0
         else {
             return;
         };
         let (client, slots) = (self.client.clone(), self.slots.clone());
+        let volumes = self.volumes.clone();
         self.post.spawn(async move {
+            if let Err(unfinished) = volumes.wait(&volume_backups).await {
+                let reason = format!(
+                    "its pod volume backups ({}) did not end before the backup's pod volume timeout",
+                    unfinished.join(", ")
+                );
+                pod_results
+                    .hooks
+                    .extend(backup::not_run(&hooks, HookPhase::Post, &reason));
+                return pod_results;
+            }
             let _slot = slots.acquire_owned().await;
             let run = backup::run(&pods_api(&client, &pod), &pod, &hooks, HookPhase::Post).await;
             pod_results.hooks.extend(run.results);
             pod_results
         });
+    }
+
+    /// Waits for every PodVolumeBackup the backup made to end: each as it ended, for the
+    /// backup's file of them; those that failed, or did not end in time, are its errors.
+    pub async fn volume_backups(
+        &self,
+        log: &mut OperationLog,
+        results: &mut Results,
+    ) -> Vec<PodVolumeBackup> {
+        let (pvbs, errors) = self.volumes.finish().await;
+        for (namespace, error) in errors {
+            log.log(Level::Error, &error);
+            let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
+            results.errors.add(namespace, error);
+        }
+        pvbs
     }
 
     /// Waits for every post hook, then logs each hook's outcome (failures are the backup's errors,

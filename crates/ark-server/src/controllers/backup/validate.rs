@@ -228,6 +228,8 @@ mod tests {
             default_ttl: Duration::from_secs(3600),
             default_item_operation_timeout: Duration::from_secs(3600),
             hook_pods_at_once: 4,
+            default_volumes_to_fs_backup: false,
+            pod_volume_timeout: Duration::from_secs(4 * 3600),
         }
     }
 

@@ -16,6 +16,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use super::actions::{Actions, ItemCx, ResourceModifiers, RestoreCx, is_restored_volume};
 use super::order::{is_restorable, restore_order};
+use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
 use crate::hooks::{self, PodHooks};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
@@ -28,6 +29,8 @@ pub struct Restored {
     pub items: i64,
     /// Restored pods that have hooks: their exec hooks run once everything is restored.
     pub pods_with_hooks: Vec<PodWithHooks>,
+    /// Restored pods whose volumes' data the node agent writes back.
+    pub pods_with_volume_data: Vec<PodWithVolumeData>,
 }
 
 pub struct PodWithHooks {
@@ -105,6 +108,8 @@ pub struct RestoreInput<'a> {
     /// How many items of one resource are created at once.
     pub items_at_once: usize,
     pub resource_modifiers: Option<&'a ResourceModifiers>,
+    /// The pod volume data the backup holds.
+    pub volume_data: Option<&'a VolumeData<'a>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +132,13 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         progress,
         items_at_once,
         resource_modifiers,
+        volume_data,
     } = input;
+    // Claims whose data the node agent writes back are provisioned anew: their volumes are not
+    // restored (Velero's `hasPodVolumeBackup`).
+    let claims_with_data = volume_data
+        .map(|d| d.backed_up.claims())
+        .unwrap_or_default();
     let mut results = Results::default();
     for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
         log.log(Level::Warning, &warning);
@@ -200,6 +211,24 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                     .ok()
                     .and_then(|bytes| serde_json::from_slice(&bytes).ok())
                     .unwrap_or_default();
+                let claim = |field: &str| {
+                    volume
+                        .pointer(&format!("/spec/claimRef/{field}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                if claims_with_data.contains(&(claim("namespace"), claim("name"))) {
+                    log.info(&format!(
+                        "not restoring persistent volume {}: the node agent writes its claim's \
+                         data back from the backup; the claim is provisioned anew",
+                        item.path
+                            .file_stem()
+                            .and_then(|s| s.to_str())
+                            .unwrap_or_default()
+                    ));
+                    return false;
+                }
                 let restored = is_restored_volume(&volume);
                 if restored {
                     let name = volume.pointer("/metadata/name").and_then(Value::as_str);
@@ -226,6 +255,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         namespace_mapping: &mapping,
         restored_volumes: &restored_volumes,
         resource_modifiers,
+        volume_data,
     };
     let actions = Actions::built_in();
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
@@ -233,6 +263,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     let namespaces = EnsuredNamespaces::default();
     let in_flight = Semaphore::new(BYTES_IN_FLIGHT);
     let mut pods_with_hooks = Vec::new();
+    let mut pods_with_volume_data = Vec::new();
     let mut definitions_created = false;
     progress.send_replace((0, total));
 
@@ -297,6 +328,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                     name,
                     shown,
                     pod_hooks,
+                    volume_data,
                     created,
                     namespace_error,
                     action_errors,
@@ -321,6 +353,13 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                         namespaces.created(&name);
                     }
                     definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
+                    if !volume_data.is_empty() {
+                        pods_with_volume_data.push(PodWithVolumeData {
+                            namespace: target_ns.clone().unwrap_or_default(),
+                            name: name.clone(),
+                            backups: volume_data,
+                        });
+                    }
                     if !pod_hooks.is_empty() {
                         pods_with_hooks.push(PodWithHooks {
                             namespace: target_ns.unwrap_or_default(),
@@ -338,6 +377,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         results,
         items: done,
         pods_with_hooks,
+        pods_with_volume_data,
     })
 }
 
@@ -420,6 +460,7 @@ struct Attempt {
     name: String,
     shown: String,
     pod_hooks: PodHooks,
+    volume_data: Vec<ark_api::PodVolumeBackup>,
     created: Created,
     /// Why the namespace it goes into could not be made ready, the first time that was tried.
     namespace_error: Option<String>,
@@ -461,6 +502,7 @@ async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
         name: prepared.name,
         shown: prepared.shown,
         pod_hooks: prepared.pod_hooks,
+        volume_data: prepared.volume_data,
         created,
         namespace_error,
         action_errors: prepared.action_errors,
@@ -512,6 +554,7 @@ struct Prepared {
     candidate: Value,
     object: DynamicObject,
     pod_hooks: PodHooks,
+    volume_data: Vec<ark_api::PodVolumeBackup>,
     action_errors: Vec<String>,
 }
 
@@ -584,6 +627,7 @@ fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, St
         candidate,
         object,
         pod_hooks: actions.pod_hooks,
+        volume_data: actions.volume_data,
         action_errors: actions.errors,
     }))
 }

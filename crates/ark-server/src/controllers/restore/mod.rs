@@ -5,6 +5,7 @@ mod actions;
 mod engine;
 pub(crate) mod extract;
 mod order;
+mod pod_volumes;
 mod transform;
 mod validate;
 
@@ -46,6 +47,11 @@ pub struct Config {
     pub hook_execs_at_once: u16,
     /// Items of one resource a restore creates at once.
     pub items_at_once: u16,
+    /// The image of the `restore-wait` init container (ark's own); without one, no pod volume
+    /// data is restored.
+    pub helper_image: Option<String>,
+    /// How long a restore waits, at most, for its pod volume restores.
+    pub pod_volume_timeout: Duration,
 }
 
 pub struct Ctx {
@@ -190,6 +196,28 @@ async fn restore_from(
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("backup {backup_name}: {e}"))?;
 
+    // The backup's pod volume backups, as it uploaded them (a backup without any has no file).
+    let pod_volume_backups: Vec<ark_api::PodVolumeBackup> = match store
+        .get(&store.layout.backup_pod_volume_backups(backup_name))
+        .await
+    {
+        Ok(bytes) => crate::shared::results::gunzip_json(&bytes, "the backup's pod volume backups")
+            .map_err(|e| format!("backup {backup_name}: {e}"))?,
+        Err(error) if error.is_not_found() => Vec::new(),
+        Err(error) => {
+            return Err(format!(
+                "backup storage location {:?}: reading the backup's pod volume backups: {error}",
+                open.name()
+            ));
+        }
+    };
+    let backed_up = pod_volumes::BackedUp::new(pod_volume_backups);
+    let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
+    let volume_data = pod_volumes::VolumeData {
+        backed_up: &backed_up,
+        helper_image: ctx.config.helper_image.as_deref(),
+        restore_uid: &restore_uid,
+    };
     let mut resource_list =
         ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     let (progress, reporter) =
@@ -205,6 +233,7 @@ async fn restore_from(
         progress: &progress,
         items_at_once: ctx.config.items_at_once.max(1).into(),
         resource_modifiers: validated.resource_modifiers.as_ref(),
+        volume_data: Some(&volume_data),
     })
     .await;
     drop(reporter);
@@ -218,14 +247,39 @@ async fn restore_from(
         log.log(Level::Warning, &ignored);
         restored.results.warnings.add_general(ignored);
     }
-    let hook_results = run_hooks(
+    // Exec hooks wait for their containers, which start once the volumes hold their data.
+    let location = open.name();
+    let volume_restores = pod_volumes::restore(
+        &ctx.kube.client,
+        &ctx.kube.namespace,
+        restore,
+        &location,
+        std::mem::take(&mut restored.pods_with_volume_data),
+        ctx.config.pod_volume_timeout,
+    );
+    let hooks = run_hooks(
         ctx,
         name,
         std::mem::take(&mut restored.pods_with_hooks),
         &mut restored.results,
         &mut log,
-    )
-    .await;
+    );
+    let ((pod_volume_restores, volume_errors), hook_results) = tokio::join!(volume_restores, hooks);
+    for pvr in &pod_volume_restores {
+        let phase = pvr.status.as_ref().and_then(|s| s.phase);
+        log.info(&format!(
+            "pod volume restore {} of pod {}/{} volume {}: {phase:?}",
+            pvr.name_any(),
+            pvr.spec.pod.namespace,
+            pvr.spec.pod.name,
+            pvr.spec.volume
+        ));
+    }
+    for (namespace, error) in volume_errors {
+        log.log(Level::Error, &error);
+        let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
+        restored.results.errors.add(namespace, error);
+    }
     let attempted: usize = hook_results.iter().map(|p| p.hooks.len()).sum();
     let failed: usize = hook_results
         .iter()

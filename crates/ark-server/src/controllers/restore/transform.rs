@@ -144,6 +144,7 @@ mod tests {
             namespace_mapping: &mapping,
             restored_volumes: &BTreeSet::new(),
             resource_modifiers: None,
+            volume_data: None,
         };
         let mut item = json!({
             "apiVersion": "v1", "kind": "ConfigMap",

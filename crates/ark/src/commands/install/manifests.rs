@@ -1,7 +1,7 @@
 //! What `ark install` puts in a cluster, decided from its arguments alone: a pure function, so
 //! that `--dry-run` prints exactly what a real run applies.
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -21,6 +21,15 @@ pub const CREDENTIALS_KEY: &str = "cloud";
 pub const METRICS_PORT: u16 = 8085;
 /// Where the image puts the binary (see the Dockerfile).
 pub const BINARY: &str = "/ark";
+/// The node agent's DaemonSet, ServiceAccount and Role: Velero's name, and the label Velero's
+/// server (and ark's) finds an agent on a node by.
+pub const NODE_AGENT: &str = "node-agent";
+/// Where the agent sees the kubelet's pod directory (Velero's mount point).
+pub const HOST_PODS: &str = "/host_pods";
+/// The kubelet's pod directory on a node, unless `--kubelet-pods-dir` says otherwise.
+pub const KUBELET_PODS_DIR: &str = "/var/lib/kubelet/pods";
+/// Where the agent serves metrics and its health endpoints (Velero's node agent's port).
+pub const NODE_AGENT_METRICS_PORT: u16 = 8086;
 /// The scratch volume's mount: the root filesystem is read-only.
 pub const SCRATCH_VOLUME: &str = "/scratch";
 /// The server's scratch directory, which it makes inside the volume: an `emptyDir` is root's, and
@@ -56,6 +65,9 @@ pub struct Plan {
     pub credentials: Option<String>,
     pub image: String,
     pub replicas: u16,
+    /// The node agent's DaemonSet, reading pods' volumes under this directory of each node (the
+    /// kubelet's pod directory); no agent when None.
+    pub node_agent: Option<String>,
 }
 
 /// One object to apply, with the API it is served by.
@@ -163,8 +175,109 @@ pub fn manifests(plan: &Plan) -> Vec<Manifest> {
     out.push(Manifest::namespaced::<ark_api::BackupStorageLocation>(
         location(plan),
     ));
+    if let Some(pods_dir) = &plan.node_agent {
+        out.extend(node_agent(plan, pods_dir));
+    }
     out.push(Manifest::namespaced::<Deployment>(deployment(plan)));
     out
+}
+
+/// The node agent: its ServiceAccount and roles (see `roles`), and the DaemonSet. It runs as root
+/// with only the capabilities that reading and writing other users' files need, on a read-only
+/// root filesystem; it sees the kubelet's pod directory (mounts made after it started included).
+fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
+    let cluster_role = roles::cluster_role_name(&plan.namespace, &roles::NODE_AGENT_CLUSTER);
+    let subjects =
+        json!([{ "kind": "ServiceAccount", "name": NODE_AGENT, "namespace": plan.namespace }]);
+    let selector = json!({ "name": NODE_AGENT });
+    let mut pod_labels = labels(&plan.namespace);
+    pod_labels["name"] = json!(NODE_AGENT);
+    pod_labels["role"] = json!(NODE_AGENT);
+    let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 });
+    let daemon_set = json!({
+        "metadata": namespaced_metadata(NODE_AGENT, plan),
+        "spec": {
+            "selector": { "matchLabels": selector },
+            "template": {
+                "metadata": { "labels": pod_labels },
+                "spec": {
+                    "serviceAccountName": NODE_AGENT,
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": {
+                        "runAsUser": 0,
+                        "runAsGroup": 0,
+                        "seccompProfile": { "type": "RuntimeDefault" },
+                    },
+                    "containers": [{
+                        "name": NODE_AGENT,
+                        "image": plan.image,
+                        "command": [BINARY],
+                        "args": node_agent_args(plan),
+                        "env": [{
+                            "name": "NODE_NAME",
+                            "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } },
+                        }],
+                        "ports": [{ "name": "metrics", "containerPort": NODE_AGENT_METRICS_PORT }],
+                        "livenessProbe": probe("/healthz"),
+                        "readinessProbe": probe("/readyz"),
+                        "resources": {
+                            "requests": { "cpu": "100m", "memory": "128Mi" },
+                            "limits": { "memory": "512Mi" },
+                        },
+                        "securityContext": {
+                            "readOnlyRootFilesystem": true,
+                            "allowPrivilegeEscalation": false,
+                            "capabilities": {
+                                "drop": ["ALL"],
+                                // Read any file; write one back with its owner, mode and times.
+                                "add": ["DAC_OVERRIDE", "DAC_READ_SEARCH", "CHOWN", "FOWNER", "FSETID"],
+                            },
+                        },
+                        "volumeMounts": [{
+                            "name": "host-pods",
+                            "mountPath": HOST_PODS,
+                            "mountPropagation": "HostToContainer",
+                        }],
+                    }],
+                    "volumes": [{ "name": "host-pods", "hostPath": { "path": pods_dir } }],
+                },
+            },
+        },
+    });
+    vec![
+        Manifest::namespaced::<ServiceAccount>(json!({
+            "metadata": namespaced_metadata(NODE_AGENT, plan)
+        })),
+        Manifest::cluster::<ClusterRole>(json!({
+            "metadata": metadata(&cluster_role, plan),
+            "rules": roles::NODE_AGENT_CLUSTER.rules_json(),
+        })),
+        Manifest::cluster::<ClusterRoleBinding>(json!({
+            "metadata": metadata(&cluster_role, plan),
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role },
+            "subjects": subjects,
+        })),
+        Manifest::namespaced::<Role>(json!({
+            "metadata": namespaced_metadata(NODE_AGENT, plan),
+            "rules": roles::NODE_AGENT_NAMESPACE.rules_json(),
+        })),
+        Manifest::namespaced::<RoleBinding>(json!({
+            "metadata": namespaced_metadata(NODE_AGENT, plan),
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NODE_AGENT },
+            "subjects": subjects,
+        })),
+        Manifest::namespaced::<DaemonSet>(daemon_set),
+    ]
+}
+
+/// The node agent's command line inside the image.
+pub fn node_agent_args(plan: &Plan) -> Vec<String> {
+    vec![
+        "node-agent".into(),
+        format!("--namespace={}", plan.namespace),
+        format!("--host-pods={HOST_PODS}"),
+        format!("--metrics-address=0.0.0.0:{NODE_AGENT_METRICS_PORT}"),
+    ]
 }
 
 /// Every object an install in `namespace` may have applied, whatever its flags (uninstall needs
@@ -179,6 +292,7 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         credentials: Some(String::new()),
         image: String::new(),
         replicas: 1,
+        node_agent: Some(KUBELET_PODS_DIR.into()),
     })
 }
 
@@ -213,6 +327,8 @@ pub fn server_args(plan: &Plan) -> Vec<String> {
         format!("--namespace={}", plan.namespace),
         format!("--scratch-dir={SCRATCH}"),
         format!("--metrics-address=0.0.0.0:{METRICS_PORT}"),
+        // Restored pods wait for their volumes' data in a container of ark's own image.
+        format!("--restore-helper-image={}", plan.image),
     ]
 }
 
@@ -293,6 +409,7 @@ mod tests {
             credentials: Some("[default]\n".into()),
             image: "example/ark:1".into(),
             replicas: 2,
+            node_agent: Some(KUBELET_PODS_DIR.into()),
         }
     }
 

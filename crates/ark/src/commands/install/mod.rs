@@ -1,6 +1,6 @@
 //! `ark install`: ark's CRDs (Velero's), the server's ServiceAccount and roles, the people's roles,
-//! the credentials Secret, the default location and the server Deployment, applied server-side in
-//! that order. A second run changes nothing; a changed flag updates what it concerns in place.
+//! the credentials Secret, the default location, the node agent (with `--use-node-agent`) and the
+//! server Deployment, applied server-side in that order. A second run changes nothing; a changed flag updates what it concerns in place.
 
 pub mod manifests;
 pub mod roles;
@@ -40,6 +40,12 @@ pub struct InstallArgs {
     /// Server replicas (one leads, the others wait to take over)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub replicas: u16,
+    /// Install the node agent too (a DaemonSet): pods' volumes are backed up and restored
+    #[arg(long)]
+    pub use_node_agent: bool,
+    /// Where the kubelet keeps its pods' directories on each node (its root dir's `pods`)
+    #[arg(long, value_name = "DIR", default_value = manifests::KUBELET_PODS_DIR, requires = "use_node_agent")]
+    pub kubelet_pods_dir: String,
     /// Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)
     #[arg(long)]
     pub dry_run: bool,
@@ -67,6 +73,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         credentials,
         image: args.image,
         replicas: args.replicas,
+        node_agent: args.use_node_agent.then_some(args.kubelet_pods_dir),
     };
     let all = manifests::manifests(&plan);
     if args.dry_run {
@@ -190,6 +197,29 @@ async fn ready(client: &kube::Client, plan: &Plan) -> anyhow::Result<()> {
     )
     .await
     .context("watching the Deployment")?;
+    if plan.node_agent.is_some() {
+        spinner.set_message(format!(
+            "waiting for daemon set {} to run on every node",
+            manifests::NODE_AGENT
+        ));
+        let daemon_sets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+            Api::namespaced(client.clone(), &plan.namespace);
+        await_condition(
+            daemon_sets,
+            manifests::NODE_AGENT,
+            |set: Option<&k8s_openapi::api::apps::v1::DaemonSet>| {
+                let generation = set.and_then(|s| s.metadata.generation);
+                set.and_then(|s| s.status.as_ref()).is_some_and(|status| {
+                    status.observed_generation == generation
+                        && status.updated_number_scheduled.unwrap_or(0)
+                            == status.desired_number_scheduled
+                        && status.number_available.unwrap_or(0) == status.desired_number_scheduled
+                })
+            },
+        )
+        .await
+        .context("watching the node agent's DaemonSet")?;
+    }
     spinner.set_message("waiting for location default to be Available");
     let locations: Api<ark_api::BackupStorageLocation> =
         Api::namespaced(client.clone(), &plan.namespace);

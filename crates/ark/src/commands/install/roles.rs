@@ -14,11 +14,18 @@ pub struct Rule {
     pub groups: &'static [&'static str],
     pub resources: &'static [&'static str],
     pub verbs: &'static [&'static str],
+    /// Only these objects (`resourceNames`); every one when empty.
+    pub names: &'static [&'static str],
 }
 
 impl Rule {
     fn to_json(self) -> Value {
-        json!({ "apiGroups": self.groups, "resources": self.resources, "verbs": self.verbs })
+        let mut rule =
+            json!({ "apiGroups": self.groups, "resources": self.resources, "verbs": self.verbs });
+        if !self.names.is_empty() {
+            rule["resourceNames"] = json!(self.names);
+        }
+        rule
     }
 
     /// Whether the rule allows `verb` on `resource` (`pods/exec` for a subresource) in `group`,
@@ -69,6 +76,7 @@ pub const SERVER_CLUSTER: Role = Role {
             groups: &["*"],
             resources: &["*"],
             verbs: &["get", "list", "watch"],
+            names: &[],
         },
         // A restore creates any kind its backup holds (pods/exec included, for exec hooks) and
         // patches existing objects under existingResourcePolicy=update
@@ -76,12 +84,14 @@ pub const SERVER_CLUSTER: Role = Role {
             groups: &["*"],
             resources: &["*"],
             verbs: &["create", "patch"],
+            names: &[],
         },
         // Deleting a backup deletes the volume snapshots it took
         Rule {
             groups: &["snapshot.storage.k8s.io"],
             resources: &["volumesnapshotcontents"],
             verbs: &["delete"],
+            names: &[],
         },
     ],
 };
@@ -96,30 +106,90 @@ pub const SERVER_NAMESPACE: Role = Role {
             groups: &["velero.io"],
             resources: OPERATIONS,
             verbs: &["create", "update", "patch", "delete"],
+            names: &[],
         },
         // A finished deletion removes every request for its backup in one request
         Rule {
             groups: &["velero.io"],
             resources: &["deletebackuprequests"],
             verbs: &["deletecollection"],
+            names: &[],
         },
         // Each location's phase is written after it is checked
         Rule {
             groups: &["velero.io"],
             resources: &["backupstoragelocations", "backupstoragelocations/status"],
             verbs: &["update", "patch"],
+            names: &[],
         },
         // One replica leads through a Lease
         Rule {
             groups: &["coordination.k8s.io"],
             resources: &["leases"],
             verbs: &["create", "update"],
+            names: &[],
         },
         // Warnings a user must see on the object itself
         Rule {
             groups: &["", "events.k8s.io"],
             resources: &["events"],
             verbs: &["create", "patch"],
+            names: &[],
+        },
+    ],
+};
+
+/// The node agent, cluster-wide: it finds a pod's volume on its node from the pod, its claim, the
+/// claim's volume and the CSI drivers, and reads nothing else.
+pub const NODE_AGENT_CLUSTER: Role = Role {
+    name: "node-agent",
+    rules: &[
+        Rule {
+            groups: &[""],
+            resources: &["pods", "persistentvolumeclaims", "persistentvolumes"],
+            verbs: &["get"],
+            names: &[],
+        },
+        Rule {
+            groups: &["storage.k8s.io"],
+            resources: &["csidrivers"],
+            verbs: &["list"],
+            names: &[],
+        },
+    ],
+};
+
+/// The node agent, in ark's namespace: the requests it carries out, the locations they name, and
+/// of the Secrets only the repositories' password and the installed location's credentials.
+pub const NODE_AGENT_NAMESPACE: Role = Role {
+    name: "node-agent",
+    rules: &[
+        Rule {
+            groups: &["velero.io"],
+            resources: &["podvolumebackups", "podvolumerestores"],
+            verbs: &["get", "list", "watch", "patch"],
+            names: &[],
+        },
+        Rule {
+            groups: &["velero.io"],
+            resources: &["backupstoragelocations"],
+            verbs: &["get"],
+            names: &[],
+        },
+        Rule {
+            groups: &[""],
+            resources: &["secrets"],
+            verbs: &["get"],
+            names: &[
+                super::manifests::CREDENTIALS_SECRET,
+                ark_server::repositories::PASSWORD_SECRET,
+            ],
+        },
+        Rule {
+            groups: &["", "events.k8s.io"],
+            resources: &["events"],
+            verbs: &["create", "patch"],
+            names: &[],
         },
     ],
 };
@@ -141,6 +211,7 @@ const VIEWER_RULES: [Rule; 2] = [
         groups: &["velero.io"],
         resources: VIEWED,
         verbs: &["get", "list", "watch"],
+        names: &[],
     },
     // Logs and details are fetched through DownloadRequests, and the server's version asked
     // with a ServerStatusRequest (as Velero's CLI does both)
@@ -148,6 +219,7 @@ const VIEWER_RULES: [Rule; 2] = [
         groups: &["velero.io"],
         resources: &["downloadrequests", "serverstatusrequests"],
         verbs: &["get", "list", "watch", "create", "delete"],
+        names: &[],
     },
 ];
 
@@ -168,6 +240,7 @@ pub const OPERATOR: Role = Role {
             groups: &["velero.io"],
             resources: &["backups", "restores", "deletebackuprequests"],
             verbs: &["create"],
+            names: &[],
         },
     ],
 };
@@ -191,7 +264,14 @@ mod tests {
 
     #[test]
     fn no_role_grants_a_wildcard_verb_or_one_that_escalates() {
-        for role in [&SERVER_CLUSTER, &SERVER_NAMESPACE, &VIEWER, &OPERATOR] {
+        for role in [
+            &SERVER_CLUSTER,
+            &SERVER_NAMESPACE,
+            &NODE_AGENT_CLUSTER,
+            &NODE_AGENT_NAMESPACE,
+            &VIEWER,
+            &OPERATOR,
+        ] {
             for rule in role.rules {
                 for verb in rule.verbs {
                     assert!(

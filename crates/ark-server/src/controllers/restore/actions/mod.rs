@@ -11,6 +11,7 @@ mod job;
 mod persistent_volume;
 mod persistent_volume_claim;
 mod pod;
+mod pod_volumes;
 mod resource_modifiers;
 mod role_binding;
 mod service;
@@ -33,6 +34,8 @@ pub struct RestoreCx<'a> {
     pub restored_volumes: &'a BTreeSet<String>,
     /// The restore's resource modifiers, read from their ConfigMap by validation.
     pub resource_modifiers: Option<&'a ResourceModifiers>,
+    /// The pod volume data the backup holds, and how restored pods wait for it.
+    pub volume_data: Option<&'a super::pod_volumes::VolumeData<'a>>,
 }
 
 impl RestoreCx<'_> {
@@ -59,6 +62,9 @@ pub struct Output {
     /// Errors that leave the item restorable (Velero restores an item whose modifier failed, and
     /// records the error).
     pub errors: Vec<String>,
+    /// A restored pod's volumes whose data the node agent writes back: the backup's
+    /// PodVolumeBackups of them.
+    pub volume_data: Vec<ark_api::PodVolumeBackup>,
 }
 
 pub trait RestoreItemAction: Send + Sync {
@@ -77,6 +83,8 @@ impl Actions {
         Actions(vec![
             Box::new(pod::PodAction),
             Box::new(init_hooks::InitHooksAction),
+            // After the hooks' init containers are set: `restore-wait` goes before them.
+            Box::new(pod_volumes::PodVolumesAction),
             Box::new(service::ServiceAction),
             Box::new(persistent_volume::PersistentVolumeAction),
             Box::new(persistent_volume_claim::PersistentVolumeClaimAction),
@@ -144,6 +152,7 @@ pub(crate) mod testing {
             namespace_mapping: &mapping,
             restored_volumes: &restored,
             resource_modifiers: None,
+            volume_data: None,
         };
         let mut object = item;
         let source = object

@@ -1,0 +1,258 @@
+//! A node agent's PodVolumeBackups: each New one of this node's is claimed (InProgress), its
+//! volume found on the node and snapshotted into the repository of the pod's namespace, as
+//! Velero's node agent snapshots it (source, tags, parent), with progress in its status; it ends
+//! Completed with the snapshot's ID, or Failed with the reason.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ark_api::{PodVolumeBackup, PodVolumeBackupStatus, PodVolumePhase, PodVolumeProgress};
+use ark_kopia::snapshot::UploadCounts;
+use ark_kopia::velero;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use super::Ctx;
+use super::volume_path;
+use crate::shared::controller::{self, ReconcileError};
+use crate::shared::objects::{self, Phase, Readable};
+use crate::shared::patch;
+
+/// How often the status shows the bytes done.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+/// Velero's message for a volume with nothing in it: no snapshot is taken.
+pub const EMPTY_VOLUME: &str = "volume was empty so no snapshot was taken";
+
+pub async fn run(ctx: Arc<Ctx>) {
+    let concurrency = ctx.concurrency;
+    controller::run::<PodVolumeBackup, _, _, _>(ctx, "pod volume backup", concurrency, reconcile)
+        .await;
+}
+
+async fn reconcile(
+    cached: Arc<Readable<PodVolumeBackup>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ReconcileError> {
+    let pvb = match &cached.read {
+        Ok(pvb) => pvb,
+        Err(unfit) => {
+            tracing::warn!("pod volume backup {}: {unfit}", cached.name());
+            return Ok(Action::await_change());
+        }
+    };
+    if pvb.spec.node != ctx.node
+        || !matches!(
+            cached.phase::<PodVolumePhase>(),
+            Phase::Absent | Phase::Known(PodVolumePhase::New)
+        )
+    {
+        return Ok(Action::await_change());
+    }
+    let name = cached.name();
+    let api = objects::api::<PodVolumeBackup>(&ctx.kube.client, &ctx.kube.namespace);
+    if pvb.spec.cancel == Some(true) {
+        let canceled = ended(
+            PodVolumePhase::Canceled,
+            "canceled before it started".into(),
+        );
+        patch::object_status(&api, &name, &canceled).await?;
+        return Ok(Action::await_change());
+    }
+    let now = patch::now();
+    let claim = patch::claim(
+        &api,
+        &name,
+        cached.stored.metadata.resource_version.as_deref(),
+        json!({ "status": PodVolumeBackupStatus {
+            phase: Some(PodVolumePhase::InProgress),
+            accepted_timestamp: Some(now.clone()),
+            start_timestamp: Some(now),
+            ..Default::default()
+        } }),
+    )
+    .await?;
+    if claim == patch::Claim::Lost {
+        return Ok(Action::await_change());
+    }
+    let status = match back_up(pvb, &name, &api, &ctx).await {
+        Ok(status) => status,
+        Err(reason) => {
+            tracing::warn!("pod volume backup {name} failed: {reason}");
+            ended(PodVolumePhase::Failed, reason)
+        }
+    };
+    // Ends it only while it is still InProgress as this agent left it.
+    let _ = patch::status_in_phase(&api, &name, PodVolumePhase::InProgress, &status).await?;
+    Ok(Action::await_change())
+}
+
+fn ended(phase: PodVolumePhase, message: String) -> PodVolumeBackupStatus {
+    PodVolumeBackupStatus {
+        phase: Some(phase),
+        message: Some(message),
+        completion_timestamp: Some(patch::now()),
+        ..Default::default()
+    }
+}
+
+/// Snapshots the volume; the final status, or why it failed.
+async fn back_up(
+    pvb: &PodVolumeBackup,
+    name: &str,
+    api: &Api<DynamicObject>,
+    ctx: &Ctx,
+) -> Result<PodVolumeBackupStatus, String> {
+    let spec = &pvb.spec;
+    let pod_name = format!("{}/{}", spec.pod.namespace, spec.pod.name);
+    let pod = Api::<Pod>::namespaced(ctx.kube.client.clone(), &spec.pod.namespace)
+        .get(&spec.pod.name)
+        .await
+        .map_err(|e| format!("reading pod {pod_name}: {}", objects::reason(&e)))?;
+    if pod.metadata.uid.as_deref() != Some(spec.pod.uid.as_str()) {
+        return Err(format!(
+            "pod {pod_name} is not the pod backed up any more (uid {} instead of {})",
+            pod.metadata.uid.as_deref().unwrap_or_default(),
+            spec.pod.uid
+        ));
+    }
+    let dir = volume_path::volume_directory(&ctx.kube.client, &pod, &spec.volume)
+        .await
+        .map_err(|e| e.to_string())?;
+    let path = volume_path::host_path(&ctx.host_pods, &pod_name, &spec.pod.uid, &spec.volume, &dir)
+        .map_err(|e| e.to_string())?;
+    let shown_path = path.display().to_string();
+    let path_status = PodVolumeBackupStatus {
+        path: Some(shown_path.clone()),
+        ..Default::default()
+    };
+    patch::object_status(api, name, &path_status)
+        .await
+        .map_err(|e| format!("writing the volume's path: {}", objects::reason(&e)))?;
+    if is_empty(&path)? {
+        return Ok(PodVolumeBackupStatus {
+            path: Some(shown_path),
+            ..ended(PodVolumePhase::Completed, EMPTY_VOLUME.into())
+        });
+    }
+
+    // Velero names the snapshot's source after the claim, or the volume when there is none.
+    let source_volume = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .and_then(|v| v.iter().find(|v| v.name == spec.volume))
+        .and_then(|v| v.persistent_volume_claim.as_ref())
+        .map_or(spec.volume.clone(), |c| c.claim_name.clone());
+    let source = velero::pod_volume_source(&spec.pod.namespace, &spec.pod.name, &source_volume);
+    let repository = ctx
+        .repositories
+        .get(&spec.backup_storage_location, &spec.pod.namespace)
+        .await
+        .map_err(|e| e.to_string())?;
+    let parent = match velero::pod_volume_parent(&repository, &source).await {
+        Ok(parent) => parent,
+        Err(error) => {
+            repository.discard();
+            return Err(format!("listing the snapshots of {source}: {error}"));
+        }
+    };
+    let total = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || tree_bytes(&path))
+            .await
+            .expect("walking does not panic")
+    };
+    let options = velero::pod_volume_options(parent);
+    let counts = options.counts.clone();
+    let reporter = report_progress(api.clone(), name.to_string(), counts.clone(), total);
+    let stored_before = repository.contents().stored_bytes();
+    let created = repository
+        .create_snapshot(&path, source.clone(), options)
+        .await;
+    // Stopped before the final status, which no late progress write may follow.
+    reporter.abort();
+    let _ = reporter.await;
+    let snapshot = match created {
+        Ok((snapshot, _)) => snapshot,
+        Err(error) => {
+            repository.discard();
+            return Err(format!("snapshotting {shown_path} as {source}: {error}"));
+        }
+    };
+    let added = repository.contents().stored_bytes() - stored_before;
+    let done = done_bytes(&counts);
+    tracing::info!(
+        "pod volume backup {name}: {pod_name} volume {} is snapshot {} ({done} bytes, {added} added)",
+        spec.volume,
+        snapshot.id
+    );
+    Ok(PodVolumeBackupStatus {
+        path: Some(shown_path),
+        snapshot_id: Some(snapshot.id),
+        progress: Some(PodVolumeProgress {
+            total_bytes: Some(total.max(done) as i64),
+            bytes_done: Some(done as i64),
+        }),
+        incremental_bytes: Some(added as i64),
+        ..ended(PodVolumePhase::Completed, String::new())
+    })
+}
+
+fn is_empty(path: &Path) -> Result<bool, String> {
+    let mut entries =
+        std::fs::read_dir(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    Ok(entries.next().is_none())
+}
+
+/// The bytes of the regular files under `path`: the progress's total.
+fn tree_bytes(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&entry.path()),
+            Ok(t) if t.is_file() => entry.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn done_bytes(counts: &UploadCounts) -> u64 {
+    counts.bytes.load(Ordering::Relaxed) + counts.cached_bytes.load(Ordering::Relaxed)
+}
+
+/// Writes the bytes done into the status every `PROGRESS_EVERY` until aborted.
+fn report_progress(
+    api: Api<DynamicObject>,
+    name: String,
+    counts: Arc<UploadCounts>,
+    total: u64,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut shown = None;
+        loop {
+            let done = done_bytes(&counts);
+            if shown != Some(done) {
+                let status = PodVolumeBackupStatus {
+                    progress: Some(PodVolumeProgress {
+                        total_bytes: Some(total.max(done) as i64),
+                        bytes_done: Some(done as i64),
+                    }),
+                    ..Default::default()
+                };
+                // Progress is shown on a best-effort basis: a missed write is made up next time.
+                if patch::object_status(&api, &name, &status).await.is_ok() {
+                    shown = Some(done);
+                }
+            }
+            tokio::time::sleep(PROGRESS_EVERY).await;
+        }
+    })
+}

@@ -1,0 +1,171 @@
+//! `ark node-agent`: one on each node (a DaemonSet), no lease. It carries out the file-system
+//! backups and restores of the pods on its own node, reading and writing their volumes where the
+//! kubelet mounts them (`<kubelet root>/pods`, mounted into the agent), as Velero's node agent
+//! does, and takes only the requests whose node is its own.
+//!
+//! Velero's agent starts a pod per request to read the volume; ark's reads it itself, through the
+//! kubelet's directory it mounts anyway, so that a request costs no pod start and the agent keeps
+//! each repository open between requests.
+
+mod backup;
+mod open_repositories;
+mod restore;
+pub mod volume_path;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_api::{PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
+use futures::FutureExt as _;
+use kube::ResourceExt as _;
+use serde_json::json;
+
+use crate::ServerError;
+use crate::process::{self, Process, Term, TermEnd};
+use crate::shared::context::Kube;
+use crate::shared::objects::{self, Phase};
+use crate::shared::patch;
+use open_repositories::OpenRepositories;
+
+pub use backup::EMPTY_VOLUME;
+
+#[derive(Clone)]
+pub struct NodeAgentOptions {
+    /// The namespace of the requests (the server's).
+    pub namespace: String,
+    /// This node's name: the agent takes only requests for it.
+    pub node: String,
+    /// Where the kubelet's pod directory (`<kubelet root>/pods`) is mounted.
+    pub host_pods: PathBuf,
+    /// Requests carried out at once.
+    pub concurrency: u16,
+    pub metrics_address: Option<SocketAddr>,
+    /// On SIGTERM, how long running requests may take to finish before the agent stops anyway
+    /// (what is left is failed when an agent starts on this node again).
+    pub shutdown_grace: Duration,
+}
+
+/// The agent's context, built once for its life.
+pub struct Ctx {
+    pub kube: Kube,
+    pub node: String,
+    pub host_pods: PathBuf,
+    pub concurrency: u16,
+    pub repositories: OpenRepositories,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+/// Runs the agent until it is told to stop.
+pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), ServerError> {
+    tracing::info!(
+        "ark node agent starting on node {} for namespace {}, volumes under {}",
+        options.node,
+        options.namespace,
+        options.host_pods.display()
+    );
+    let metrics = Arc::new(crate::shared::metrics::Metrics::default());
+    let serving = {
+        let metrics = metrics.clone();
+        async move {
+            match options.metrics_address {
+                Some(address) => crate::shared::metrics::serve(address, metrics)
+                    .await
+                    .map_err(|e| ServerError::Metrics(address, e)),
+                None => std::future::pending().await,
+            }
+        }
+    };
+    let mut process = Process {
+        metrics: metrics.clone(),
+        serving: Box::pin(serving),
+        shutdown: Box::pin(process::shutdown_signal()),
+    };
+    let identity = format!("node-agent-{}", options.node);
+    let (kube, stop) = Kube::new(
+        client.clone(),
+        options.namespace.clone(),
+        &identity,
+        metrics,
+    );
+    let ctx = Arc::new(Ctx {
+        repositories: OpenRepositories::new(client, options.namespace.clone()),
+        kube: kube.clone(),
+        node: options.node.clone(),
+        host_pods: options.host_pods.clone(),
+        concurrency: options.concurrency.max(1),
+    });
+    let term = Term {
+        start_up: fail_interrupted(kube, options.node.clone()).boxed(),
+        controllers: vec![
+            ("pod volume backup", backup::run(ctx.clone()).boxed()),
+            ("pod volume restore", restore::run(ctx).boxed()),
+        ],
+        left_behind: Box::new(String::new),
+        stop,
+    };
+    // No lease: the term lasts the process's life.
+    match process
+        .run_term(term, std::future::pending(), options.shutdown_grace)
+        .await
+    {
+        TermEnd::Ended(result) => result,
+        TermEnd::CutOff | TermEnd::Stopped | TermEnd::CutOffWhileStopping => Ok(()),
+    }
+}
+
+/// Requests of this node left InProgress by an agent that stopped: nobody carries them on, so
+/// they end Failed before this agent takes new ones (the backup or restore waiting on them ends
+/// at once instead of at its timeout, and the next backup of the volume is whole).
+async fn fail_interrupted(kube: Kube, node: String) {
+    // A backup names its node in its spec, a restore in its status once an agent took it.
+    fail_interrupted_of::<PodVolumeBackup>(&kube, &node, "/spec/node", "backed up").await;
+    fail_interrupted_of::<PodVolumeRestore>(&kube, &node, "/status/node", "restored").await;
+}
+
+async fn fail_interrupted_of<K: kube::Resource<DynamicType = ()>>(
+    kube: &Kube,
+    node: &str,
+    node_field: &str,
+    done: &str,
+) {
+    let api = objects::api::<K>(&kube.client, &kube.namespace);
+    let kind = K::kind(&());
+    let listed = match api.list(&Default::default()).await {
+        Ok(listed) => listed.items,
+        Err(error) => {
+            tracing::warn!("listing {kind}s left in progress: {error}");
+            return;
+        }
+    };
+    for request in listed {
+        let on_this_node = request.data.pointer(node_field).and_then(|n| n.as_str()) == Some(node);
+        let Phase::Known(
+            phase @ (PodVolumePhase::Accepted
+            | PodVolumePhase::Prepared
+            | PodVolumePhase::InProgress),
+        ) = objects::phase::<PodVolumePhase>(&request)
+        else {
+            continue;
+        };
+        if !on_this_node {
+            continue;
+        }
+        let name = request.name_any();
+        let failed = json!({
+            "phase": PodVolumePhase::Failed,
+            "message": format!("the node agent on {node} stopped while the volume was {done}"),
+            "completionTimestamp": patch::now(),
+        });
+        match patch::status_in_phase(&api, &name, phase, &failed).await {
+            Ok(_) => tracing::warn!("{kind} {name} was left {phase:?}: failed"),
+            Err(error) => tracing::warn!("failing {kind} {name}: {error}"),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! A node agent's PodVolumeRestores: once the restored pod runs on this node and its
+//! `restore-wait` init container runs (so the volume is mounted, and nothing but the helper sees
+//! it yet), the snapshot is written into the volume, then `.velero/<restore uid>`, which lets the
+//! helper end and the pod's own containers start: as Velero's node agent does it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ark_api::{
+    PodVolumePhase, PodVolumeProgress, PodVolumeRestore, PodVolumeRestoreStatus, labels,
+};
+use ark_kopia::snapshot::RestoreCounts;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt as _};
+use serde_json::json;
+
+use super::Ctx;
+use super::volume_path;
+use crate::shared::controller::{self, ReconcileError};
+use crate::shared::objects::{self, Phase, Readable};
+use crate::shared::patch;
+
+/// Velero's restore helper's init container, which the agent waits to run.
+const RESTORE_WAIT: &str = "restore-wait";
+/// How often a request whose pod is not ready for its data yet is looked at again.
+const NOT_YET: Duration = Duration::from_secs(2);
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+pub async fn run(ctx: Arc<Ctx>) {
+    let concurrency = ctx.concurrency;
+    controller::run::<PodVolumeRestore, _, _, _>(ctx, "pod volume restore", concurrency, reconcile)
+        .await;
+}
+
+async fn reconcile(
+    cached: Arc<Readable<PodVolumeRestore>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ReconcileError> {
+    let pvr = match &cached.read {
+        Ok(pvr) => pvr,
+        Err(unfit) => {
+            tracing::warn!("pod volume restore {}: {unfit}", cached.name());
+            return Ok(Action::await_change());
+        }
+    };
+    if !matches!(
+        cached.phase::<PodVolumePhase>(),
+        Phase::Absent | Phase::Known(PodVolumePhase::New)
+    ) {
+        return Ok(Action::await_change());
+    }
+    let spec = &pvr.spec;
+    let pod = match Api::<Pod>::namespaced(ctx.kube.client.clone(), &spec.pod.namespace)
+        .get_opt(&spec.pod.name)
+        .await?
+    {
+        Some(pod) if pod.metadata.uid.as_deref() == Some(spec.pod.uid.as_str()) => pod,
+        // Not there (yet, or any more): whichever agent the pod lands with takes it then.
+        _ => return Ok(Action::requeue(NOT_YET)),
+    };
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    if node != Some(ctx.node.as_str()) {
+        return Ok(match node {
+            None => Action::requeue(NOT_YET),
+            Some(_) => Action::await_change(),
+        });
+    }
+    if !restore_wait_runs(&pod) {
+        return Ok(Action::requeue(NOT_YET));
+    }
+    let name = cached.name();
+    let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
+    let now = patch::now();
+    let claim = patch::claim(
+        &api,
+        &name,
+        cached.stored.metadata.resource_version.as_deref(),
+        json!({ "status": PodVolumeRestoreStatus {
+            phase: Some(PodVolumePhase::InProgress),
+            accepted_timestamp: Some(now.clone()),
+            start_timestamp: Some(now),
+            node: Some(ctx.node.clone()),
+            ..Default::default()
+        } }),
+    )
+    .await?;
+    if claim == patch::Claim::Lost {
+        return Ok(Action::await_change());
+    }
+    let status = match restore(pvr, &pod, &name, &api, &ctx).await {
+        Ok(status) => status,
+        Err(reason) => {
+            tracing::warn!("pod volume restore {name} failed: {reason}");
+            ended(PodVolumePhase::Failed, reason)
+        }
+    };
+    let _ = patch::status_in_phase(&api, &name, PodVolumePhase::InProgress, &status).await?;
+    Ok(Action::await_change())
+}
+
+fn restore_wait_runs(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.init_container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.name == RESTORE_WAIT && c.state.as_ref().is_some_and(|s| s.running.is_some()))
+}
+
+fn ended(phase: PodVolumePhase, message: String) -> PodVolumeRestoreStatus {
+    PodVolumeRestoreStatus {
+        phase: Some(phase),
+        message: Some(message),
+        completion_timestamp: Some(patch::now()),
+        ..Default::default()
+    }
+}
+
+async fn restore(
+    pvr: &PodVolumeRestore,
+    pod: &Pod,
+    name: &str,
+    api: &Api<DynamicObject>,
+    ctx: &Ctx,
+) -> Result<PodVolumeRestoreStatus, String> {
+    let spec = &pvr.spec;
+    let pod_name = format!("{}/{}", spec.pod.namespace, spec.pod.name);
+    let restore_uid = pvr
+        .labels()
+        .get(labels::RESTORE_UID)
+        .cloned()
+        .filter(|uid| !uid.is_empty() && !uid.contains('/') && uid != "." && uid != "..")
+        .ok_or_else(|| format!("it has no valid label {}", labels::RESTORE_UID))?;
+    let dir = volume_path::volume_directory(&ctx.kube.client, pod, &spec.volume)
+        .await
+        .map_err(|e| e.to_string())?;
+    let path = volume_path::host_path(&ctx.host_pods, &pod_name, &spec.pod.uid, &spec.volume, &dir)
+        .map_err(|e| e.to_string())?;
+    let repository = ctx
+        .repositories
+        .get(&spec.backup_storage_location, &spec.source_namespace)
+        .await
+        .map_err(|e| e.to_string())?;
+    let snapshot = match repository.snapshot(&spec.snapshot_id).await {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            repository.discard();
+            return Err(format!("snapshot {}: {error}", spec.snapshot_id));
+        }
+    };
+    let Some(root) = snapshot.manifest.root_entry.clone() else {
+        return Err(format!("snapshot {} has no root", spec.snapshot_id));
+    };
+    let total = root
+        .summary
+        .as_ref()
+        .map_or(0, |s| s.total_file_size.max(0) as u64);
+    let counts = Arc::new(RestoreCounts::default());
+    let reporter = report_progress(api.clone(), name.to_string(), counts.clone(), total);
+    let restored = repository.restore(&root, &path, &counts).await;
+    reporter.abort();
+    let _ = reporter.await;
+    if let Err(error) = restored {
+        return Err(format!(
+            "writing snapshot {} into {}: {error}",
+            spec.snapshot_id,
+            path.display()
+        ));
+    }
+    done_mark(&path, &restore_uid, helper_owner(pod))?;
+    let done = counts.bytes.load(Ordering::Relaxed);
+    tracing::info!(
+        "pod volume restore {name}: snapshot {} is in {pod_name} volume {} ({done} bytes)",
+        spec.snapshot_id,
+        spec.volume
+    );
+    Ok(PodVolumeRestoreStatus {
+        progress: Some(PodVolumeProgress {
+            total_bytes: Some(total.max(done) as i64),
+            bytes_done: Some(done as i64),
+        }),
+        ..ended(PodVolumePhase::Completed, String::new())
+    })
+}
+
+/// The user and group the `restore-wait` helper runs as, when the pod says.
+fn helper_owner(pod: &Pod) -> Option<(u32, u32)> {
+    let spec = pod.spec.as_ref()?;
+    let helper = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .find(|c| c.name == RESTORE_WAIT)?
+        .security_context
+        .as_ref();
+    let pod_level = spec.security_context.as_ref();
+    let user = helper
+        .and_then(|s| s.run_as_user)
+        .or_else(|| pod_level.and_then(|s| s.run_as_user))?;
+    let group = helper
+        .and_then(|s| s.run_as_group)
+        .or_else(|| pod_level.and_then(|s| s.run_as_group))
+        .unwrap_or(user);
+    Some((u32::try_from(user).ok()?, u32::try_from(group).ok()?))
+}
+
+/// `.velero/<restore uid>` in the volume, as Velero's `writeCompletionMark` writes it: what the
+/// `restore-wait` helper waits for. Both are given to the helper's user, so that it can remove
+/// them once the volumes are restored (Velero's stay behind when the helper runs as another user
+/// than the agent's root).
+fn done_mark(volume: &Path, restore_uid: &str, owner: Option<(u32, u32)>) -> Result<(), String> {
+    let marks = volume.join(".velero");
+    let mark = marks.join(restore_uid);
+    match std::fs::symlink_metadata(&marks) {
+        Ok(md) if md.is_dir() => std::fs::remove_dir_all(&marks),
+        Ok(_) => std::fs::remove_file(&marks),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+    .and_then(|()| std::fs::create_dir(&marks))
+    .and_then(|()| std::fs::write(&mark, b""))
+    .and_then(|()| match owner {
+        Some((user, group)) => std::os::unix::fs::lchown(&marks, Some(user), Some(group))
+            .and_then(|()| std::os::unix::fs::lchown(&mark, Some(user), Some(group))),
+        None => Ok(()),
+    })
+    .map_err(|e| format!("writing the done mark in {}: {e}", marks.display()))
+}
+
+fn report_progress(
+    api: Api<DynamicObject>,
+    name: String,
+    counts: Arc<RestoreCounts>,
+    total: u64,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut shown = None;
+        loop {
+            let done = counts.bytes.load(Ordering::Relaxed);
+            if shown != Some(done) {
+                let status = PodVolumeRestoreStatus {
+                    progress: Some(PodVolumeProgress {
+                        total_bytes: Some(total.max(done) as i64),
+                        bytes_done: Some(done as i64),
+                    }),
+                    ..Default::default()
+                };
+                if patch::object_status(&api, &name, &status).await.is_ok() {
+                    shown = Some(done);
+                }
+            }
+            tokio::time::sleep(PROGRESS_EVERY).await;
+        }
+    })
+}

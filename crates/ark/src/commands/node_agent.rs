@@ -1,0 +1,48 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::cli::{GlobalArgs, parse_duration};
+
+#[derive(Debug, Args)]
+pub struct NodeAgentArgs {
+    /// This node's name (the DaemonSet passes the pod's spec.nodeName)
+    #[arg(long, value_name = "NODE", env = "NODE_NAME")]
+    pub node_name: String,
+    /// Where the kubelet's pod directory (<kubelet root>/pods) is mounted
+    #[arg(long, value_name = "DIR", default_value = "/host_pods")]
+    pub host_pods: PathBuf,
+    /// Volume backups and restores carried out at once on this node
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8086)
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics_address: Option<std::net::SocketAddr>,
+    /// On SIGTERM, how long running volume backups and restores may take to finish before the
+    /// agent stops anyway (the next agent on the node fails what is left)
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_grace: std::time::Duration,
+}
+
+pub async fn run(global: &GlobalArgs, args: NodeAgentArgs) -> anyhow::Result<ExitCode> {
+    crate::commands::server::log_to_stderr();
+    let client = crate::context::client(global).await?;
+    std::fs::read_dir(&args.host_pods).with_context(|| {
+        format!(
+            "the kubelet's pod directory {} (mount <kubelet root>/pods there)",
+            args.host_pods.display()
+        )
+    })?;
+    let options = ark_server::node_agent::NodeAgentOptions {
+        namespace: global.namespace.clone(),
+        node: args.node_name,
+        host_pods: args.host_pods,
+        concurrency: args.concurrency,
+        metrics_address: args.metrics_address,
+        shutdown_grace: args.shutdown_grace,
+    };
+    ark_server::node_agent::run(client, options).await?;
+    Ok(ExitCode::SUCCESS)
+}

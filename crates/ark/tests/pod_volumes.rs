@@ -1,0 +1,360 @@
+//! File-system backups of pod volumes on the real node: ark's server and node agent installed from
+//! ark's image (`ark install --use-node-agent`), the agent reading a real pod's volume where the
+//! real kubelet mounts it, into the kopia repository Velero keeps in the bucket, which the kopia
+//! CLI then reads.
+
+mod common;
+
+use std::time::Duration;
+
+use ark_api::{BackupRepository, PodVolumeBackup, PodVolumePhase};
+use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
+use ark_tests::{BUSYBOX, Cluster, wait_for};
+use common::ark_ok;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// ark installed in a namespace of its own with its node agent, both from this build's image, on
+/// the real node, over an S3 location at a fresh prefix.
+struct Installed {
+    ns: String,
+    prefix: String,
+    _cleanup: Vec<Box<dyn std::any::Any>>,
+}
+
+async fn install(cluster: &Cluster) -> Installed {
+    let client = cluster.client().await;
+    let image = common::ark_image(cluster);
+    let ns = ark_tests::unique_name("ark-agent");
+    let mut cleanup: Vec<Box<dyn std::any::Any>> =
+        vec![Box::new(cluster.delete_on_drop::<Namespace>(&ns))];
+    for role in ["server", "viewer", "operator", "node-agent"] {
+        let name = format!("ark:{ns}:{role}");
+        cleanup.push(Box::new(cluster.delete_on_drop::<ClusterRole>(&name)));
+        cleanup.push(Box::new(
+            cluster.delete_on_drop::<ClusterRoleBinding>(&name),
+        ));
+    }
+    let prefix = ark_tests::unique_name("agent");
+    let location = cluster.s3_location(&prefix);
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("credentials");
+    std::fs::write(&secret_file, location.credentials.as_deref().unwrap()).unwrap();
+    let config = format!(
+        "region=us-east-1,s3ForcePathStyle=true,s3Url={}",
+        cluster.s3_endpoint
+    );
+    let pods_dir = cluster.real_node_pods.as_ref().expect("the real node");
+    let install = |more: &[&str]| {
+        let mut args = vec![
+            "install",
+            "--provider",
+            "aws",
+            "--bucket",
+            &location.bucket,
+            "--prefix",
+            &prefix,
+            "--secret-file",
+            secret_file.to_str().unwrap(),
+            "--backup-location-config",
+            &config,
+            "--image",
+            image,
+            "--use-node-agent",
+            "--kubelet-pods-dir",
+            pods_dir.to_str().unwrap(),
+        ];
+        args.extend(more);
+        ark_ok(cluster, &ns, &args)
+    };
+    install(&[]);
+    Api::<Deployment>::namespaced(client.clone(), &ns)
+        .patch(
+            "ark",
+            &PatchParams::default(),
+            &Patch::Strategic(common::test_ground_patch(cluster, "ark")),
+        )
+        .await
+        .unwrap();
+    Api::<DaemonSet>::namespaced(client.clone(), &ns)
+        .patch(
+            "node-agent",
+            &PatchParams::default(),
+            &Patch::Strategic(common::test_ground_patch(cluster, "node-agent")),
+        )
+        .await
+        .unwrap();
+    let waited = install(&["--wait", "--timeout", "2m"]);
+    assert!(
+        waited.ends_with(&format!("ark is running in namespace {ns}\n")),
+        "{waited}"
+    );
+    Installed {
+        ns,
+        prefix,
+        _cleanup: cleanup,
+    }
+}
+
+/// A pod on the real node writing a small tree into its volume `data` (named in Velero's
+/// annotation) unless the tree is there already (restored), ready once it is; `scratch` is not
+/// named, so not backed up.
+fn writer_pod(cluster: &Cluster) -> Pod {
+    let script = "test -f /data/.done || { mkdir -p /data/dir/nested && echo hello > /data/hello.txt \
+        && head -c 3000000 /dev/urandom > /data/dir/random.bin && : > /data/empty \
+        && ln -s hello.txt /data/link && chmod 640 /data/hello.txt \
+        && echo scratch > /scratch/s && touch /data/.done; } && exec sleep 3600";
+    cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "writer",
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "containers": [{
+                "name": "writer", "image": BUSYBOX, "command": ["sh", "-c", script],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [
+                    { "name": "data", "mountPath": "/data" },
+                    { "name": "scratch", "mountPath": "/scratch" },
+                ],
+            }],
+            "volumes": [
+                { "name": "data", "emptyDir": {} },
+                { "name": "scratch", "emptyDir": {} },
+            ],
+        },
+    }))
+}
+
+fn is_ready() -> impl kube::runtime::wait::Condition<Pod> {
+    |pod: Option<&Pod>| {
+        pod.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| c.iter().all(|c| c.ready))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_starts() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("volumes").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &writer_pod(&cluster))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let pod = pods.get("writer").await.unwrap();
+    let uid = pod.metadata.uid.clone().unwrap();
+    let volume = cluster
+        .real_node_pods
+        .as_ref()
+        .unwrap()
+        .join(&uid)
+        .join("volumes/kubernetes.io~empty-dir/data");
+
+    let created = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    assert!(created.contains("Completed"), "{created}");
+
+    // One PodVolumeBackup, as Velero makes it, ended by the agent on the real node.
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=b1"))
+        .await
+        .unwrap()
+        .items;
+    let [pvb] = pvbs.as_slice() else {
+        panic!("one pod volume backup (data), not {pvbs:#?}")
+    };
+    assert!(pvb.metadata.name.as_ref().unwrap().starts_with("b1-"));
+    assert_eq!(pvb.spec.node, "127.0.0.1");
+    assert_eq!(pvb.spec.volume, "data");
+    assert_eq!(pvb.spec.pod.uid, uid);
+    assert_eq!(pvb.spec.uploader_type.as_deref(), Some("kopia"));
+    assert_eq!(pvb.spec.backup_storage_location, "default");
+    assert_eq!(pvb.spec.tags["ns"], app.name);
+    let owner = &pvb.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Backup", "b1"));
+    let status = pvb.status.clone().unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
+    let snapshot_id = status.snapshot_id.clone().unwrap();
+    // Progress counts files' bytes (a symlink's target is no file's).
+    let bytes = (ark_tests::kopia::tree_bytes(&volume) - "hello.txt".len() as u64) as i64;
+    let progress = status.progress.clone().unwrap();
+    assert_eq!(
+        (progress.total_bytes, progress.bytes_done),
+        (Some(bytes), Some(bytes))
+    );
+    assert!(status.incremental_bytes.unwrap() > 3_000_000, "{status:#?}");
+
+    // The repository Velero keeps for the namespace, Ready, and the backup's file of its PVBs.
+    let repository = Api::<BackupRepository>::namespaced(client.clone(), ns)
+        .get(&format!("{}-default-kopia", app.name))
+        .await
+        .unwrap();
+    assert_eq!(
+        repository.status.unwrap().phase,
+        Some(ark_api::BackupRepositoryPhase::Ready)
+    );
+    let store = ark_storage::open(&cluster.s3_location(&installed.prefix)).unwrap();
+    let listed: Vec<PodVolumeBackup> = serde_json::from_slice(&ark_tests::gunzip(
+        &store
+            .get(&store.layout.backup_pod_volume_backups("b1"))
+            .await
+            .unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|p| p.status.as_ref().unwrap().snapshot_id.clone())
+            .collect::<Vec<_>>(),
+        [Some(snapshot_id.clone())]
+    );
+
+    // kopia lists the snapshot under Velero's source and restores the volume's bytes.
+    let kopia = Kopia::new("static-passw0rd");
+    kopia.connect(
+        &cluster,
+        &format!("{}/kopia/{}", installed.prefix, app.name),
+    );
+    let snapshots = kopia.snapshots();
+    assert_eq!(snapshots.len(), 1, "{snapshots:#?}");
+    assert_eq!(snapshots[0]["id"], snapshot_id.as_str());
+    assert_eq!(
+        snapshots[0]["source"]["path"],
+        format!("snapshot-pod-volume/kopia/{}/writer/data", app.name)
+    );
+    let restored = tempfile::tempdir().unwrap();
+    let target = restored.path().join("data");
+    kopia.ok(&[
+        "snapshot",
+        "restore",
+        &snapshot_id,
+        target.to_str().unwrap(),
+    ]);
+    assert_same_tree(&target, &volume, RestoredBy::Kopia);
+
+    // A second backup of the unchanged volume starts from the first: nothing is read again.
+    ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b2",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let second = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=b2"))
+        .await
+        .unwrap()
+        .items;
+    let status = second[0].status.clone().unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
+    assert!(
+        status.incremental_bytes.unwrap() < 10_000,
+        "an unchanged volume adds its directory objects and manifest only: {status:#?}"
+    );
+    let snapshots = kopia.snapshots();
+    let stats = &snapshots.last().unwrap()["stats"];
+    assert_eq!(stats["nonCachedFiles"], 0, "{stats}");
+
+    // The namespace is lost; the restore brings the volume's data back before the pod's own
+    // container starts (which would otherwise write a new tree: its random bytes would differ).
+    let kept = tempfile::tempdir().unwrap();
+    let original = kept.path().join("data");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&volume)
+        .arg(&original)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let gone = namespaces.get(&app.name).await.unwrap();
+    namespaces
+        .delete(&app.name, &Default::default())
+        .await
+        .unwrap();
+    ark_tests::wait_deleted(namespaces.clone(), &gone, WAIT).await;
+    let restored = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b2",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+    let pod = pods.get("writer").await.unwrap();
+    let init = pod.spec.as_ref().unwrap().init_containers.clone().unwrap();
+    assert_eq!(init[0].name, "restore-wait");
+    assert_eq!(init[0].args.as_ref().unwrap()[0], "restore-helper");
+    let pvrs = Api::<ark_api::PodVolumeRestore>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/restore-name=r1"))
+        .await
+        .unwrap()
+        .items;
+    let [pvr] = pvrs.as_slice() else {
+        panic!("one pod volume restore, not {pvrs:#?}")
+    };
+    let status = pvr.status.clone().unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
+    assert_eq!(
+        pvr.spec.snapshot_id,
+        second[0]
+            .status
+            .as_ref()
+            .unwrap()
+            .snapshot_id
+            .clone()
+            .unwrap()
+    );
+    assert_eq!(pvr.spec.source_namespace, app.name);
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let new_uid = pods.get("writer").await.unwrap().metadata.uid.unwrap();
+    let restored_volume = cluster
+        .real_node_pods
+        .as_ref()
+        .unwrap()
+        .join(&new_uid)
+        .join("volumes/kubernetes.io~empty-dir/data");
+    // The helper removed its marks once every volume had its data; the rest is the backup's.
+    assert!(!restored_volume.join(".velero").exists());
+    assert_same_tree(&restored_volume, &original, RestoredBy::Ark);
+}
