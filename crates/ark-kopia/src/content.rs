@@ -335,13 +335,19 @@ impl Contents {
             .info(id)
             .ok_or_else(|| Error::MissingContent(id.to_string()))?;
         let (offset, length) = (u64::from(info.offset), u64::from(info.packed_length));
-        let sealed = if length <= SMALL_CONTENT {
-            self.read_through_windows(&info.pack, offset, length)
-                .await?
-        } else {
-            self.blobs.get_range(&info.pack, offset, length).await?
-        };
-        self.open_content(&info, &sealed)
+        if length <= SMALL_CONTENT {
+            let sealed = self
+                .read_through_windows(&info.pack, offset, length)
+                .await?;
+            return self.open_content(&info, &sealed);
+        }
+        let sealed = self.blobs.get_range(&info.pack, offset, length).await?;
+        // On the blocking pool, as writes hash and encrypt: files read at once decrypt on every
+        // core, and the runtime goes on fetching meanwhile.
+        let crypter = self.crypter.clone();
+        tokio::task::spawn_blocking(move || open_content(&crypter, &info, &sealed))
+            .await
+            .expect("decryption does not panic")
     }
 
     /// Small contents are read through windows of their pack: the files of a directory were
@@ -410,42 +416,7 @@ impl Contents {
 
     /// Decrypts one content's stored bytes, as read from its pack.
     pub fn open_content(&self, info: &Info, sealed: &[u8]) -> Result<Vec<u8>, Error> {
-        let what = || format!("{} (content {})", info.pack, info.id);
-        if info.encryption_key_id != 0 {
-            return Err(Error::Unsupported(format!(
-                "{}: encryption key {}",
-                what(),
-                info.encryption_key_id
-            )));
-        }
-        let plain = self
-            .crypter
-            .decrypt(sealed, info.id.hash())
-            .ok_or_else(|| Error::corrupt(what(), "does not decrypt under its ID"))?;
-        let data = if info.compression == compression::NONE {
-            plain
-        } else {
-            compression::decompress(
-                info.compression,
-                &plain,
-                info.original_length as usize,
-                &what(),
-            )?
-        };
-        if data.len() != info.original_length as usize {
-            return Err(Error::corrupt(
-                what(),
-                format!(
-                    "{} bytes, its index says {}",
-                    data.len(),
-                    info.original_length
-                ),
-            ));
-        }
-        if self.crypter.hash(&data) != *info.id.hash() {
-            return Err(Error::corrupt(what(), "its bytes do not hash to its ID"));
-        }
-        Ok(data)
+        open_content(&self.crypter, info, sealed)
     }
 
     /// Stores `data` as a content (once: a content already in the repository is not written
@@ -657,6 +628,46 @@ impl Contents {
         pending.session = None;
         Ok(())
     }
+}
+
+/// A content's bytes from what its pack stores: decrypted under its ID, decompressed, and checked
+/// against its length and its ID's hash.
+fn open_content(crypter: &ContentCrypter, info: &Info, sealed: &[u8]) -> Result<Vec<u8>, Error> {
+    let what = || format!("{} (content {})", info.pack, info.id);
+    if info.encryption_key_id != 0 {
+        return Err(Error::Unsupported(format!(
+            "{}: encryption key {}",
+            what(),
+            info.encryption_key_id
+        )));
+    }
+    let plain = crypter
+        .decrypt(sealed, info.id.hash())
+        .ok_or_else(|| Error::corrupt(what(), "does not decrypt under its ID"))?;
+    let data = if info.compression == compression::NONE {
+        plain
+    } else {
+        compression::decompress(
+            info.compression,
+            &plain,
+            info.original_length as usize,
+            &what(),
+        )?
+    };
+    if data.len() != info.original_length as usize {
+        return Err(Error::corrupt(
+            what(),
+            format!(
+                "{} bytes, its index says {}",
+                data.len(),
+                info.original_length
+            ),
+        ));
+    }
+    if crypter.hash(&data) != *info.id.hash() {
+        return Err(Error::corrupt(what(), "its bytes do not hash to its ID"));
+    }
+    Ok(data)
 }
 
 /// A content's stored bytes: compressed as kopia compresses metadata when that is smaller, then

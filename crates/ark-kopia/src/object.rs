@@ -207,14 +207,29 @@ pub async fn read_into(
     id: ObjectId,
     sink: &mut (dyn FnMut(&[u8]) -> Result<(), Error> + Send),
 ) -> Result<u64, Error> {
+    use futures::StreamExt as _;
+    let chunks = chunks(contents, id).await?;
+    // Each chunk is fetched while the one before it is written: downloading overlaps decrypting
+    // and writing, two chunks (16 MiB at most) held at a time.
+    // Owned IDs: a stream of borrowed chunks would make the future not `Send`.
+    let objects: Vec<ObjectId> = chunks.iter().map(|c| c.object).collect();
+    let mut fetched = futures::stream::iter(objects)
+        .map(|object| async move {
+            match object.indirection {
+                0 => read_direct(contents, object, 64 << 20).await.map(Some),
+                _ => Ok(None),
+            }
+        })
+        .buffered(2);
     let mut total = 0;
-    for chunk in chunks(contents, id).await? {
-        let n = if chunk.object.indirection > 0 {
-            Box::pin(read_into(contents, chunk.object, sink)).await?
-        } else {
-            let part = read_direct(contents, chunk.object, 64 << 20).await?;
-            sink(&part)?;
-            part.len() as u64
+    for chunk in &chunks {
+        let part = fetched.next().await.expect("one result per chunk")?;
+        let n = match part {
+            Some(part) => {
+                sink(&part)?;
+                part.len() as u64
+            }
+            None => Box::pin(read_into(contents, chunk.object, sink)).await?,
         };
         if chunk.length != u64::MAX && n != chunk.length {
             return Err(Error::Invalid(format!(

@@ -299,6 +299,7 @@ impl Repository {
             counts,
             // SAFETY: geteuid has no preconditions.
             owners: unsafe { libc::geteuid() } == 0,
+            large_files: tokio::sync::Semaphore::new(snapshot::LARGE_FILES_AT_ONCE),
         };
         restorer.entry(entry, target).await
     }

@@ -20,7 +20,7 @@ use crate::object::{self, ObjectId, ObjectWriter};
 const FILES_AT_ONCE: usize = 4;
 /// Files of a chunk or more read at once: each holds a chunk (up to 8 MiB) in memory, and two
 /// already hash and encrypt on both of a small node's cores.
-const LARGE_FILES_AT_ONCE: usize = 2;
+pub const LARGE_FILES_AT_ONCE: usize = 2;
 /// The largest directory object ark reads: a million entries are ~200 MiB of JSON.
 const DIRECTORY_LIMIT: usize = 512 << 20;
 const READ_BUFFER: usize = 1 << 20;
@@ -564,6 +564,8 @@ pub struct Restorer<'a> {
     pub counts: &'a RestoreCounts,
     /// Set owners (only when running as root).
     pub owners: bool,
+    /// Files of a chunk or more written at once (see `LARGE_FILES_AT_ONCE`).
+    pub large_files: tokio::sync::Semaphore,
 }
 
 fn set_times(path: &Path, mtime: Time, follow: bool) -> Result<(), Error> {
@@ -656,6 +658,11 @@ impl Restorer<'_> {
 
     async fn file(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
         Self::clear(path)?;
+        let _turn = if entry.size >= READ_BUFFER as i64 {
+            Some(self.large_files.acquire().await.expect("never closed"))
+        } else {
+            None
+        };
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
