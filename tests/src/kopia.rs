@@ -171,6 +171,23 @@ pub fn repository_store(
     (store.object_store(), ark_storage::Path::from(prefix))
 }
 
+/// The blob IDs under the repository, by first letter.
+pub async fn blob_counts(
+    store: &std::sync::Arc<dyn ark_storage::ObjectStore>,
+    root: &ark_storage::Path,
+) -> std::collections::BTreeMap<char, (usize, u64)> {
+    use futures::TryStreamExt as _;
+    let all: Vec<_> = store.list(Some(root)).try_collect().await.unwrap();
+    let mut counts = std::collections::BTreeMap::new();
+    for meta in all {
+        let name = meta.location.filename().unwrap().to_string();
+        let e = counts.entry(name.chars().next().unwrap()).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += meta.size;
+    }
+    counts
+}
+
 /// A small model of a pod volume, as the oracle tests compare them: many small files in nested
 /// directories, large random files that split into several chunks, empty files and directories,
 /// symlinks (relative, absolute, dangling), odd names, modes and times to the nanosecond, and a

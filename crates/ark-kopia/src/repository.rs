@@ -1,6 +1,7 @@
 //! A kopia repository, opened or created: snapshots written, listed, read back and forgotten.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -256,6 +257,24 @@ impl Repository {
         let snapshot = self.snapshot(id).await?;
         manifest::write(&self.contents, vec![manifest::deletion(&snapshot.id)]).await?;
         self.contents.flush().await
+    }
+
+    /// Forgets those of `ids` (full manifest IDs) that are snapshots of the repository, in one
+    /// write, as Velero's `BatchForget` does when a backup is deleted; the others are gone
+    /// already. The number forgotten.
+    pub async fn forget_all(&self, ids: &[String]) -> Result<usize, Error> {
+        let present: BTreeSet<String> = self.snapshots().await?.into_iter().map(|s| s.id).collect();
+        let deletions: Vec<_> = ids
+            .iter()
+            .filter(|id| present.contains(*id))
+            .map(|id| manifest::deletion(id))
+            .collect();
+        let forgotten = deletions.len();
+        if forgotten > 0 {
+            manifest::write(&self.contents, deletions).await?;
+            self.contents.flush().await?;
+        }
+        Ok(forgotten)
     }
 
     /// The entry at `path` (`/`-separated, relative to the root) of a snapshot.

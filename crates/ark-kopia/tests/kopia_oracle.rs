@@ -8,29 +8,12 @@ use ark_kopia::Repository;
 use ark_kopia::repository::SnapshotOptions;
 use ark_kopia::snapshot::SourceInfo;
 use ark_tests::kopia::{
-    Kopia, RestoredBy, assert_same_tree, oracle_scale, repository_store, tree_bytes, tree_files,
-    write_volume_tree_scaled,
+    Kopia, RestoredBy, assert_same_tree, blob_counts, oracle_scale, repository_store, tree_bytes,
+    tree_files, write_volume_tree_scaled,
 };
 use ark_tests::{Cluster, unique_name};
 
 const PASSWORD: &str = "static-passw0rd";
-
-/// The blob IDs under the repository, by first letter.
-async fn blob_counts(
-    store: &std::sync::Arc<dyn ark_storage::ObjectStore>,
-    root: &ark_storage::Path,
-) -> BTreeMap<char, (usize, u64)> {
-    use futures::TryStreamExt as _;
-    let all: Vec<_> = store.list(Some(root)).try_collect().await.unwrap();
-    let mut counts = BTreeMap::new();
-    for meta in all {
-        let name = meta.location.filename().unwrap().to_string();
-        let e = counts.entry(name.chars().next().unwrap()).or_insert((0, 0));
-        e.0 += 1;
-        e.1 += meta.size;
-    }
-    counts
-}
 
 fn velero_source(pod: &str) -> SourceInfo {
     SourceInfo {

@@ -22,8 +22,8 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use controllers::{
-    backup, deletion, download_requests, gc, location_validation, restore, schedule, server_status,
-    sync,
+    backup, deletion, download_requests, gc, location_validation, repository_maintenance, restore,
+    schedule, server_status, sync,
 };
 use process::{Process, Term, TermEnd};
 use shared::context::Kube;
@@ -220,6 +220,10 @@ fn server_term(
                 periodic(location_validation::run(validation).boxed()),
             ),
             ("sync", periodic(sync::run(sync).boxed())),
+            (
+                "repository maintenance",
+                periodic(repository_maintenance::run(plain.clone()).boxed()),
+            ),
         ],
         left_behind: Box::new(move || format!("backups: {}", running_backups.names().join(", "))),
         stop,

@@ -75,6 +75,7 @@ pub struct BackupRecords {
     pub volume_snapshots: Option<Bytes>,
     pub csi_snapshot_contents: Option<Bytes>,
     pub volume_info: Option<Bytes>,
+    pub pod_volume_backups: Option<Bytes>,
     /// Whether the listing has the tarball.
     pub contents_listed: bool,
 }
@@ -259,6 +260,7 @@ impl BackupStore {
             volume_snapshots: record(layout.backup_volume_snapshots(name)).await?,
             csi_snapshot_contents: record(layout.backup_csi_snapshot_contents(name)).await?,
             volume_info: record(layout.backup_volume_info(name)).await?,
+            pod_volume_backups: record(layout.backup_pod_volume_backups(name)).await?,
             contents_listed: listing.keys.contains(&layout.backup_contents(name)),
         })
     }

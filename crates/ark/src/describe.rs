@@ -115,3 +115,47 @@ pub fn hooks_text(pods: &[ark_api::hooks::PodHookResults], details: bool) -> Str
     }
     out
 }
+
+/// One pod volume backup or restore, as `describe` lists it.
+pub struct PodVolume {
+    pub phase: Option<ark_api::PodVolumePhase>,
+    /// `namespace/pod`.
+    pub pod: String,
+    pub volume: String,
+    pub bytes_done: Option<i64>,
+    pub message: Option<String>,
+}
+
+/// Velero's "Pod Volume Backups - kopia" (or Restores) section: how many in each phase, and with
+/// `details` each volume; a failed one always says why. Empty when there is none.
+pub fn pod_volumes_text(title: &str, volumes: &[PodVolume], details: bool) -> String {
+    if volumes.is_empty() {
+        return String::new();
+    }
+    let mut by_phase: std::collections::BTreeMap<String, Vec<&PodVolume>> = Default::default();
+    for volume in volumes {
+        let phase = volume.phase.map_or("New".to_string(), |p| format!("{p:?}"));
+        by_phase.entry(phase).or_default().push(volume);
+    }
+    let mut out = format!("\n{title} - kopia:\n");
+    for (phase, volumes) in &by_phase {
+        let failed = matches!(phase.as_str(), "Failed" | "Canceled");
+        if !details && !failed {
+            out.push_str(&format!("  {phase}:  {}\n", volumes.len()));
+            continue;
+        }
+        out.push_str(&format!("  {phase}:\n"));
+        for volume in volumes {
+            let mut line = format!("    {}: {}", volume.pod, volume.volume);
+            if let Some(bytes) = volume.bytes_done.filter(|_| !failed) {
+                line.push_str(&format!(" ({bytes} bytes)"));
+            }
+            if let Some(message) = volume.message.as_deref().filter(|m| !m.is_empty()) {
+                line.push_str(&format!(": {message}"));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ark_api::{
     Backup, BackupPhase, BackupStatus, DeleteBackupRequest, DeleteBackupRequestPhase,
-    DeleteBackupRequestStatus, Restore, labels,
+    DeleteBackupRequestStatus, PodVolumeBackup, Restore, labels,
 };
 use ark_storage::BackupListing;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Preconditions};
@@ -26,7 +26,7 @@ use crate::shared::controller::{self, ReconcileError};
 use crate::shared::locations::{self, LocationError};
 use crate::shared::objects::Readable;
 use crate::shared::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
-use crate::shared::{objects, patch};
+use crate::shared::{objects, patch, repositories};
 
 /// How long a deletion waits for the first listing of Restores.
 const RESTORE_CACHE_WAIT: Duration = Duration::from_secs(30);
@@ -521,19 +521,25 @@ impl DataOutcome {
     }
 }
 
-/// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it. Only
-/// the files the listing of the backup's folder has are read.
+/// The snapshots the backup recorded, beside its tarball and (Velero since v1.15) in it, and its
+/// pod volume backups. Only the files the listing of the backup's folder has are read.
 async fn recorded_snapshots(
     ctx: &Ctx,
     store: &ark_storage::BackupStore,
     listing: &BackupListing,
     request: &DeleteBackupRequest,
     name: &str,
-) -> Result<Recorded, String> {
+) -> Result<(Recorded, Vec<PodVolumeBackup>), String> {
     let records = store
         .backup_records(listing, snapshots::MAX_LIST_BYTES as usize)
         .await
         .map_err(|e| e.to_string())?;
+    let pod_volumes: Vec<PodVolumeBackup> = match &records.pod_volume_backups {
+        Some(bytes) => {
+            snapshots::gunzip_json::<Option<_>>(bytes, "pod volume backups")?.unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
     let mut recorded = snapshots::parse_recorded(
         records.volume_snapshots.as_deref(),
         records.csi_snapshot_contents.as_deref(),
@@ -541,12 +547,12 @@ async fn recorded_snapshots(
     if !snapshots::tarball_may_hold_csi_contents(records.volume_info.as_deref())?
         || !records.contents_listed
     {
-        return Ok(recorded);
+        return Ok((recorded, pod_volumes));
     }
     let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     match store.download_backup_contents(name, &tarball).await {
         Ok(()) => {}
-        Err(error) if error.is_not_found() => return Ok(recorded),
+        Err(error) if error.is_not_found() => return Ok((recorded, pod_volumes)),
         Err(error) => return Err(format!("downloading the backup tarball: {error}")),
     }
     let found = tokio::task::spawn_blocking(move || {
@@ -571,7 +577,55 @@ async fn recorded_snapshots(
             .await;
     }
     recorded.add_csi(found.contents);
-    Ok(recorded)
+    Ok((recorded, pod_volumes))
+}
+
+/// Forgets the snapshots of the backup's pod volumes, repository by repository, as Velero's
+/// `deletePodVolumeSnapshots` does; the data goes once maintenance finds nothing references it.
+/// A repository that is not there any more has nothing left to forget.
+async fn forget_pod_volume_snapshots(
+    ctx: &Ctx,
+    pod_volumes: &[PodVolumeBackup],
+    outcome: &mut DataOutcome,
+) {
+    let mut by_repository: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for pvb in pod_volumes {
+        let Some(id) = pvb.status.as_ref().and_then(|s| s.snapshot_id.clone()) else {
+            continue;
+        };
+        if id.is_empty() {
+            continue;
+        }
+        let key = (
+            pvb.spec.backup_storage_location.clone(),
+            pvb.spec.pod.namespace.clone(),
+        );
+        by_repository.entry(key).or_default().push(id);
+    }
+    for ((location, namespace), ids) in by_repository {
+        let kube = &ctx.kube;
+        let repository =
+            match repositories::open(&kube.client, &kube.namespace, &location, &namespace).await {
+                Ok(repository) => repository,
+                Err(repositories::RepositoryError::Kopia {
+                    error: ark_kopia::Error::MissingBlob(_),
+                    ..
+                }) => continue,
+                Err(error) => {
+                    outcome
+                        .errors
+                        .push(format!("forgetting pod volume snapshots: {error}"));
+                    continue;
+                }
+            };
+        match repository.forget_all(&ids).await {
+            Ok(forgotten) => outcome.touched |= forgotten > 0,
+            Err(error) => outcome.errors.push(format!(
+                "forgetting pod volume snapshots in the repository of namespace {namespace} in \
+                 location {location}: {error}"
+            )),
+        }
+    }
 }
 
 /// Snapshots, then bucket data (the backup's and its restores'), then the Restores; stops at the
@@ -591,7 +645,9 @@ async fn delete_data(
             return DataOutcome::failed(format!("listing the backup's data: {error}"));
         }
     };
-    let recorded = match recorded_snapshots(ctx, store, &listing, request, &name).await {
+    let (recorded, pod_volumes) = match recorded_snapshots(ctx, store, &listing, request, &name)
+        .await
+    {
         Ok(recorded) => recorded,
         Err(error) => {
             return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
@@ -654,6 +710,10 @@ async fn delete_data(
             )
             .await;
     }
+    if !outcome.errors.is_empty() {
+        return outcome;
+    }
+    forget_pod_volume_snapshots(ctx, &pod_volumes, &mut outcome).await;
     if !outcome.errors.is_empty() {
         return outcome;
     }

@@ -7,6 +7,7 @@ pub mod deletion;
 pub mod download_requests;
 pub mod gc;
 pub mod location_validation;
+pub mod repository_maintenance;
 pub mod restore;
 pub mod schedule;
 pub mod server_status;

@@ -17,7 +17,9 @@ use crate::shared::locations::{self, LocationError};
 use crate::shared::{objects, patch};
 
 /// How often Velero maintains a kopia repository (`lib_repo.go`), as its objects say it.
-const MAINTENANCE_FREQUENCY: &str = "1h0m0s";
+pub const MAINTENANCE_FREQUENCY: &str = "1h0m0s";
+/// Who maintains the repositories Velero creates (and ark, as Velero).
+pub const MAINTENANCE_OWNER: &str = "default@default";
 
 /// Velero's Secret holding every repository's password (`pkg/repository/keys`).
 pub const PASSWORD_SECRET: &str = "velero-repo-credentials";

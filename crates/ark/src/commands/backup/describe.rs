@@ -62,6 +62,14 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 },
             );
         }
+        text.push_str(
+            &match pod_volume_backups(&client, &global.namespace, backup).await {
+                Ok(volumes) => {
+                    crate::describe::pod_volumes_text("Pod Volume Backups", &volumes, args.details)
+                }
+                Err(error) => format!("\nPod Volume Backups: <unavailable: {error:#}>\n"),
+            },
+        );
         if args.details {
             text.push_str(
                 &bucket::details(
@@ -76,6 +84,38 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
         print!("{text}");
     }
     Ok(found.exit_code())
+}
+
+/// The backup's PodVolumeBackups: by its name and its uid, as its deletion attempts.
+async fn pod_volume_backups(
+    client: &kube::Client,
+    namespace: &str,
+    backup: &Backup,
+) -> anyhow::Result<Vec<crate::describe::PodVolume>> {
+    let selector = labels::selector_for_backup(
+        &backup.name_any(),
+        backup.metadata.uid.as_deref().unwrap_or_default(),
+    );
+    let listed = Api::<ark_api::PodVolumeBackup>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .context("cannot list PodVolumeBackups")?;
+    let mut volumes: Vec<crate::describe::PodVolume> = listed
+        .items
+        .into_iter()
+        .map(|pvb| {
+            let status = pvb.status.unwrap_or_default();
+            crate::describe::PodVolume {
+                phase: status.phase,
+                pod: format!("{}/{}", pvb.spec.pod.namespace, pvb.spec.pod.name),
+                volume: pvb.spec.volume,
+                bytes_done: status.progress.and_then(|p| p.bytes_done),
+                message: status.message,
+            }
+        })
+        .collect();
+    volumes.sort_by(|a, b| (&a.pod, &a.volume).cmp(&(&b.pod, &b.volume)));
+    Ok(volumes)
 }
 
 /// The DeleteBackupRequests of this very backup: its name label AND its uid label, so a request

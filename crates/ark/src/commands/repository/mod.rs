@@ -1,9 +1,10 @@
 //! `ark repository`: volume data without a cluster restore. A location's kopia repositories (one
-//! per workload namespace, as Velero keeps them) listed, browsed, restored to the local disk and
-//! verified, with the location's credentials and the repositories' password as the server reads
+//! per workload namespace, as Velero keeps them) listed, browsed, restored to the local disk,
+//! verified and maintained, with the location's credentials and the repositories' password as the server reads
 //! them.
 
 mod ls;
+mod maintain;
 mod restore;
 mod snapshots;
 mod verify;
@@ -25,6 +26,8 @@ pub enum RepositoryCommand {
     Restore(restore::RestoreArgs),
     /// Read and check every blob a snapshot (or every snapshot) needs
     Verify(verify::VerifyArgs),
+    /// Run maintenance now: free the data no snapshot references any more
+    Maintain(maintain::MaintainArgs),
 }
 
 /// Which repository: a location and the namespace whose pods' volumes it holds.
@@ -63,6 +66,7 @@ pub async fn run(global: &GlobalArgs, command: RepositoryCommand) -> anyhow::Res
         RepositoryCommand::Ls(args) => ls::run(global, args).await,
         RepositoryCommand::Restore(args) => restore::run(global, args).await,
         RepositoryCommand::Verify(args) => verify::run(global, args).await,
+        RepositoryCommand::Maintain(args) => maintain::run(global, args).await,
     }
 }
 

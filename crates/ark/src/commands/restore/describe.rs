@@ -55,6 +55,36 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
             });
         }
+        let selector = format!(
+            "{}={}",
+            ark_api::labels::RESTORE_UID,
+            restore.metadata.uid.as_deref().unwrap_or_default()
+        );
+        let listed =
+            Api::<ark_api::PodVolumeRestore>::namespaced(client.clone(), &global.namespace)
+                .list(&kube::api::ListParams::default().labels(&selector))
+                .await;
+        text.push_str(&match listed {
+            Ok(listed) => {
+                let mut volumes: Vec<crate::describe::PodVolume> = listed
+                    .items
+                    .into_iter()
+                    .map(|pvr| {
+                        let status = pvr.status.unwrap_or_default();
+                        crate::describe::PodVolume {
+                            phase: status.phase,
+                            pod: format!("{}/{}", pvr.spec.pod.namespace, pvr.spec.pod.name),
+                            volume: pvr.spec.volume,
+                            bytes_done: status.progress.and_then(|p| p.bytes_done),
+                            message: status.message,
+                        }
+                    })
+                    .collect();
+                volumes.sort_by(|a, b| (&a.pod, &a.volume).cmp(&(&b.pod, &b.volume)));
+                crate::describe::pod_volumes_text("Pod Volume Restores", &volumes, args.details)
+            }
+            Err(error) => format!("\nPod Volume Restores: <unavailable: {error}>\n"),
+        });
         if args.details {
             text.push_str(
                 &bucket::details(
