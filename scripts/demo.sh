@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The main job, end to end on the local cluster's real node, with a `file` bucket:
-#   build ark's image from this checkout and install it (its manifests checked by the API server
-#   first); the server runs as a pod from that image;
-#   back up an application with a real PostgreSQL database (its rows in the backup as a dump),
-#   lose its namespace, restore it with a hooks file (an init container loads the dump before the
-#   database starts, an exec hook reads the rows back with psql) and describe each hook's result;
+#   build ark's image from this checkout and install it with its node agent (the manifests checked
+#   by the API server first); the server and the agent run as pods from that image;
+#   a schedule backs up an application with a real PostgreSQL database: a pre hook dumps it into a
+#   volume, the agent backs the volume up into the location's kopia repository, a post hook runs;
+#   a row written after the backup is lost with the namespace; the restore brings the volume back
+#   before anything starts, an init container loads the dump before the database starts and an
+#   exec hook reads the rows back with psql (those of before the backup); describe each step;
 #   delete the backup while its location is read-only (the attempt fails and shows in `backup
 #   describe`), then again with the location writable; show the bucket empty; uninstall.
 # It relies on nothing a test leaves behind: it starts the cluster if it does not run, and makes
@@ -37,7 +39,8 @@ say "ark's image, made from this checkout and given to the node (there is no reg
 show "bash scripts/image.sh $work/ark.tar --binary $ARK_BIN --tag ark.local/ark:demo"
 bash scripts/image.sh "$work/ark.tar" --binary "$ARK_BIN" --tag ark.local/ark:demo
 bash scripts/node.sh import "$PWD/.cluster" "$work/ark.tar"
-install=(install --provider file --bucket "$bucket" --image ark.local/ark:demo)
+install=(install --provider file --bucket "$bucket" --image ark.local/ark:demo
+  --use-node-agent --kubelet-pods-dir "$ARK_REAL_NODE_PODS")
 
 say "Install: the manifests, checked by the API server without applying them"
 step kubectl create namespace "$ARK_NAMESPACE"
@@ -59,6 +62,7 @@ patch=$(cat <<JSON
 JSON
 )
 kubectl -n "$ARK_NAMESPACE" patch deployment ark --patch "$patch" >/dev/null
+kubectl -n "$ARK_NAMESPACE" patch daemonset node-agent --patch "${patch//\"name\":\"ark\"/\"name\":\"node-agent\"}" >/dev/null
 show "ark ${install[*]} --wait --timeout 2m | tail -1"
 ark "${install[@]}" --wait --timeout 2m | tail -1
 step kubectl -n "$ARK_NAMESPACE" get pods -o wide
@@ -74,35 +78,47 @@ psql=(kubectl -n shop exec db -- psql -q -h /tmp -U postgres)
   insert into customers values (1, 'ada'), (2, 'grace');
   insert into orders values (1, 1, 'tea'), (2, 1, 'scones'), (3, 2, 'coffee');"
 step kubectl -n shop get pods
-say "Until ark backs up volume data, the rows go into the backup as a dump"
-show "kubectl -n shop exec db -- pg_dump -h /tmp -U postgres shop > $work/shop.sql"
-kubectl -n shop exec db -- pg_dump -h /tmp -U postgres shop >"$work/shop.sql"
-step kubectl -n shop create configmap db-dump --from-file=shop.sql="$work/shop.sql"
-step ark backup create nightly --include-namespaces shop --wait --timeout 2m
+
+say "A schedule's backup: the pre hook dumps the database into the volume 'dump', the node agent backs the volume up, then the post hook runs"
+step ark schedule create nightly --schedule "0 3 * * *" --include-namespaces shop
+step ark backup create nightly-1 --from-schedule nightly --wait --timeout 3m
+show "ark backup describe nightly-1 --details | sed -n '/^Hooks:/,\$p'"
+ark backup describe nightly-1 --details | sed -n '/^Hooks:/,$p' | sed '/^Resource List:/,$d'
+step ark repository snapshots --volume-namespace shop
+
+say "A row written after the backup"
+"${psql[@]}" -d shop -c "insert into orders values (4, 2, 'cake')"
+step "${psql[@]}" -d shop -Atc "select count(*) from orders"
 
 say "Disaster"
 step kubectl delete namespace shop --wait --timeout 2m
 
-say "Restore with hooks: restore-data loads the dump before the database starts, then psql reads the rows"
-step ark restore create back --from-backup nightly --hooks-file examples/hooks/demo-database.yaml --wait --timeout 3m
+say "Restore: the volume's data is back before anything starts, restore-data loads the dump before the database starts, then psql counts the rows"
+step ark restore create back --from-backup nightly-1 --hooks-file examples/hooks/demo-database.yaml --wait --timeout 3m
+step kubectl -n shop get pod db -o jsonpath='{.spec.initContainers[*].name}{"\n"}'
 step kubectl -n shop logs db -c restore-data
-show "ark restore describe back --details | sed -n '/^Hooks:/,/^\$/p'"
-ark restore describe back --details | sed -n '/^Hooks:/,/^$/p'
+show "ark restore describe back --details | sed -n '/^Pod Volume Restores/,/^\$/p;/^Hooks:/,/^\$/p'"
+ark restore describe back --details | sed -n '/^Pod Volume Restores/,/^$/p;/^Hooks:/,/^$/p'
 
 say "Delete the backup while its location is read-only: refused, and recorded"
 kubectl -n "$ARK_NAMESPACE" patch backupstoragelocation default --type merge \
   -p '{"spec":{"accessMode":"ReadOnly"}}' >/dev/null
-step ark backup delete nightly --confirm --wait --timeout 2m || echo "(exit code $?)"
-show "ark backup describe nightly | sed -n '/^Deletion Attempts/,\$p'"
-ark backup describe nightly | sed -n '/^Deletion Attempts/,$p'
+step ark backup delete nightly-1 --confirm --wait --timeout 2m || echo "(exit code $?)"
+show "ark backup describe nightly-1 | sed -n '/^Deletion Attempts/,\$p'"
+ark backup describe nightly-1 | sed -n '/^Deletion Attempts/,$p'
 
 say "Writable again: the deletion goes through"
 kubectl -n "$ARK_NAMESPACE" patch backupstoragelocation default --type merge \
   -p '{"spec":{"accessMode":"ReadWrite"}}' >/dev/null
-step ark backup delete nightly --confirm --wait --timeout 2m
+step ark backup delete nightly-1 --confirm --wait --timeout 2m
 step ark backup get
-show "find $bucket -type f | wc -l"
-find "$bucket" -type f | wc -l
+show "find $bucket/backups -type f | wc -l"
+find "$bucket/backups" -type f | wc -l
+say "The volume's snapshot is forgotten; maintenance frees its data (the server's runs keep kopia's safety margins: a day; at once here, nothing else writes)"
+step ark repository snapshots --volume-namespace shop
+step ark repository maintain --volume-namespace shop --safety none
+
+step ark schedule delete nightly --confirm
 
 say "Uninstall: everything ark installed goes, the bucket is not touched"
 show "ark uninstall --confirm | grep -v customresourcedefinition"

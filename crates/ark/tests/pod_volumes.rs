@@ -609,3 +609,217 @@ async fn a_database_dumped_by_a_backup_hook_is_back_before_it_starts() {
     );
     assert_eq!(loaded.trim(), "restored the shop database from its dump");
 }
+
+/// A pod whose volume is named for backup runs on a node with no node agent (a kwok node): the
+/// backup says so, as an error naming the node, at once; it never waits for an agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_on_a_node_without_a_node_agent_is_an_error_not_a_wait() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("agentless").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ark_tests::ArkServer::start(common::ARK, &cluster, &ns.name);
+    let mut pod = ark_tests::kwok_pod("app", &["app"]);
+    pod.metadata.annotations = Some(
+        [(
+            "backup.velero.io/backup-volumes".to_string(),
+            "data".to_string(),
+        )]
+        .into(),
+    );
+    let spec = pod.spec.as_mut().unwrap();
+    spec.volumes = Some(vec![
+        serde_json::from_value(serde_json::json!({ "name": "data", "emptyDir": {} })).unwrap(),
+    ]);
+    spec.containers[0].volume_mounts = Some(vec![
+        serde_json::from_value(serde_json::json!({ "name": "data", "mountPath": "/data" }))
+            .unwrap(),
+    ]);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "app", ark_tests::is_pod_running(), WAIT)
+        .await
+        .unwrap();
+    let node = pods
+        .get("app")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .node_name
+        .unwrap();
+    let output = common::ark(
+        Some(&cluster),
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "1m",
+            "-n",
+            &ns.name,
+        ],
+    );
+    let printed = common::text(&output.stdout);
+    assert!(printed.contains("PartiallyFailed"), "{printed}");
+    let logs = ark_ok(&cluster, &ns.name, &["backup", "logs", "b1"]);
+    assert!(
+        logs.contains(&format!(
+            "pod {}/app: volumes data are not backed up: no node agent runs on node {node}",
+            app.name
+        )),
+        "{logs}"
+    );
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(pvbs.items.is_empty(), "{pvbs:#?}");
+}
+
+/// The node agent killed while it uploads a volume: the agent the kubelet starts in its place
+/// fails the request it finds InProgress (nobody carries it on), the backup ends PartiallyFailed
+/// at once rather than at its timeout, and the next backup of the volume is whole: kopia restores
+/// it byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole() {
+    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("killed").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    // 200 MB of random bytes: seconds to upload on this machine, long enough to be cut.
+    let big = cluster.on_real_node(serde_json::json!({
+        "metadata": { "name": "big", "annotations": { "backup.velero.io/backup-volumes": "data" } },
+        "spec": {
+            "containers": [{
+                "name": "big", "image": BUSYBOX,
+                "command": ["sh", "-c", "head -c 200000000 /dev/urandom > /data/big.bin && touch /data/.done && exec sleep 3600"],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
+        },
+    }));
+    pods.create(&PostParams::default(), &big).await.unwrap();
+    wait_for(pods.clone(), "big", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let uid = pods.get("big").await.unwrap().metadata.uid.unwrap();
+
+    ark_ok(
+        &cluster,
+        ns,
+        &["backup", "create", "b1", "--include-namespaces", &app.name],
+    );
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
+    let in_progress = |pvb: Option<&PodVolumeBackup>| {
+        pvb.and_then(|p| p.status.as_ref()).and_then(|s| s.phase)
+            == Some(PodVolumePhase::InProgress)
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let name = loop {
+        let listed = pvbs
+            .list(&ListParams::default().labels("velero.io/backup-name=b1"))
+            .await
+            .unwrap()
+            .items;
+        if let Some(pvb) = listed.iter().find(|p| in_progress(Some(p))) {
+            break pvb.metadata.name.clone().unwrap();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no InProgress pod volume backup: {listed:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let pid = common::ark_pid("node-agent", ns).expect("the node agent's process on this host");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let ended = |pvb: Option<&PodVolumeBackup>| {
+        pvb.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(PodVolumePhase::is_final)
+    };
+    let pvb = wait_for(pvbs.clone(), &name, ended, WAIT).await.unwrap();
+    let status = pvb.status.unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+    assert_eq!(
+        status.message.as_deref(),
+        Some("the node agent on 127.0.0.1 stopped while the volume was backed up")
+    );
+    let backups: Api<ark_api::Backup> = Api::namespaced(client.clone(), ns);
+    let done = |b: Option<&ark_api::Backup>| {
+        b.and_then(|b| b.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(|p| {
+                !matches!(
+                    p,
+                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
+                )
+            })
+    };
+    let b1 = wait_for(backups.clone(), "b1", done, WAIT).await.unwrap();
+    assert_eq!(
+        b1.status.unwrap().phase,
+        Some(ark_api::BackupPhase::PartiallyFailed)
+    );
+
+    let second = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b2",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert!(second.contains("Completed"), "{second}");
+    let snapshot_id = pvbs
+        .list(&ListParams::default().labels("velero.io/backup-name=b2"))
+        .await
+        .unwrap()
+        .items[0]
+        .status
+        .clone()
+        .unwrap()
+        .snapshot_id
+        .unwrap();
+    let kopia = Kopia::new("static-passw0rd");
+    kopia.connect(
+        &cluster,
+        &format!("{}/kopia/{}", installed.prefix, app.name),
+    );
+    kopia.ok(&["snapshot", "verify", "--verify-files-percent=100"]);
+    kopia.ok(&["content", "verify", "--full"]);
+    let restored = tempfile::tempdir().unwrap();
+    let target = restored.path().join("data");
+    kopia.ok(&[
+        "snapshot",
+        "restore",
+        &snapshot_id,
+        target.to_str().unwrap(),
+    ]);
+    let volume = cluster
+        .real_node_pods
+        .as_ref()
+        .unwrap()
+        .join(&uid)
+        .join("volumes/kubernetes.io~empty-dir/data");
+    assert_same_tree(&target, &volume, RestoredBy::Kopia);
+}

@@ -408,21 +408,6 @@ async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the
     );
 }
 
-/// The pid of the server process that runs in namespace `ns`'s pod (seen from this host, as every
-/// container process on the real node is).
-fn server_pid(ns: &str) -> Option<u32> {
-    let wanted = format!("server\0--namespace={ns}\0");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            (cmdline.starts_with(b"/ark\0") && String::from_utf8_lossy(&cmdline).contains(&wanted))
-                .then_some(pid)
-        })
-}
-
 /// `ark install --image` on the local cluster, the image built in this run from this checkout
 /// (scripts/image.sh): the Deployment runs on the real node with its ServiceAccount's token, the
 /// kubelet enforces its securityContext and calls its probes, and `install --wait` returns once it
@@ -520,7 +505,7 @@ async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_repla
         .image
         .clone();
     assert_eq!(spec_image.as_deref(), Some(image));
-    let pid = server_pid(&ns).expect("the server's process on this host");
+    let pid = common::ark_pid("server", &ns).expect("the server's process on this host");
     let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     assert!(
         proc_status.contains("\nUid:\t65532\t65532\t65532\t65532\n"),
@@ -649,5 +634,5 @@ async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_repla
         .unwrap();
     let restarts = restarted.status.unwrap().container_statuses.unwrap()[0].restart_count;
     assert!(restarts >= 1, "the container was restarted: {restarts}");
-    assert_ne!(server_pid(&ns), Some(pid));
+    assert_ne!(common::ark_pid("server", &ns), Some(pid));
 }

@@ -118,3 +118,18 @@ pub fn test_ground_patch(cluster: &Cluster, container: &str) -> serde_json::Valu
         ] }],
     } } } })
 }
+
+/// The pid of the ark process running `command` (`server`, `node-agent`) for namespace `ns` in a
+/// pod on the real node (seen from this host, as every container process there is).
+pub fn ark_pid(command: &str, ns: &str) -> Option<u32> {
+    let wanted = format!("{command}\0--namespace={ns}\0");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (cmdline.starts_with(b"/ark\0") && String::from_utf8_lossy(&cmdline).contains(&wanted))
+                .then_some(pid)
+        })
+}

@@ -194,6 +194,17 @@ fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
     pod_labels["name"] = json!(NODE_AGENT);
     pod_labels["role"] = json!(NODE_AGENT);
     let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 });
+    let mut volumes = vec![json!({ "name": "host-pods", "hostPath": { "path": pods_dir } })];
+    let mut mounts = vec![json!({
+        "name": "host-pods",
+        "mountPath": HOST_PODS,
+        "mountPropagation": "HostToContainer",
+    })];
+    if plan.provider == "file" {
+        // The agent reads and writes the repositories in the bucket, as the server does.
+        volumes.push(json!({ "name": "bucket", "hostPath": { "path": plan.bucket, "type": "DirectoryOrCreate" } }));
+        mounts.push(json!({ "name": "bucket", "mountPath": plan.bucket }));
+    }
     let daemon_set = json!({
         "metadata": namespaced_metadata(NODE_AGENT, plan),
         "spec": {
@@ -233,13 +244,9 @@ fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
                                 "add": ["DAC_OVERRIDE", "DAC_READ_SEARCH", "CHOWN", "FOWNER", "FSETID"],
                             },
                         },
-                        "volumeMounts": [{
-                            "name": "host-pods",
-                            "mountPath": HOST_PODS,
-                            "mountPropagation": "HostToContainer",
-                        }],
+                        "volumeMounts": mounts,
                     }],
-                    "volumes": [{ "name": "host-pods", "hostPath": { "path": pods_dir } }],
+                    "volumes": volumes,
                 },
             },
         },
