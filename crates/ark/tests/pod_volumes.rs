@@ -274,6 +274,76 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     ]);
     assert_same_tree(&target, &volume, RestoredBy::Kopia);
 
+    // The volume's data without a cluster restore: the whole volume, one file, and a volume the
+    // backup does not hold, named with what it does.
+    let downloaded = restored.path().join("by-ark");
+    let pod_arg = format!("{}/writer", app.name);
+    let said = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "download-volume",
+            "b1",
+            "--pod",
+            &pod_arg,
+            "--volume",
+            "data",
+            "--to",
+            downloaded.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        said.starts_with("Restored 4 files (2.9 MiB), 3 directories and 1 symlinks of snapshot "),
+        "{said}"
+    );
+    assert_same_tree(&downloaded, &volume, RestoredBy::Ark);
+    let one = restored.path().join("random.bin");
+    ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "download-volume",
+            "b1",
+            "--pod",
+            &pod_arg,
+            "--volume",
+            "data",
+            "--path",
+            "dir/random.bin",
+            "--to",
+            one.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        std::fs::read(&one).unwrap(),
+        std::fs::read(volume.join("dir/random.bin")).unwrap()
+    );
+    let unknown = common::ark(
+        Some(&cluster),
+        &[
+            "backup",
+            "download-volume",
+            "b1",
+            "--pod",
+            &pod_arg,
+            "--volume",
+            "scratch",
+            "--to",
+            "/nonexistent",
+            "-n",
+            ns,
+        ],
+    );
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        common::text(&unknown.stderr).trim(),
+        format!(
+            "error: backup \"b1\" holds no data of volume \"scratch\" of pod {pod_arg}; it holds: {pod_arg}: data"
+        )
+    );
+
     // A second backup of the unchanged volume starts from the first: nothing is read again.
     ark_ok(
         &cluster,

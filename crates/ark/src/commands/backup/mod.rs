@@ -3,6 +3,7 @@
 mod create;
 mod delete;
 mod describe;
+mod download_volume;
 mod get;
 mod logs;
 
@@ -24,6 +25,8 @@ pub enum BackupCommand {
     Logs(LogsArgs),
     /// Delete backups and all their data through DeleteBackupRequests
     Delete(delete::BackupDeleteArgs),
+    /// Write a pod volume's data in a backup (or one file or directory of it) to the local disk
+    DownloadVolume(download_volume::DownloadVolumeArgs),
 }
 
 pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<ExitCode> {
@@ -33,5 +36,6 @@ pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<
         BackupCommand::Describe(args) => describe::run(global, args).await,
         BackupCommand::Logs(args) => logs::run(global, args).await,
         BackupCommand::Delete(args) => delete::run(global, args).await,
+        BackupCommand::DownloadVolume(args) => download_volume::run(global, args).await,
     }
 }

@@ -5,7 +5,7 @@
 
 mod ls;
 mod maintain;
-mod restore;
+pub(crate) mod restore;
 mod snapshots;
 mod verify;
 
@@ -42,7 +42,7 @@ pub struct RepositoryArgs {
 }
 
 impl RepositoryArgs {
-    async fn open(&self, global: &GlobalArgs) -> anyhow::Result<ark_kopia::Repository> {
+    pub(crate) async fn open(&self, global: &GlobalArgs) -> anyhow::Result<ark_kopia::Repository> {
         let client = crate::context::client(global).await?;
         ark_server::repositories::open(
             &client,

@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
@@ -26,8 +26,20 @@ pub struct RestoreArgs {
 
 pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> anyhow::Result<ExitCode> {
     let repo = args.repository.open(global).await?;
-    let found = repo.snapshot(&args.snapshot).await?;
-    let entry = repo.entry_at(&found.manifest, &args.path).await?;
+    write_out(&repo, &args.snapshot, &args.path, &args.to).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `path` of `snapshot` (an ID or a unique prefix of one) to `to` on the local disk, with a
+/// progress bar, and says what it wrote.
+pub(crate) async fn write_out(
+    repo: &ark_kopia::Repository,
+    snapshot: &str,
+    path: &str,
+    to: &Path,
+) -> anyhow::Result<()> {
+    let found = repo.snapshot(snapshot).await?;
+    let entry = repo.entry_at(&found.manifest, path).await?;
     let total = match entry.entry_type {
         EntryType::Directory => entry.summary.as_ref().map_or(0, |s| s.total_file_size) as u64,
         _ => entry.size as u64,
@@ -41,7 +53,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> anyhow::Result<ExitC
         .progress_chars("=> "),
     );
     let counts = RestoreCounts::default();
-    let restore = repo.restore(&entry, &args.to, &counts);
+    let restore = repo.restore(&entry, to, &counts);
     tokio::pin!(restore);
     let result = loop {
         tokio::select! {
@@ -52,14 +64,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> anyhow::Result<ExitC
         }
     };
     bar.finish_and_clear();
-    result.with_context(|| {
-        format!(
-            "restoring {}:{} to {}",
-            found.id,
-            args.path,
-            args.to.display()
-        )
-    })?;
+    result.with_context(|| format!("restoring {}:{path} to {}", found.id, to.display()))?;
     println!(
         "Restored {} files ({}), {} directories and {} symlinks of snapshot {} to {}",
         counts.files.load(Ordering::Relaxed),
@@ -67,7 +72,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> anyhow::Result<ExitC
         counts.directories.load(Ordering::Relaxed),
         counts.symlinks.load(Ordering::Relaxed),
         found.id,
-        args.to.display()
+        to.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
