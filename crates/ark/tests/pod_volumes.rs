@@ -45,6 +45,16 @@ struct Installed {
 }
 
 async fn install(cluster: &Cluster) -> Installed {
+    install_through(cluster, None, None).await
+}
+
+/// [`install`], the agent reaching S3 at `s3` and the API server at `api_server` when given (the
+/// proxies of a fault test).
+async fn install_through(
+    cluster: &Cluster,
+    s3: Option<&str>,
+    api_server: Option<std::net::SocketAddr>,
+) -> Installed {
     let client = cluster.client().await;
     let image = common::ark_image(cluster);
     let ns = ark_tests::unique_name("ark-agent");
@@ -64,7 +74,7 @@ async fn install(cluster: &Cluster) -> Installed {
     std::fs::write(&secret_file, location.credentials.as_deref().unwrap()).unwrap();
     let config = format!(
         "region=us-east-1,s3ForcePathStyle=true,s3Url={}",
-        cluster.s3_endpoint
+        s3.unwrap_or(&cluster.s3_endpoint)
     );
     let pods_dir = cluster.real_node_pods.as_ref().expect("the real node");
     let install = |more: &[&str]| {
@@ -98,11 +108,16 @@ async fn install(cluster: &Cluster) -> Installed {
         )
         .await
         .unwrap();
+    let mut agent_patch = common::test_ground_patch(cluster, "node-agent");
+    if let Some(api_server) = api_server {
+        agent_patch["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"] =
+            serde_json::json!(api_server.port().to_string());
+    }
     Api::<DaemonSet>::namespaced(client.clone(), &ns)
         .patch(
             "node-agent",
             &PatchParams::default(),
-            &Patch::Strategic(common::test_ground_patch(cluster, "node-agent")),
+            &Patch::Strategic(agent_patch),
         )
         .await
         .unwrap();
@@ -892,4 +907,109 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
         .join(&uid)
         .join("volumes/kubernetes.io~empty-dir/data");
     assert_same_tree(&target, &volume, RestoredBy::Kopia);
+}
+
+/// The API server gone from the agent just as it ends a volume's backup: the snapshot is taken,
+/// but its final status cannot be written. The agent writes it once the API server is back, and the
+/// backup waiting on it completes; before, the request stayed InProgress (the failed write was
+/// never tried again) and the backup waited out its 4 h timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
+    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let s3 = ark_tests::proxy::PausableProxy::start(cluster.s3_address()).await;
+    let api = ark_tests::proxy::PausableProxy::start(cluster.api_server_address()).await;
+    let installed = install_through(&cluster, Some(&s3.url()), Some(api.address)).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("api-gone").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &writer_pod(&cluster))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+    // A first backup opens the repository in the agent, which keeps it: the next one needs the
+    // API server only for its claim, its volume's path and its end.
+    let first = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b0",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    assert!(first.contains("Completed"), "{first}");
+
+    s3.pause();
+    ark_ok(
+        &cluster,
+        ns,
+        &["backup", "create", "b1", "--include-namespaces", &app.name],
+    );
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let name = loop {
+        let listed = pvbs
+            .list(&ListParams::default().labels("velero.io/backup-name=b1"))
+            .await
+            .unwrap()
+            .items;
+        if let Some(pvb) = listed
+            .iter()
+            .find(|p| p.status.as_ref().is_some_and(|s| s.path.is_some()))
+        {
+            break pvb.metadata.name.clone().unwrap();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pod volume backup found its volume: {listed:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // The agent now waits on S3 alone: the API server goes, S3 comes back, the snapshot is taken.
+    api.take_down();
+    s3.resume();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let meanwhile = pvbs.get(&name).await.unwrap();
+    assert_eq!(
+        meanwhile.status.unwrap().phase,
+        Some(PodVolumePhase::InProgress),
+        "its end cannot have been written while the API server was gone"
+    );
+    api.resume();
+    let ended = |pvb: Option<&PodVolumeBackup>| {
+        pvb.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(PodVolumePhase::is_final)
+    };
+    let pvb = wait_for(pvbs.clone(), &name, ended, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let status = pvb.status.unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
+    assert!(status.snapshot_id.is_some());
+    let backups: Api<ark_api::Backup> = Api::namespaced(client.clone(), ns);
+    let done = |b: Option<&ark_api::Backup>| {
+        b.and_then(|b| b.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(|p| {
+                !matches!(
+                    p,
+                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
+                )
+            })
+    };
+    let b1 = wait_for(backups, "b1", done, WAIT).await.unwrap();
+    assert_eq!(
+        b1.status.unwrap().phase,
+        Some(ark_api::BackupPhase::Completed)
+    );
 }

@@ -87,7 +87,16 @@ async fn reconcile(
         }
     };
     // Ends it only while it is still InProgress as this agent left it.
-    let _ = patch::status_in_phase(&api, &name, PodVolumePhase::InProgress, &status).await?;
+    // The work is done (a snapshot taken, a volume written): its end is written however long the
+    // API server is gone, or whoever waits on it would wait for nothing.
+    let _ = patch::final_status_in_phase(
+        &api,
+        "pod volume backup",
+        &name,
+        PodVolumePhase::InProgress,
+        &status,
+    )
+    .await;
     Ok(Action::await_change())
 }
 

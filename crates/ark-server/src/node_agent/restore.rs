@@ -98,7 +98,16 @@ async fn reconcile(
             ended(PodVolumePhase::Failed, reason)
         }
     };
-    let _ = patch::status_in_phase(&api, &name, PodVolumePhase::InProgress, &status).await?;
+    // The work is done (a snapshot taken, a volume written): its end is written however long the
+    // API server is gone, or whoever waits on it would wait for nothing.
+    let _ = patch::final_status_in_phase(
+        &api,
+        "pod volume restore",
+        &name,
+        PodVolumePhase::InProgress,
+        &status,
+    )
+    .await;
     Ok(Action::await_change())
 }
 

@@ -1,7 +1,6 @@
 //! What the backup and restore controllers share: each carries out a long operation on an object
 //! whose status lives in the object, with a phase and progress, one controller loop each.
 
-use ark_storage::backoff::Backoff;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
@@ -216,23 +215,7 @@ pub async fn finish<K: Operation>(
     outcome: Result<K::Status, String>,
 ) -> kube::Result<patch::Claim> {
     let status = outcome.unwrap_or_else(K::failed);
-    // The outcome of the whole operation hangs on this write: it is retried until it lands (the
-    // API server may be briefly gone), or the object has gone or left InProgress.
-    let mut backoff = Backoff::starting_at(Duration::from_secs(1));
-    let claim = loop {
-        match patch::status_in_phase(api, name, K::IN_PROGRESS, &status).await {
-            Ok(claim) => break claim,
-            Err(kube::Error::Api(gone)) if gone.code == 404 => break patch::Claim::Lost,
-            Err(error) => {
-                tracing::warn!(
-                    "{} {name}: writing its final status: {error}; trying again in {:?}",
-                    K::KIND,
-                    backoff.pause()
-                );
-                backoff.wait().await;
-            }
-        }
-    };
+    let claim = patch::final_status_in_phase(api, K::KIND, name, K::IN_PROGRESS, &status).await;
     if claim == patch::Claim::Lost {
         tracing::warn!(
             "{} {name} was no longer InProgress when it ended: its final status was not written",

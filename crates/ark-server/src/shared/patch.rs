@@ -155,6 +155,32 @@ pub async fn status_in_phase<P: Serialize, S: Serialize>(
     )
 }
 
+/// [`status_in_phase`] for a final status, on which the outcome of a whole piece of work hangs:
+/// tried again until it lands (the API server may be gone a while), or the object has gone
+/// (`Lost`) or left `phase`. `what` names the object in the log.
+pub async fn final_status_in_phase<P: Serialize + Copy, S: Serialize>(
+    api: &Api<DynamicObject>,
+    what: &str,
+    name: &str,
+    phase: P,
+    status: &S,
+) -> Claim {
+    let mut backoff = Backoff::starting_at(std::time::Duration::from_secs(1));
+    loop {
+        match status_in_phase(api, name, phase, status).await {
+            Ok(claim) => return claim,
+            Err(kube::Error::Api(gone)) if gone.code == 404 => return Claim::Lost,
+            Err(error) => {
+                tracing::warn!(
+                    "{what} {name}: writing its final status: {error}; trying again in {:?}",
+                    backoff.pause()
+                );
+                backoff.wait().await;
+            }
+        }
+    }
+}
+
 fn phase_tested_operations(phase: &Value, status: &Value) -> Value {
     let mut operations = vec![json!({ "op": "test", "path": "/status/phase", "value": phase })];
     for (key, value) in status.as_object().into_iter().flatten() {
