@@ -68,7 +68,8 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
     let bucket = tempfile::tempdir().unwrap();
     std::fs::write(bucket.path().join("someone-elses-file"), "kept").unwrap();
 
-    // The manifests as printed, checked by the API server itself (its admission and schemas).
+    // The manifests as printed, the node agent's too, checked by the API server itself (its
+    // admission and schemas).
     let printed = ark_ok(
         &cluster,
         ns,
@@ -78,6 +79,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
             "file",
             "--bucket",
             bucket.path().to_str().unwrap(),
+            "--use-node-agent",
             "--dry-run",
             "-o",
             "yaml",
@@ -102,7 +104,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
     let accepted = text(&applied.stdout);
     assert_eq!(
         accepted.matches("(server dry run)").count(),
-        23,
+        29,
         "{accepted}"
     );
     assert!(
