@@ -126,14 +126,33 @@ pub struct PodVolume {
     pub message: Option<String>,
 }
 
+impl PodVolume {
+    pub fn new(
+        phase: Option<ark_api::PodVolumePhase>,
+        pod: &ark_api::PodReference,
+        volume: String,
+        progress: Option<ark_api::PodVolumeProgress>,
+        message: Option<String>,
+    ) -> Self {
+        PodVolume {
+            phase,
+            pod: format!("{}/{}", pod.namespace, pod.name),
+            volume,
+            bytes_done: progress.and_then(|p| p.bytes_done),
+            message,
+        }
+    }
+}
+
 /// Velero's "Pod Volume Backups - kopia" (or Restores) section: how many in each phase, and with
 /// `details` each volume; a failed one always says why. Empty when there is none.
-pub fn pod_volumes_text(title: &str, volumes: &[PodVolume], details: bool) -> String {
+pub fn pod_volumes_text(title: &str, mut volumes: Vec<PodVolume>, details: bool) -> String {
     if volumes.is_empty() {
         return String::new();
     }
+    volumes.sort_by(|a, b| (&a.pod, &a.volume).cmp(&(&b.pod, &b.volume)));
     let mut by_phase: std::collections::BTreeMap<String, Vec<&PodVolume>> = Default::default();
-    for volume in volumes {
+    for volume in &volumes {
         let phase = volume.phase.map_or("New".to_string(), |p| format!("{p:?}"));
         by_phase.entry(phase).or_default().push(volume);
     }

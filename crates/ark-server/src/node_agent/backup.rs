@@ -6,9 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use ark_api::{PodVolumeBackup, PodVolumeBackupStatus, PodVolumePhase, PodVolumeProgress};
+use ark_api::{PodVolumeBackup, PodVolumeBackupStatus, PodVolumePhase};
 use ark_kopia::snapshot::UploadCounts;
 use ark_kopia::velero;
 use k8s_openapi::api::core::v1::Pod;
@@ -17,14 +16,12 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use super::Ctx;
 use super::volume_path;
+use super::{Ctx, ProgressReport, progress};
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::objects::{self, Phase, Readable};
 use crate::shared::patch;
 
-/// How often the status shows the bytes done.
-const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Velero's message for a volume with nothing in it: no snapshot is taken.
 pub const EMPTY_VOLUME: &str = "volume was empty so no snapshot was taken";
 
@@ -178,14 +175,17 @@ async fn back_up(
     };
     let options = velero::pod_volume_options(parent);
     let counts = options.counts.clone();
-    let reporter = report_progress(api.clone(), name.to_string(), counts.clone(), total);
+    let reporter = {
+        let counts = counts.clone();
+        ProgressReport::start(api.clone(), name.to_string(), total, move || {
+            done_bytes(&counts)
+        })
+    };
     let stored_before = repository.contents().stored_bytes();
     let created = repository
         .create_snapshot(&path, source.clone(), options)
         .await;
-    // Stopped before the final status, which no late progress write may follow.
-    reporter.abort();
-    let _ = reporter.await;
+    reporter.stop().await;
     let snapshot = match created {
         Ok((snapshot, _)) => snapshot,
         Err(error) => {
@@ -203,10 +203,7 @@ async fn back_up(
     Ok(PodVolumeBackupStatus {
         path: Some(shown_path),
         snapshot_id: Some(snapshot.id),
-        progress: Some(PodVolumeProgress {
-            total_bytes: Some(total.max(done) as i64),
-            bytes_done: Some(done as i64),
-        }),
+        progress: Some(progress(total, done)),
         incremental_bytes: Some(added as i64),
         ..ended(PodVolumePhase::Completed, String::new())
     })
@@ -235,33 +232,4 @@ fn tree_bytes(path: &Path) -> u64 {
 
 fn done_bytes(counts: &UploadCounts) -> u64 {
     counts.bytes.load(Ordering::Relaxed) + counts.cached_bytes.load(Ordering::Relaxed)
-}
-
-/// Writes the bytes done into the status every `PROGRESS_EVERY` until aborted.
-fn report_progress(
-    api: Api<DynamicObject>,
-    name: String,
-    counts: Arc<UploadCounts>,
-    total: u64,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut shown = None;
-        loop {
-            let done = done_bytes(&counts);
-            if shown != Some(done) {
-                let status = PodVolumeBackupStatus {
-                    progress: Some(PodVolumeProgress {
-                        total_bytes: Some(total.max(done) as i64),
-                        bytes_done: Some(done as i64),
-                    }),
-                    ..Default::default()
-                };
-                // Progress is shown on a best-effort basis: a missed write is made up next time.
-                if patch::object_status(&api, &name, &status).await.is_ok() {
-                    shown = Some(done);
-                }
-            }
-            tokio::time::sleep(PROGRESS_EVERY).await;
-        }
-    })
 }

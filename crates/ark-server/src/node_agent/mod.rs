@@ -31,6 +31,50 @@ use open_repositories::OpenRepositories;
 
 pub use backup::EMPTY_VOLUME;
 
+/// How often a request's status shows the bytes done.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Writes a request's bytes done (of `total`) into its status every [`PROGRESS_EVERY`] while its
+/// work runs. Shown on a best-effort basis: a missed write is made up by the next one.
+struct ProgressReport(tokio::task::JoinHandle<()>);
+
+impl ProgressReport {
+    fn start(
+        api: kube::Api<kube::api::DynamicObject>,
+        name: String,
+        total: u64,
+        done: impl Fn() -> u64 + Send + 'static,
+    ) -> Self {
+        ProgressReport(tokio::spawn(async move {
+            let mut shown = None;
+            loop {
+                let now = done();
+                if shown != Some(now) {
+                    let status = json!({ "progress": progress(total, now) });
+                    if patch::object_status(&api, &name, &status).await.is_ok() {
+                        shown = Some(now);
+                    }
+                }
+                tokio::time::sleep(PROGRESS_EVERY).await;
+            }
+        }))
+    }
+
+    /// Stops it before the final status, which no late progress write may follow.
+    async fn stop(self) {
+        self.0.abort();
+        let _ = self.0.await;
+    }
+}
+
+/// The progress a status shows: `done` of `total` bytes (never less than done).
+fn progress(total: u64, done: u64) -> ark_api::PodVolumeProgress {
+    ark_api::PodVolumeProgress {
+        total_bytes: Some(total.max(done) as i64),
+        bytes_done: Some(done as i64),
+    }
+}
+
 #[derive(Clone)]
 pub struct NodeAgentOptions {
     /// The namespace of the requests (the server's).

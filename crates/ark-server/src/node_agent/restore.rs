@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ark_api::{
-    PodVolumePhase, PodVolumeProgress, PodVolumeRestore, PodVolumeRestoreStatus, labels,
-};
+use ark_api::{PodVolumePhase, PodVolumeRestore, PodVolumeRestoreStatus, labels};
 use ark_kopia::snapshot::RestoreCounts;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
@@ -18,8 +16,8 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt as _};
 use serde_json::json;
 
-use super::Ctx;
 use super::volume_path;
+use super::{Ctx, ProgressReport, progress};
 use crate::shared::controller::{self, ReconcileError};
 use crate::shared::objects::{self, Phase, Readable};
 use crate::shared::patch;
@@ -28,7 +26,6 @@ use crate::shared::patch;
 const RESTORE_WAIT: &str = "restore-wait";
 /// How often a request whose pod is not ready for its data yet is looked at again.
 const NOT_YET: Duration = Duration::from_secs(2);
-const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 pub async fn run(ctx: Arc<Ctx>) {
     let concurrency = ctx.concurrency;
@@ -169,10 +166,14 @@ async fn restore(
         .as_ref()
         .map_or(0, |s| s.total_file_size.max(0) as u64);
     let counts = Arc::new(RestoreCounts::default());
-    let reporter = report_progress(api.clone(), name.to_string(), counts.clone(), total);
+    let reporter = {
+        let counts = counts.clone();
+        ProgressReport::start(api.clone(), name.to_string(), total, move || {
+            counts.bytes.load(Ordering::Relaxed)
+        })
+    };
     let restored = repository.restore(&root, &path, &counts).await;
-    reporter.abort();
-    let _ = reporter.await;
+    reporter.stop().await;
     if let Err(error) = restored {
         return Err(format!(
             "writing snapshot {} into {}: {error}",
@@ -188,10 +189,7 @@ async fn restore(
         spec.volume
     );
     Ok(PodVolumeRestoreStatus {
-        progress: Some(PodVolumeProgress {
-            total_bytes: Some(total.max(done) as i64),
-            bytes_done: Some(done as i64),
-        }),
+        progress: Some(progress(total, done)),
         ..ended(PodVolumePhase::Completed, String::new())
     })
 }
@@ -238,31 +236,4 @@ fn done_mark(volume: &Path, restore_uid: &str, owner: Option<(u32, u32)>) -> Res
         None => Ok(()),
     })
     .map_err(|e| format!("writing the done mark in {}: {e}", marks.display()))
-}
-
-fn report_progress(
-    api: Api<DynamicObject>,
-    name: String,
-    counts: Arc<RestoreCounts>,
-    total: u64,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut shown = None;
-        loop {
-            let done = counts.bytes.load(Ordering::Relaxed);
-            if shown != Some(done) {
-                let status = PodVolumeRestoreStatus {
-                    progress: Some(PodVolumeProgress {
-                        total_bytes: Some(total.max(done) as i64),
-                        bytes_done: Some(done as i64),
-                    }),
-                    ..Default::default()
-                };
-                if patch::object_status(&api, &name, &status).await.is_ok() {
-                    shown = Some(done);
-                }
-            }
-            tokio::time::sleep(PROGRESS_EVERY).await;
-        }
-    })
 }

@@ -65,7 +65,7 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
         text.push_str(
             &match pod_volume_backups(&client, &global.namespace, backup).await {
                 Ok(volumes) => {
-                    crate::describe::pod_volumes_text("Pod Volume Backups", &volumes, args.details)
+                    crate::describe::pod_volumes_text("Pod Volume Backups", volumes, args.details)
                 }
                 Err(error) => format!("\nPod Volume Backups: <unavailable: {error:#}>\n"),
             },
@@ -100,21 +100,20 @@ async fn pod_volume_backups(
         .list(&ListParams::default().labels(&selector))
         .await
         .context("cannot list PodVolumeBackups")?;
-    let mut volumes: Vec<crate::describe::PodVolume> = listed
+    let volumes = listed
         .items
         .into_iter()
         .map(|pvb| {
             let status = pvb.status.unwrap_or_default();
-            crate::describe::PodVolume {
-                phase: status.phase,
-                pod: format!("{}/{}", pvb.spec.pod.namespace, pvb.spec.pod.name),
-                volume: pvb.spec.volume,
-                bytes_done: status.progress.and_then(|p| p.bytes_done),
-                message: status.message,
-            }
+            crate::describe::PodVolume::new(
+                status.phase,
+                &pvb.spec.pod,
+                pvb.spec.volume,
+                status.progress,
+                status.message,
+            )
         })
         .collect();
-    volumes.sort_by(|a, b| (&a.pod, &a.volume).cmp(&(&b.pod, &b.volume)));
     Ok(volumes)
 }
 

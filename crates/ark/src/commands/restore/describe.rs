@@ -66,22 +66,21 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 .await;
         text.push_str(&match listed {
             Ok(listed) => {
-                let mut volumes: Vec<crate::describe::PodVolume> = listed
+                let volumes = listed
                     .items
                     .into_iter()
                     .map(|pvr| {
                         let status = pvr.status.unwrap_or_default();
-                        crate::describe::PodVolume {
-                            phase: status.phase,
-                            pod: format!("{}/{}", pvr.spec.pod.namespace, pvr.spec.pod.name),
-                            volume: pvr.spec.volume,
-                            bytes_done: status.progress.and_then(|p| p.bytes_done),
-                            message: status.message,
-                        }
+                        crate::describe::PodVolume::new(
+                            status.phase,
+                            &pvr.spec.pod,
+                            pvr.spec.volume,
+                            status.progress,
+                            status.message,
+                        )
                     })
                     .collect();
-                volumes.sort_by(|a, b| (&a.pod, &a.volume).cmp(&(&b.pod, &b.volume)));
-                crate::describe::pod_volumes_text("Pod Volume Restores", &volumes, args.details)
+                crate::describe::pod_volumes_text("Pod Volume Restores", volumes, args.details)
             }
             Err(error) => format!("\nPod Volume Restores: <unavailable: {error}>\n"),
         });
