@@ -30,6 +30,11 @@ fn the_demo_runs_end_to_end_on_the_real_node() {
         "restored the shop database from its dump\n",
         "    init containers injected: restore-data\n",
         "      | 3 orders, 2 customers\n",
+        // The database's dump went through the node agent: backed up, then back before the pod
+        // started (restore-wait first).
+        "Pod Volume Backups - kopia:\n  Completed:\n    shop/db: dump (",
+        "Pod Volume Restores - kopia:\n  Completed:\n    shop/db: dump (",
+        "restore-wait restore-data\n",
         "cannot delete backup because backup storage location default is currently in read-only mode",
         "$ find ",
         "the bucket was not touched\n",
