@@ -45,16 +45,12 @@ struct Installed {
 }
 
 async fn install(cluster: &Cluster) -> Installed {
-    install_through(cluster, None, None).await
+    install_through(cluster, None).await
 }
 
-/// [`install`], the agent reaching S3 at `s3` and the API server at `api_server` when given (the
-/// proxies of a fault test).
-async fn install_through(
-    cluster: &Cluster,
-    s3: Option<&str>,
-    api_server: Option<std::net::SocketAddr>,
-) -> Installed {
+/// [`install`], the agent reaching the API server at `api_server` when given (the proxy of a fault
+/// test).
+async fn install_through(cluster: &Cluster, api_server: Option<std::net::SocketAddr>) -> Installed {
     let client = cluster.client().await;
     let image = common::ark_image(cluster);
     let ns = ark_tests::unique_name("ark-agent");
@@ -74,7 +70,7 @@ async fn install_through(
     std::fs::write(&secret_file, location.credentials.as_deref().unwrap()).unwrap();
     let config = format!(
         "region=us-east-1,s3ForcePathStyle=true,s3Url={}",
-        s3.unwrap_or(&cluster.s3_endpoint)
+        cluster.s3_endpoint
     );
     let pods_dir = cluster.real_node_pods.as_ref().expect("the real node");
     let install = |more: &[&str]| {
@@ -159,6 +155,27 @@ fn writer_pod(cluster: &Cluster) -> Pod {
                 { "name": "data", "emptyDir": {} },
                 { "name": "scratch", "emptyDir": {} },
             ],
+        },
+    }))
+}
+
+/// A pod on the real node whose volume `data` (named for backup) holds 200 MB of random bytes:
+/// seconds to upload on this machine, long enough for a fault to fall in the middle.
+fn big_pod(cluster: &Cluster) -> Pod {
+    cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "big",
+            "labels": { "app": "big" },
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "containers": [{
+                "name": "big", "image": BUSYBOX,
+                "command": ["sh", "-c", "head -c 200000000 /dev/urandom > /data/big.bin && touch /data/.done && exec sleep 3600"],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
         },
     }))
 }
@@ -389,6 +406,34 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     let stats = &snapshots.last().unwrap()["stats"];
     assert_eq!(stats["nonCachedFiles"], 0, "{stats}");
 
+    // With every volume backed up by default, the unnamed `scratch` is taken too.
+    ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b3",
+            "--include-namespaces",
+            &app.name,
+            "--default-volumes-to-fs-backup",
+            "true",
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let mut volumes: Vec<String> = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=b3"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| p.spec.volume)
+        .collect();
+    volumes.sort();
+    assert_eq!(volumes, ["data", "scratch"]);
+
     // The namespace is lost; the restore brings the volume's data back before the pod's own
     // container starts (which would otherwise write a new tree: its random bytes would differ).
     let kept = tempfile::tempdir().unwrap();
@@ -467,7 +512,7 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     let (store, _) = ark_tests::kopia::repository_store(&cluster, &installed.prefix);
     let root = ark_storage::Path::from(format!("{}/kopia/{}", installed.prefix, app.name));
     let before = ark_tests::kopia::blob_counts(&store, &root).await[&'p'];
-    for backup in ["b1", "b2"] {
+    for backup in ["b1", "b2", "b3"] {
         ark_ok(
             &cluster,
             ns,
@@ -779,20 +824,9 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
     let ns = &installed.ns;
     let app = cluster.namespace("killed").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
-    // 200 MB of random bytes: seconds to upload on this machine, long enough to be cut.
-    let big = cluster.on_real_node(serde_json::json!({
-        "metadata": { "name": "big", "annotations": { "backup.velero.io/backup-volumes": "data" } },
-        "spec": {
-            "containers": [{
-                "name": "big", "image": BUSYBOX,
-                "command": ["sh", "-c", "head -c 200000000 /dev/urandom > /data/big.bin && touch /data/.done && exec sleep 3600"],
-                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
-                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
-            }],
-            "volumes": [{ "name": "data", "emptyDir": {} }],
-        },
-    }));
-    pods.create(&PostParams::default(), &big).await.unwrap();
+    pods.create(&PostParams::default(), &big_pod(&cluster))
+        .await
+        .unwrap();
     wait_for(pods.clone(), "big", is_ready(), WAIT)
         .await
         .unwrap();
@@ -909,8 +943,8 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
     assert_same_tree(&target, &volume, RestoredBy::Kopia);
 }
 
-/// The API server gone from the agent just as it ends a volume's backup: the snapshot is taken,
-/// but its final status cannot be written. The agent writes it once the API server is back, and the
+/// The API server gone from the agent while it uploads a volume: the snapshot is taken, but its
+/// final status cannot be written then. The agent writes it once the API server is back, and the
 /// backup waiting on it completes; before, the request stayed InProgress (the failed write was
 /// never tried again) and the backup waited out its 4 h timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -918,20 +952,21 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
     let _one = ONE_INSTALL_AT_A_TIME.lock().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let s3 = ark_tests::proxy::PausableProxy::start(cluster.s3_address()).await;
     let api = ark_tests::proxy::PausableProxy::start(cluster.api_server_address()).await;
-    let installed = install_through(&cluster, Some(&s3.url()), Some(api.address)).await;
+    let installed = install_through(&cluster, Some(api.address)).await;
     let ns = &installed.ns;
     let app = cluster.namespace("api-gone").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
-    pods.create(&PostParams::default(), &writer_pod(&cluster))
-        .await
-        .unwrap();
-    wait_for(pods.clone(), "writer", is_ready(), WAIT)
-        .await
-        .unwrap();
-    // A first backup opens the repository in the agent, which keeps it: the next one needs the
-    // API server only for its claim, its volume's path and its end.
+    let mut small = writer_pod(&cluster);
+    small.metadata.labels = Some([("app".to_string(), "small".to_string())].into());
+    for pod in [small, big_pod(&cluster)] {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    for pod in ["writer", "big"] {
+        wait_for(pods.clone(), pod, is_ready(), WAIT).await.unwrap();
+    }
+    // A first backup (of the small pod) opens the namespace's repository in the agent, which keeps
+    // it: the next one needs the API server only for its claim, its volume's path and its end.
     let first = ark_ok(
         &cluster,
         ns,
@@ -941,6 +976,8 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
             "b0",
             "--include-namespaces",
             &app.name,
+            "-l",
+            "app=small",
             "--wait",
             "--timeout",
             "2m",
@@ -948,11 +985,18 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
     );
     assert!(first.contains("Completed"), "{first}");
 
-    s3.pause();
     ark_ok(
         &cluster,
         ns,
-        &["backup", "create", "b1", "--include-namespaces", &app.name],
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "-l",
+            "app=big",
+        ],
     );
     let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -972,12 +1016,11 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
             tokio::time::Instant::now() < deadline,
             "no pod volume backup found its volume: {listed:#?}"
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    // The agent now waits on S3 alone: the API server goes, S3 comes back, the snapshot is taken.
+    // The agent now uploads 200 MB, talking to S3 alone: the API server goes meanwhile.
     api.take_down();
-    s3.resume();
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    tokio::time::sleep(Duration::from_secs(15)).await;
     let meanwhile = pvbs.get(&name).await.unwrap();
     assert_eq!(
         meanwhile.status.unwrap().phase,

@@ -879,8 +879,8 @@ async fn velero_s_cli_with_no_optional_flag_gets_velero_s_defaults_from_ark_s_se
             Some("default")
         )
     );
+    assert_eq!(spec.default_volumes_to_fs_backup, Some(false));
     for (field, value) in [
-        ("defaultVolumesToFsBackup", serde_json::json!(false)),
         ("snapshotMoveData", serde_json::json!(false)),
         (
             "volumeGroupSnapshotLabelKey",
@@ -1212,7 +1212,7 @@ async fn velero_s_spec_fields_survive_the_bucket_and_sync_and_unhonoured_ones_ar
         server: _server,
     } = VeleroCli::start(&[]).await;
     let unmodelled = serde_json::json!({
-        "defaultVolumesToFsBackup": true,
+        "snapshotMoveData": true,
         "datamover": "velero",
         "uploaderConfig": { "parallelFilesUpload": 2 },
         "orderedResources": { "pods": format!("{}/db", app.name) },

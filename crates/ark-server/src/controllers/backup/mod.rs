@@ -327,10 +327,7 @@ async fn back_up(
         ctx.kube.namespace.clone(),
         current.clone(),
         location.clone(),
-        current
-            .spec
-            .default_volumes_to_fs_backup
-            .unwrap_or(ctx.config.default_volumes_to_fs_backup),
+        validated.volumes_by_default,
         pod_volume_timeout,
     );
     let pod_work = pod_work::PodWork::new(

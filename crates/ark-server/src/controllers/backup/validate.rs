@@ -31,6 +31,9 @@ pub(super) struct ValidatedBackup {
     /// Its location: found, writable and, as last checked, available.
     pub location: BackupStorageLocation,
     pub location_name: String,
+    /// Whether every pod volume is backed up with the node agent (the spec's
+    /// `defaultVolumesToFsBackup`, else the server's default), or only those pods name.
+    pub volumes_by_default: bool,
 }
 
 /// A backup's durations as Velero's backup controller reads them: zero or absent means the
@@ -126,6 +129,9 @@ pub(super) async fn validate(
             durations,
             location,
             location_name,
+            volumes_by_default: spec
+                .default_volumes_to_fs_backup
+                .unwrap_or(config.default_volumes_to_fs_backup),
         }),
         _ => Err(Rejected::Invalid(errors)),
     }
@@ -190,7 +196,7 @@ pub(super) fn defaulted_spec(spec: &BackupSpec, validated: &ValidatedBackup) -> 
         "ttl": ark_api::duration::format(durations.ttl),
         "csiSnapshotTimeout": ark_api::duration::format(durations.csi_snapshot_timeout),
         "itemOperationTimeout": ark_api::duration::format(durations.item_operation_timeout),
-        "defaultVolumesToFsBackup": kept_or("defaultVolumesToFsBackup", false.into()),
+        "defaultVolumesToFsBackup": validated.volumes_by_default,
         "snapshotMoveData": kept_or("snapshotMoveData", false.into()),
         "volumeGroupSnapshotLabelKey": kept_or(
             "volumeGroupSnapshotLabelKey",

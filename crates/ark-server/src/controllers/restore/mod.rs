@@ -201,8 +201,13 @@ async fn restore_from(
         .get(&store.layout.backup_pod_volume_backups(backup_name))
         .await
     {
-        Ok(bytes) => crate::shared::results::gunzip_json(&bytes, "the backup's pod volume backups")
-            .map_err(|e| format!("backup {backup_name}: {e}"))?,
+        // Velero writes `null` for a backup without any.
+        Ok(bytes) => crate::shared::results::gunzip_json::<Option<_>>(
+            &bytes,
+            "the backup's pod volume backups",
+        )
+        .map_err(|e| format!("backup {backup_name}: {e}"))?
+        .unwrap_or_default(),
         Err(error) if error.is_not_found() => Vec::new(),
         Err(error) => {
             return Err(format!(

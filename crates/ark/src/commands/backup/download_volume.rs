@@ -56,7 +56,10 @@ pub async fn run(global: &GlobalArgs, args: DownloadVolumeArgs) -> anyhow::Resul
     let key = opened.store.layout.backup_pod_volume_backups(&args.backup);
     let recorded: Vec<PodVolumeBackup> = match opened.store.get(&key).await {
         Ok(bytes) => {
-            ark_server::snapshots::gunzip_json(&bytes, key.as_ref()).map_err(anyhow::Error::msg)?
+            // Velero writes `null` for a backup without any.
+            ark_server::snapshots::gunzip_json::<Option<_>>(&bytes, key.as_ref())
+                .map_err(anyhow::Error::msg)?
+                .unwrap_or_default()
         }
         Err(error) if error.is_not_found() => Vec::new(),
         Err(error) => return Err(error).with_context(|| format!("reading {key}")),
