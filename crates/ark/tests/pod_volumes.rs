@@ -1018,9 +1018,32 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    // The agent now uploads 200 MB, talking to S3 alone: the API server goes meanwhile.
+    // The agent now uploads 200 MB, talking to S3 alone: the API server goes meanwhile, and
+    // comes back only once the snapshot is in the repository and the agent has had time to try
+    // to write its end.
     api.take_down();
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    let (store, _) = ark_tests::kopia::repository_store(&cluster, &installed.prefix);
+    let root = ark_storage::Path::from(format!("{}/kopia/{}", installed.prefix, app.name));
+    let repository = ark_kopia::Repository::open(store, root, "static-passw0rd")
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        repository.contents().refresh().await.unwrap();
+        let snapshots = repository.snapshots().await.unwrap();
+        if snapshots
+            .iter()
+            .any(|s| s.manifest.source.path.ends_with("/big/data"))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the volume's snapshot never reached the repository"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
     let meanwhile = pvbs.get(&name).await.unwrap();
     assert_eq!(
         meanwhile.status.unwrap().phase,
