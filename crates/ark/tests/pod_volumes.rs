@@ -180,6 +180,29 @@ fn big_pod(cluster: &Cluster) -> Pod {
     }))
 }
 
+/// A PodVolumeBackup has ended (Completed, Failed or Canceled).
+fn request_ended() -> impl kube::runtime::wait::Condition<PodVolumeBackup> {
+    |pvb: Option<&PodVolumeBackup>| {
+        pvb.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(PodVolumePhase::is_final)
+    }
+}
+
+/// A backup has ended, whatever its phase.
+fn backup_ended() -> impl kube::runtime::wait::Condition<ark_api::Backup> {
+    |b: Option<&ark_api::Backup>| {
+        b.and_then(|b| b.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(|p| {
+                !matches!(
+                    p,
+                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
+                )
+            })
+    }
+}
+
 fn is_ready() -> impl kube::runtime::wait::Condition<Pod> {
     |pod: Option<&Pod>| {
         pod.and_then(|p| p.status.as_ref())
@@ -865,12 +888,9 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
         .unwrap();
     assert!(killed.success());
 
-    let ended = |pvb: Option<&PodVolumeBackup>| {
-        pvb.and_then(|p| p.status.as_ref())
-            .and_then(|s| s.phase)
-            .is_some_and(PodVolumePhase::is_final)
-    };
-    let pvb = wait_for(pvbs.clone(), &name, ended, WAIT).await.unwrap();
+    let pvb = wait_for(pvbs.clone(), &name, request_ended(), WAIT)
+        .await
+        .unwrap();
     let status = pvb.status.unwrap();
     assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
     assert_eq!(
@@ -878,17 +898,9 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
         Some("the node agent on 127.0.0.1 stopped while the volume was backed up")
     );
     let backups: Api<ark_api::Backup> = Api::namespaced(client.clone(), ns);
-    let done = |b: Option<&ark_api::Backup>| {
-        b.and_then(|b| b.status.as_ref())
-            .and_then(|s| s.phase)
-            .is_some_and(|p| {
-                !matches!(
-                    p,
-                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
-                )
-            })
-    };
-    let b1 = wait_for(backups.clone(), "b1", done, WAIT).await.unwrap();
+    let b1 = wait_for(backups.clone(), "b1", backup_ended(), WAIT)
+        .await
+        .unwrap();
     assert_eq!(
         b1.status.unwrap().phase,
         Some(ark_api::BackupPhase::PartiallyFailed)
@@ -1051,29 +1063,19 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         "its end cannot have been written while the API server was gone"
     );
     api.resume();
-    let ended = |pvb: Option<&PodVolumeBackup>| {
-        pvb.and_then(|p| p.status.as_ref())
-            .and_then(|s| s.phase)
-            .is_some_and(PodVolumePhase::is_final)
-    };
-    let pvb = wait_for(pvbs.clone(), &name, ended, Duration::from_secs(60))
-        .await
-        .unwrap();
+    let pvb = wait_for(
+        pvbs.clone(),
+        &name,
+        request_ended(),
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
     let status = pvb.status.unwrap();
     assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
     assert!(status.snapshot_id.is_some());
     let backups: Api<ark_api::Backup> = Api::namespaced(client.clone(), ns);
-    let done = |b: Option<&ark_api::Backup>| {
-        b.and_then(|b| b.status.as_ref())
-            .and_then(|s| s.phase)
-            .is_some_and(|p| {
-                !matches!(
-                    p,
-                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
-                )
-            })
-    };
-    let b1 = wait_for(backups, "b1", done, WAIT).await.unwrap();
+    let b1 = wait_for(backups, "b1", backup_ended(), WAIT).await.unwrap();
     assert_eq!(
         b1.status.unwrap().phase,
         Some(ark_api::BackupPhase::Completed)

@@ -193,7 +193,6 @@ fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
     let mut pod_labels = labels(&plan.namespace);
     pod_labels["name"] = json!(NODE_AGENT);
     pod_labels["role"] = json!(NODE_AGENT);
-    let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 });
     let mut volumes = vec![json!({ "name": "host-pods", "hostPath": { "path": pods_dir } })];
     let mut mounts = vec![json!({
         "name": "host-pods",
@@ -327,6 +326,11 @@ fn location(plan: &Plan) -> Value {
     json!({ "metadata": namespaced_metadata("default", plan), "spec": spec })
 }
 
+/// A probe of the container's health endpoint `path` on its metrics port.
+fn probe(path: &str) -> Value {
+    json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 })
+}
+
 /// The server's command line inside the image.
 pub fn server_args(plan: &Plan) -> Vec<String> {
     vec![
@@ -345,7 +349,6 @@ fn deployment(plan: &Plan) -> Value {
     let mut pod_labels = labels(&plan.namespace);
     pod_labels["app.kubernetes.io/name"] = json!("ark");
     pod_labels["app.kubernetes.io/component"] = json!("server");
-    let probe = |path: &str| json!({ "httpGet": { "path": path, "port": "metrics" }, "periodSeconds": 10, "failureThreshold": 3 });
     let mut volumes = vec![json!({ "name": "scratch", "emptyDir": {} })];
     let mut mounts = vec![json!({ "name": "scratch", "mountPath": SCRATCH_VOLUME })];
     if plan.provider == "file" {
