@@ -58,7 +58,8 @@ start_kubernetes() {
   # The API server reaches the real node's kubelet (exec, logs) as the cluster's admin; kwok acts
   # only for its own nodes (annotated by `kwokctl scale`), never for the real node's. (kwokctl
   # v0.8.0 indexes its patches by the flag's position: each component's flags alternate, or it
-  # panics.)
+  # panics.) Mutating admission policies (beta in 1.35, off by default) let a test put Velero's
+  # node agent's helper pods on the host's network, the only way here to the API server and S3.
   local pki="$dir/kwok/clusters/ark/pki"
   PATH="$bin:$PATH" kwokctl "$dir" create cluster \
     --runtime binary \
@@ -68,6 +69,8 @@ start_kubernetes() {
     --etcd-binary "$bin/etcd" \
     --kwok-controller-binary "$bin/kwok" \
     --kube-authorization=true \
+    --kube-feature-gates MutatingAdmissionPolicy=true \
+    --kube-runtime-config admissionregistration.k8s.io/v1beta1=true \
     --enable-crds Exec,ClusterExec \
     --extra-args "kube-apiserver=kubelet-client-certificate=$pki/admin.crt" \
     --extra-args "kwok-controller=manage-all-nodes=false" \

@@ -9,41 +9,47 @@
 # the loader, as `ldd` lists them) instead of being static musl, and the few files distroless
 # brings (CA certificates, passwd, group) are copied from this machine instead.
 #
-#   scripts/image.sh OUT.tar [--binary PATH] [--tag NAME]
-# Without --binary, the release build is made (cargo build --release -p ark). The tests pass their
-# own debug build, so the image they run is the one they test.
+#   scripts/image.sh OUT.tar [--binary PATH ...] [--tag NAME]
+# Each binary goes to /<its name>, the first being the entrypoint. Without --binary, the release
+# build is made (cargo build --release -p ark). The tests pass their own debug build, so the image
+# they run is the one they test; the interop tests make Velero's image the same way, from the
+# `velero` and `velero-restore-helper` that scripts/velero-build.sh built.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-out="" binary="" tag="ark.local/ark:$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -1)"
+out="" binaries=() tag="ark.local/ark:$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -1)"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --binary) binary="$2"; shift 2 ;;
+    --binary) binaries+=("$2"); shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     -*) echo "image: unknown flag $1" >&2; exit 2 ;;
     *) out="$1"; shift ;;
   esac
 done
-[ -n "$out" ] || { echo "usage: $0 OUT.tar [--binary PATH] [--tag NAME]" >&2; exit 2; }
-if [ -z "$binary" ]; then
+[ -n "$out" ] || { echo "usage: $0 OUT.tar [--binary PATH ...] [--tag NAME]" >&2; exit 2; }
+if [ ${#binaries[@]} -eq 0 ]; then
   (cd "$repo" && cargo build --release --locked -p ark --bin ark)
-  binary="$repo/target/release/ark"
+  binaries=("$repo/target/release/ark")
 fi
-[ -x "$binary" ] || { echo "image: no binary at $binary" >&2; exit 1; }
+for binary in "${binaries[@]}"; do
+  [ -x "$binary" ] || { echo "image: no binary at $binary" >&2; exit 1; }
+done
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/etc/ssl/certs" "$root/tmp"
 chmod 1777 "$root/tmp"
-cp "$binary" "$root/ark"
-# The libraries and the loader, at the paths the binary names.
-for lib in $(ldd "$binary" | grep -o '/[^ ]*'); do
-  mkdir -p "$root$(dirname "$lib")"
-  cp -L "$lib" "$root$lib"
+for binary in "${binaries[@]}"; do
+  cp "$binary" "$root/$(basename "$binary")"
+  # The libraries and the loader, at the paths the binary names (none for a static binary).
+  for lib in $(ldd "$binary" 2>/dev/null | grep -o '/[^ ]*' || true); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
 done
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 echo 'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin' >"$root/etc/passwd"
 echo 'nonroot:x:65532:' >"$root/etc/group"
-python3 "$here/node/image.py" "$root" "$tag" "$out" --entrypoint '["/ark"]' --user 65532:65532
+python3 "$here/node/image.py" "$root" "$tag" "$out" --entrypoint "[\"/$(basename "${binaries[0]}")\"]" --user 65532:65532
 echo "$tag"

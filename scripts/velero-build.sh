@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds Velero's CLI and server (and its AWS plugin) from the Go module proxy, once, into a cache
-# outside the repository, for the interop tests (crates/ark/tests/velero_interop.rs) and the
-# side-by-side benchmarks. ark does not depend on Velero; its tests check that it runs beside it.
+# Builds Velero's CLI and server (with its AWS plugin and restore helper) from the Go module proxy,
+# once, into a cache outside the repository, for the interop tests (crates/ark/tests/velero_*.rs)
+# and the side-by-side benchmarks. ark does not depend on Velero; its tests check that it runs beside it.
 #   scripts/velero-build.sh               build if needed, print the bin directory
 #   scripts/velero-build.sh --print-dir   print the bin directory only
 set -euo pipefail
@@ -33,6 +33,14 @@ if [ ! -x "$out/bin/velero" ]; then
     go mod edit -replace="k8s.io/cli-runtime=k8s.io/cli-runtime@v0.33.10"
     GOFLAGS=-mod=mod go build -trimpath -o "$out/bin/velero" github.com/vmware-tanzu/velero/cmd/velero
   } >>"$log" 2>&1 || { echo "velero-build: FAILED (log: $log)" >&2; tail -20 "$log" >&2; exit 1; }
+fi
+# The init container Velero puts first in pods whose volumes it restores (its image's
+# /velero-restore-helper), for the node agent's interop tests.
+if [ ! -x "$out/bin/velero-restore-helper" ]; then
+  echo "velero-build: building velero-restore-helper $VELERO_VERSION" >&2
+  (cd "$out/src" && GOFLAGS=-mod=mod go build -trimpath -o "$out/bin/velero-restore-helper" \
+    github.com/vmware-tanzu/velero/cmd/velero-restore-helper) >>"$log" 2>&1 ||
+    { echo "velero-build: FAILED (log: $log)" >&2; tail -20 "$log" >&2; exit 1; }
 fi
 if [ ! -x "$out/bin/velero-plugin-for-aws" ]; then
   echo "velero-build: building velero-plugin-for-aws $AWS_PLUGIN_VERSION" >&2

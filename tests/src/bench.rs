@@ -1,6 +1,7 @@
 //! What the benchmarks share: a tool's S3 location, and timing a Backup or Restore from its
 //! creation to its final phase, on Velero's CRDs (either tool's server runs it).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
@@ -95,4 +96,41 @@ pub async fn tool<S>(
     let server = start(&tool_ns.name).await;
     wait_available(client, &tool_ns.name).await;
     (tool_ns, server)
+}
+
+fn fill(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = vec![0u8; n];
+    for chunk in out.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    out
+}
+
+/// The benchmarks' trees: `large`, 1 GiB in 4 files of random bytes; `small`, 100,000 files of
+/// 4 KiB in 100 directories (both times `scale`).
+pub fn make_tree(kind: &str, root: &Path, scale: f64) {
+    std::fs::create_dir_all(root).unwrap();
+    match kind {
+        "large" => {
+            for i in 0..4u64 {
+                let bytes = ((256 << 20) as f64 * scale) as usize;
+                std::fs::write(root.join(format!("disk-{i}.img")), fill(i + 7, bytes)).unwrap();
+            }
+        }
+        "small" => {
+            let files = (100_000.0 * scale) as usize;
+            for i in 0..files {
+                let dir = root.join(format!("d{:03}", i / 1000));
+                if i % 1000 == 0 {
+                    std::fs::create_dir_all(&dir).unwrap();
+                }
+                std::fs::write(dir.join(format!("f{i:06}")), fill(i as u64 + 1, 4096)).unwrap();
+            }
+        }
+        other => panic!("no tree {other:?}: large or small"),
+    }
 }

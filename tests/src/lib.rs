@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod fixtures;
 pub mod kopia;
+pub mod node_agent;
 pub mod proxy;
 pub mod velero;
 
@@ -142,6 +143,28 @@ impl Cluster {
         }
     }
 
+    /// An image of `binaries` (each at `/<its name>`, the first its entrypoint), made by
+    /// scripts/image.sh and imported into the real node as `tag`.
+    pub fn import_binaries(&self, binaries: &[&std::path::Path], tag: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let tarball = dir.path().join("image.tar");
+        let mut command = std::process::Command::new("bash");
+        command
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/image.sh"))
+            .arg(&tarball)
+            .args(["--tag", tag]);
+        for binary in binaries {
+            command.arg("--binary").arg(binary);
+        }
+        let output = command.output().expect("run scripts/image.sh");
+        assert!(
+            output.status.success(),
+            "scripts/image.sh {binaries:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        self.import_image(&tarball);
+    }
+
     /// Imports an image tarball (docker-archive) into the real node's containerd, the only way
     /// an image reaches it: there is no registry.
     pub fn import_image(&self, tarball: &std::path::Path) {
@@ -254,6 +277,24 @@ impl Cluster {
             .trim_start_matches("http://")
             .parse()
             .expect("ARK_S3_ENDPOINT is http://<ip>:<port>")
+    }
+
+    /// What the test ground adds to an installed Deployment or DaemonSet (`container` its
+    /// container), and nothing else: its place (the real node) and its way to the API server. The
+    /// local API server listens on 127.0.0.1 only, which it cannot publish as the `kubernetes`
+    /// Service's endpoint, and there is no kube-proxy: the pod takes the host's network and is
+    /// told the API server's address, as in-cluster clients read it.
+    pub fn test_ground_patch(&self, container: &str) -> serde_json::Value {
+        let api_server = self.api_server_address();
+        serde_json::json!({ "spec": { "template": { "spec": {
+            "hostNetwork": true,
+            "nodeSelector": { "ark.test/real-node": "true" },
+            "tolerations": [{ "key": "ark.test/real-node", "operator": "Exists", "effect": "NoSchedule" }],
+            "containers": [{ "name": container, "env": [
+                { "name": "KUBERNETES_SERVICE_HOST", "value": api_server.ip().to_string() },
+                { "name": "KUBERNETES_SERVICE_PORT", "value": api_server.port().to_string() },
+            ] }],
+        } } } })
     }
 
     /// The API server's address, from the kubeconfig.

@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::discovery::Scope;
 
 use crate::Cluster;
 
@@ -77,6 +78,215 @@ fn without_colours(text: &str) -> String {
     out
 }
 
+/// Velero's image as the stand-in Deployment names it, so the one Velero's server puts in the
+/// `restore-wait` init container of pods whose volumes it restores, and the one its node agent runs.
+pub const IMAGE: &str = "velero/velero:v1.18.3";
+
+/// Velero's image, made by `scripts/image.sh` from the local build (`/velero` and
+/// `/velero-restore-helper`, as in Velero's own image) and imported into the real node of
+/// `cluster` as [`IMAGE`], once per test process.
+pub fn import_image(cluster: &Cluster) {
+    static IMPORTED: std::sync::Once = std::sync::Once::new();
+    IMPORTED.call_once(|| {
+        let bin = bin_dir();
+        let helper = bin.join("velero-restore-helper");
+        assert!(
+            helper.is_file(),
+            "{} is not built: run `bash scripts/velero-build.sh`",
+            helper.display()
+        );
+        cluster.import_binaries(&[&bin.join("velero"), &helper], IMAGE);
+    });
+}
+
+/// Velero's node agent in namespace `ns` of the cluster with the real node: the DaemonSet,
+/// ServiceAccount and binding `velero install --use-node-agent` makes, from Velero's image, with
+/// the test ground's patch (the real node, its kubelet's directory, the way to the API server). The
+/// pods the agent makes to read and write volumes inherit its environment but not its host
+/// network, the only way here to the API server and S3: a mutating admission policy gives them
+/// that, for this namespace only. All of it goes when dropped.
+pub struct NodeAgent {
+    _cleanup: Vec<Box<dyn std::any::Any>>,
+}
+
+impl NodeAgent {
+    pub async fn install(cluster: &Cluster, ns: &str) -> NodeAgent {
+        use k8s_openapi::api::admissionregistration::v1beta1::{
+            MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding,
+        };
+        use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+
+        import_image(cluster);
+        let client = cluster.client().await;
+        let pods_dir = cluster.real_node_pods.clone().expect("the real node");
+        let kubelet_dir = pods_dir.parent().unwrap();
+        // Velero mounts the kubelet's plugin directory too, which this node has no use for.
+        std::fs::create_dir_all(kubelet_dir.join("plugins")).unwrap();
+        let output = velero(
+            cluster,
+            ns,
+            &[
+                "install",
+                "--use-node-agent",
+                "--no-default-backup-location",
+                "--use-volume-snapshots=false",
+                "--no-secret",
+                "--image",
+                IMAGE,
+                "--kubelet-root-dir",
+                kubelet_dir.to_str().unwrap(),
+                "--dry-run",
+                "-o",
+                "json",
+            ],
+        );
+        assert!(
+            output.status.success(),
+            "velero install --dry-run: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let list: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let item = |kind: &str| {
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["kind"] == kind)
+                .unwrap_or_else(|| panic!("velero install makes no {kind}"))
+                .clone()
+        };
+        let binding_name = format!("velero-{ns}");
+        let policy_name = format!("ark-test-host-network-{ns}");
+        let cleanup: Vec<Box<dyn std::any::Any>> = vec![
+            Box::new(cluster.delete_on_drop::<ClusterRoleBinding>(&binding_name)),
+            Box::new(cluster.delete_on_drop::<MutatingAdmissionPolicyBinding>(&policy_name)),
+            Box::new(cluster.delete_on_drop::<MutatingAdmissionPolicy>(&policy_name)),
+        ];
+        let mut binding = item("ClusterRoleBinding");
+        binding["metadata"]["name"] = serde_json::json!(binding_name);
+        let policy = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1beta1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": { "name": policy_name },
+            "spec": {
+                "matchConstraints": { "resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["pods"],
+                }] },
+                "failurePolicy": "Fail",
+                "reinvocationPolicy": "Never",
+                "mutations": [{
+                    "patchType": "ApplyConfiguration",
+                    "applyConfiguration": { "expression": "Object{spec: Object.spec{hostNetwork: true}}" },
+                }],
+            },
+        });
+        let policy_binding = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1beta1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": { "name": policy_name },
+            "spec": {
+                "policyName": policy_name,
+                "matchResources": { "namespaceSelector": {
+                    "matchLabels": { "kubernetes.io/metadata.name": ns },
+                } },
+            },
+        });
+        for object in [
+            policy,
+            policy_binding,
+            item("ServiceAccount"),
+            binding,
+            item("DaemonSet"),
+        ] {
+            apply(&client, ns, object).await;
+        }
+        let daemon_sets = Api::<DaemonSet>::namespaced(client, ns);
+        daemon_sets
+            .patch(
+                "node-agent",
+                &PatchParams::default(),
+                &Patch::Strategic(cluster.test_ground_patch("node-agent")),
+            )
+            .await
+            .unwrap();
+        crate::wait_for(
+            daemon_sets,
+            "node-agent",
+            |ds: Option<&DaemonSet>| {
+                ds.and_then(|d| d.status.as_ref())
+                    .is_some_and(|s| s.number_ready >= 1)
+            },
+            std::time::Duration::from_secs(120),
+        )
+        .await
+        .expect("Velero's node agent running on the real node");
+        NodeAgent { _cleanup: cleanup }
+    }
+}
+
+/// Velero's server and node agent in a namespace of their own, over an S3 location `default` at
+/// `prefix` made with Velero's CLI.
+pub struct VeleroWithAgent {
+    pub server: VeleroServer,
+    pub ns: crate::TestNamespace,
+    agent: NodeAgent,
+}
+
+impl VeleroWithAgent {
+    pub async fn start(cluster: &Cluster, prefix: &str) -> VeleroWithAgent {
+        let client = cluster.client().await;
+        let ns = cluster.namespace("velero").await;
+        let (flags, _) =
+            crate::fixtures::s3_location(cluster, &client, &ns.name, Some(prefix), None).await;
+        let mut create = vec!["backup-location", "create", "default", "--default"];
+        create.extend(flags.iter().map(String::as_str));
+        velero_ok(cluster, &ns.name, &create);
+        let server = VeleroServer::start(cluster, &ns.name).await;
+        let agent = NodeAgent::install(cluster, &ns.name).await;
+        VeleroWithAgent { server, ns, agent }
+    }
+
+    /// Stops the server and removes the agent, waiting until its pods are gone: they take ports
+    /// of the host's network that another install needs.
+    pub async fn stop(self, cluster: &Cluster) {
+        let VeleroWithAgent { server, ns, agent } = self;
+        drop(server);
+        let client = cluster.client().await;
+        release_restores(&client, &ns.name).await;
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+        let namespace = namespaces.get(&ns.name).await.unwrap();
+        namespaces
+            .delete(&ns.name, &Default::default())
+            .await
+            .unwrap();
+        crate::wait_deleted(namespaces, &namespace, std::time::Duration::from_secs(120)).await;
+        drop(agent);
+    }
+}
+
+/// Server-side applies `object` (any kind the API server serves; namespaced ones into `ns`).
+async fn apply(client: &kube::Client, ns: &str, object: serde_json::Value) {
+    let object: DynamicObject = serde_json::from_value(object).expect("an object");
+    let gvk = GroupVersionKind::try_from(object.types.as_ref().expect("apiVersion and kind"))
+        .expect("a group, version and kind");
+    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("the API server serves no {gvk:?}: {e}"));
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Namespaced => Api::namespaced_with(client.clone(), ns, &resource),
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let name = object.metadata.name.clone().expect("a name");
+    api.patch(
+        &name,
+        &PatchParams::apply("ark-tests").force(),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("apply {} {name}: {e}", gvk.kind));
+}
+
 /// A free TCP port on 127.0.0.1 (Velero's server listens on two).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -121,7 +331,7 @@ impl VeleroServer {
                     "metadata": { "labels": { "deploy": "velero" } },
                     "spec": {
                         "nodeSelector": { "type": "kwok" },
-                        "containers": [{ "name": "velero", "image": "velero/velero:v1.18.3" }],
+                        "containers": [{ "name": "velero", "image": IMAGE }],
                     },
                 },
             },

@@ -9,207 +9,15 @@ use std::time::Duration;
 
 use ark_api::{BackupRepository, PodVolumeBackup, PodVolumePhase};
 use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
-use ark_tests::{BUSYBOX, Cluster, wait_for};
+use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use common::node_agent::{
+    ONE_INSTALL_AT_A_TIME, WAIT, backup_ended, big_pod, install, install_through, is_ready,
+    kubectl, request_ended, writer_pod,
+};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
-
-const WAIT: Duration = Duration::from_secs(120);
-
-/// Installed servers and agents take the host's network (the test ground's): one install at a
-/// time, or their ports collide.
-static ONE_INSTALL_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// `kubectl ARGS` against the cluster, insisting that it succeeds: its output.
-fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
-    let mut command = std::process::Command::new("kubectl");
-    command.args(args).env("KUBECONFIG", &cluster.kubeconfig);
-    let output = ark_tests::output_within(&mut command, WAIT);
-    assert!(
-        output.status.success(),
-        "kubectl {args:?}: {}",
-        common::text(&output.stderr)
-    );
-    common::text(&output.stdout)
-}
-
-/// ark installed in a namespace of its own with its node agent, both from this build's image, on
-/// the real node, over an S3 location at a fresh prefix.
-struct Installed {
-    ns: String,
-    prefix: String,
-    _cleanup: Vec<Box<dyn std::any::Any>>,
-}
-
-async fn install(cluster: &Cluster) -> Installed {
-    install_through(cluster, None).await
-}
-
-/// [`install`], the agent reaching the API server at `api_server` when given (the proxy of a fault
-/// test).
-async fn install_through(cluster: &Cluster, api_server: Option<std::net::SocketAddr>) -> Installed {
-    let client = cluster.client().await;
-    let image = common::ark_image(cluster);
-    let ns = ark_tests::unique_name("ark-agent");
-    let mut cleanup: Vec<Box<dyn std::any::Any>> =
-        vec![Box::new(cluster.delete_on_drop::<Namespace>(&ns))];
-    for role in ["server", "viewer", "operator", "node-agent"] {
-        let name = format!("ark:{ns}:{role}");
-        cleanup.push(Box::new(cluster.delete_on_drop::<ClusterRole>(&name)));
-        cleanup.push(Box::new(
-            cluster.delete_on_drop::<ClusterRoleBinding>(&name),
-        ));
-    }
-    let prefix = ark_tests::unique_name("agent");
-    let location = cluster.s3_location(&prefix);
-    let dir = tempfile::tempdir().unwrap();
-    let secret_file = dir.path().join("credentials");
-    std::fs::write(&secret_file, location.credentials.as_deref().unwrap()).unwrap();
-    let config = format!(
-        "region=us-east-1,s3ForcePathStyle=true,s3Url={}",
-        cluster.s3_endpoint
-    );
-    let pods_dir = cluster.real_node_pods.as_ref().expect("the real node");
-    let install = |more: &[&str]| {
-        let mut args = vec![
-            "install",
-            "--provider",
-            "aws",
-            "--bucket",
-            &location.bucket,
-            "--prefix",
-            &prefix,
-            "--secret-file",
-            secret_file.to_str().unwrap(),
-            "--backup-location-config",
-            &config,
-            "--image",
-            image,
-            "--use-node-agent",
-            "--kubelet-pods-dir",
-            pods_dir.to_str().unwrap(),
-        ];
-        args.extend(more);
-        ark_ok(cluster, &ns, &args)
-    };
-    install(&[]);
-    Api::<Deployment>::namespaced(client.clone(), &ns)
-        .patch(
-            "ark",
-            &PatchParams::default(),
-            &Patch::Strategic(common::test_ground_patch(cluster, "ark")),
-        )
-        .await
-        .unwrap();
-    let mut agent_patch = common::test_ground_patch(cluster, "node-agent");
-    if let Some(api_server) = api_server {
-        agent_patch["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"] =
-            serde_json::json!(api_server.port().to_string());
-    }
-    Api::<DaemonSet>::namespaced(client.clone(), &ns)
-        .patch(
-            "node-agent",
-            &PatchParams::default(),
-            &Patch::Strategic(agent_patch),
-        )
-        .await
-        .unwrap();
-    let waited = install(&["--wait", "--timeout", "2m"]);
-    assert!(
-        waited.ends_with(&format!("ark is running in namespace {ns}\n")),
-        "{waited}"
-    );
-    Installed {
-        ns,
-        prefix,
-        _cleanup: cleanup,
-    }
-}
-
-/// A pod on the real node writing a small tree into its volume `data` (named in Velero's
-/// annotation) unless the tree is there already (restored), ready once it is; `scratch` is not
-/// named, so not backed up.
-fn writer_pod(cluster: &Cluster) -> Pod {
-    let script = "test -f /data/.done || { mkdir -p /data/dir/nested && echo hello > /data/hello.txt \
-        && head -c 3000000 /dev/urandom > /data/dir/random.bin && : > /data/empty \
-        && ln -s hello.txt /data/link && chmod 640 /data/hello.txt \
-        && echo scratch > /scratch/s && touch /data/.done; } && exec sleep 3600";
-    cluster.on_real_node(serde_json::json!({
-        "metadata": {
-            "name": "writer",
-            "annotations": { "backup.velero.io/backup-volumes": "data" },
-        },
-        "spec": {
-            "containers": [{
-                "name": "writer", "image": BUSYBOX, "command": ["sh", "-c", script],
-                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
-                "volumeMounts": [
-                    { "name": "data", "mountPath": "/data" },
-                    { "name": "scratch", "mountPath": "/scratch" },
-                ],
-            }],
-            "volumes": [
-                { "name": "data", "emptyDir": {} },
-                { "name": "scratch", "emptyDir": {} },
-            ],
-        },
-    }))
-}
-
-/// A pod on the real node whose volume `data` (named for backup) holds 200 MB of random bytes:
-/// seconds to upload on this machine, long enough for a fault to fall in the middle.
-fn big_pod(cluster: &Cluster) -> Pod {
-    cluster.on_real_node(serde_json::json!({
-        "metadata": {
-            "name": "big",
-            "labels": { "app": "big" },
-            "annotations": { "backup.velero.io/backup-volumes": "data" },
-        },
-        "spec": {
-            "containers": [{
-                "name": "big", "image": BUSYBOX,
-                "command": ["sh", "-c", "head -c 200000000 /dev/urandom > /data/big.bin && touch /data/.done && exec sleep 3600"],
-                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
-                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
-            }],
-            "volumes": [{ "name": "data", "emptyDir": {} }],
-        },
-    }))
-}
-
-/// A PodVolumeBackup has ended (Completed, Failed or Canceled).
-fn request_ended() -> impl kube::runtime::wait::Condition<PodVolumeBackup> {
-    |pvb: Option<&PodVolumeBackup>| {
-        pvb.and_then(|p| p.status.as_ref())
-            .and_then(|s| s.phase)
-            .is_some_and(PodVolumePhase::is_final)
-    }
-}
-
-/// A backup has ended, whatever its phase.
-fn backup_ended() -> impl kube::runtime::wait::Condition<ark_api::Backup> {
-    |b: Option<&ark_api::Backup>| {
-        b.and_then(|b| b.status.as_ref())
-            .and_then(|s| s.phase)
-            .is_some_and(|p| {
-                !matches!(
-                    p,
-                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
-                )
-            })
-    }
-}
-
-fn is_ready() -> impl kube::runtime::wait::Condition<Pod> {
-    |pod: Option<&Pod>| {
-        pod.and_then(|p| p.status.as_ref())
-            .and_then(|s| s.container_statuses.as_ref())
-            .is_some_and(|c| c.iter().all(|c| c.ready))
-    }
-}
+use kube::api::{ListParams, PostParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_starts() {
@@ -965,7 +773,7 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let api = ark_tests::proxy::PausableProxy::start(cluster.api_server_address()).await;
-    let installed = install_through(&cluster, Some(api.address)).await;
+    let installed = install_through(&cluster, api.address).await;
     let ns = &installed.ns;
     let app = cluster.namespace("api-gone").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);

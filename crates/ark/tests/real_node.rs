@@ -469,7 +469,7 @@ async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_repla
         .patch(
             "ark",
             &PatchParams::default(),
-            &Patch::Strategic(common::test_ground_patch(&cluster, "ark")),
+            &Patch::Strategic(cluster.test_ground_patch("ark")),
         )
         .await
         .unwrap();

@@ -21,6 +21,7 @@ use std::process::Command;
 use ark_kopia::Repository;
 use ark_kopia::repository::SnapshotOptions;
 use ark_kopia::snapshot::{RestoreCounts, SourceInfo};
+use ark_tests::bench::make_tree;
 use ark_tests::kopia::{Kopia, repository_store};
 use ark_tests::{Cluster, unique_name};
 
@@ -63,41 +64,6 @@ fn measured(command: Command) -> Cost {
         wall: f[0],
         cpu: f[1] + f[2],
         rss_mib: f[3] / 1024.0,
-    }
-}
-
-fn fill(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = vec![0u8; n];
-    for chunk in out.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-    }
-    out
-}
-
-fn make_tree(kind: &str, root: &Path, scale: f64) {
-    std::fs::create_dir_all(root).unwrap();
-    match kind {
-        "large" => {
-            for i in 0..4u64 {
-                let bytes = ((256 << 20) as f64 * scale) as usize;
-                std::fs::write(root.join(format!("disk-{i}.img")), fill(i + 7, bytes)).unwrap();
-            }
-        }
-        "small" => {
-            let files = (100_000.0 * scale) as usize;
-            for i in 0..files {
-                let dir = root.join(format!("d{:03}", i / 1000));
-                if i % 1000 == 0 {
-                    std::fs::create_dir_all(&dir).unwrap();
-                }
-                std::fs::write(dir.join(format!("f{i:06}")), fill(i as u64 + 1, 4096)).unwrap();
-            }
-        }
-        other => panic!("no tree {other:?}: large or small"),
     }
 }
 

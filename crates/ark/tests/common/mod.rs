@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod node_agent;
 pub mod setup;
 
 use std::process::{Command, Output};
@@ -81,42 +82,10 @@ pub fn file_location(cluster: &Cluster, ns: &str) -> tempfile::TempDir {
 pub fn ark_image(cluster: &Cluster) -> &'static str {
     static IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     IMAGE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let tarball = dir.path().join("ark.tar");
         let tag = format!("ark.local/ark:test-{}", std::process::id());
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/image.sh");
-        let output = Command::new("bash")
-            .arg(script)
-            .arg(&tarball)
-            .args(["--binary", ARK, "--tag", &tag])
-            .output()
-            .expect("run scripts/image.sh");
-        assert!(
-            output.status.success(),
-            "scripts/image.sh: {}",
-            text(&output.stderr)
-        );
-        cluster.import_image(&tarball);
+        cluster.import_binaries(&[std::path::Path::new(ARK)], &tag);
         tag
     })
-}
-
-/// What the test ground adds to an installed Deployment or DaemonSet (`container` its container),
-/// and nothing else: its place (the real node) and its way to the API server. The local API server
-/// listens on 127.0.0.1 only, which it cannot publish as the `kubernetes` Service's endpoint, and
-/// there is no kube-proxy: the pod takes the host's network and is told the API server's address,
-/// as in-cluster clients read it.
-pub fn test_ground_patch(cluster: &Cluster, container: &str) -> serde_json::Value {
-    let api_server = cluster.api_server_address();
-    serde_json::json!({ "spec": { "template": { "spec": {
-        "hostNetwork": true,
-        "nodeSelector": { "ark.test/real-node": "true" },
-        "tolerations": [{ "key": "ark.test/real-node", "operator": "Exists", "effect": "NoSchedule" }],
-        "containers": [{ "name": container, "env": [
-            { "name": "KUBERNETES_SERVICE_HOST", "value": api_server.ip().to_string() },
-            { "name": "KUBERNETES_SERVICE_PORT", "value": api_server.port().to_string() },
-        ] }],
-    } } } })
 }
 
 /// The pid of the ark process running `command` (`server`, `node-agent`) for namespace `ns` in a

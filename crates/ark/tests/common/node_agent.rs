@@ -1,0 +1,137 @@
+//! ark installed with its node agent on the real node from this build, and the pods and waits of
+//! the tests of pod volumes (`pod_volumes.rs`, `velero_pod_volumes.rs`).
+
+use std::time::Duration;
+
+use ark_api::PodVolumeBackup;
+use ark_api::PodVolumePhase;
+pub use ark_tests::node_agent::Installed;
+use ark_tests::{BUSYBOX, Cluster};
+use k8s_openapi::api::core::v1::Pod;
+
+pub const WAIT: Duration = Duration::from_secs(120);
+
+/// Installed servers and agents take the host's network (the test ground's): one install at a
+/// time, or their ports collide.
+pub static ONE_INSTALL_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// `kubectl ARGS` against the cluster, insisting that it succeeds: its output.
+pub fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
+    let mut command = std::process::Command::new("kubectl");
+    command.args(args).env("KUBECONFIG", &cluster.kubeconfig);
+    let output = ark_tests::output_within(&mut command, WAIT);
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        super::text(&output.stderr)
+    );
+    super::text(&output.stdout)
+}
+
+/// ark installed with its node agent from this build's image, over an S3 location at a fresh
+/// prefix.
+pub async fn install(cluster: &Cluster) -> Installed {
+    install_at(cluster, &ark_tests::unique_name("agent")).await
+}
+
+/// [`install`], the agent reaching the API server at `api_server` (the proxy of a fault test).
+pub async fn install_through(cluster: &Cluster, api_server: std::net::SocketAddr) -> Installed {
+    let prefix = ark_tests::unique_name("agent");
+    let ark = std::path::Path::new(super::ARK);
+    Installed::install(
+        cluster,
+        ark,
+        super::ark_image(cluster),
+        &prefix,
+        Some(api_server),
+    )
+    .await
+}
+
+/// [`install`], over the location at `prefix` (one another tool wrote).
+pub async fn install_at(cluster: &Cluster, prefix: &str) -> Installed {
+    let ark = std::path::Path::new(super::ARK);
+    Installed::install(cluster, ark, super::ark_image(cluster), prefix, None).await
+}
+
+/// A pod on the real node writing a small tree into its volume `data` (named in Velero's
+/// annotation) unless the tree is there already (restored), ready once it is; `scratch` is not
+/// named, so not backed up.
+pub fn writer_pod(cluster: &Cluster) -> Pod {
+    let script = "test -f /data/.done || { mkdir -p /data/dir/nested && echo hello > /data/hello.txt \
+        && head -c 3000000 /dev/urandom > /data/dir/random.bin && : > /data/empty \
+        && ln -s hello.txt /data/link && chmod 640 /data/hello.txt \
+        && echo scratch > /scratch/s && touch /data/.done; } && exec sleep 3600";
+    cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "writer",
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "containers": [{
+                "name": "writer", "image": BUSYBOX, "command": ["sh", "-c", script],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [
+                    { "name": "data", "mountPath": "/data" },
+                    { "name": "scratch", "mountPath": "/scratch" },
+                ],
+            }],
+            "volumes": [
+                { "name": "data", "emptyDir": {} },
+                { "name": "scratch", "emptyDir": {} },
+            ],
+        },
+    }))
+}
+
+/// A pod on the real node whose volume `data` (named for backup) holds 200 MB of random bytes:
+/// seconds to upload on this machine, long enough for a fault to fall in the middle.
+pub fn big_pod(cluster: &Cluster) -> Pod {
+    cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "big",
+            "labels": { "app": "big" },
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "containers": [{
+                "name": "big", "image": BUSYBOX,
+                "command": ["sh", "-c", "head -c 200000000 /dev/urandom > /data/big.bin && touch /data/.done && exec sleep 3600"],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
+        },
+    }))
+}
+
+/// A PodVolumeBackup has ended (Completed, Failed or Canceled).
+pub fn request_ended() -> impl kube::runtime::wait::Condition<PodVolumeBackup> {
+    |pvb: Option<&PodVolumeBackup>| {
+        pvb.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(PodVolumePhase::is_final)
+    }
+}
+
+/// A backup has ended, whatever its phase.
+pub fn backup_ended() -> impl kube::runtime::wait::Condition<ark_api::Backup> {
+    |b: Option<&ark_api::Backup>| {
+        b.and_then(|b| b.status.as_ref())
+            .and_then(|s| s.phase)
+            .is_some_and(|p| {
+                !matches!(
+                    p,
+                    ark_api::BackupPhase::New | ark_api::BackupPhase::InProgress
+                )
+            })
+    }
+}
+
+pub fn is_ready() -> impl kube::runtime::wait::Condition<Pod> {
+    |pod: Option<&Pod>| {
+        pod.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| c.iter().all(|c| c.ready))
+    }
+}
