@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod fixtures;
 pub mod kopia;
+pub mod netns;
 pub mod node_agent;
 pub mod proxy;
 pub mod velero;

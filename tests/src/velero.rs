@@ -220,9 +220,59 @@ impl NodeAgent {
             std::time::Duration::from_secs(120),
         )
         .await
-        .expect("Velero's node agent running on the real node");
+        .unwrap_or_else(|e| {
+            panic!(
+                "Velero's node agent is not running on the real node: {e:#}\n{}",
+                diagnostics(cluster, ns)
+            )
+        });
         NodeAgent { _cleanup: cleanup }
     }
+}
+
+/// What a failing test needs to see of Velero's pods in `ns` (the agent and the pods it makes
+/// per request): their states and logs.
+pub fn diagnostics(cluster: &Cluster, ns: &str) -> String {
+    let kubectl = |args: &[&str]| {
+        let mut command = Command::new("kubectl");
+        command
+            .args(args)
+            .args(["-n", ns])
+            .env("KUBECONFIG", &cluster.kubeconfig);
+        let output = crate::output_within(&mut command, crate::COMMAND_LIMIT);
+        format!(
+            "--- kubectl {} ---\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    };
+    let mut out = kubectl(&[
+        "get",
+        "pods,podvolumebackups,podvolumerestores",
+        "-o",
+        "wide",
+    ]);
+    out += &kubectl(&["describe", "pods"]);
+    out += &kubectl(&[
+        "logs",
+        "--all-containers",
+        "--prefix",
+        "--tail",
+        "200",
+        "-l",
+        "name=node-agent",
+    ]);
+    out += &kubectl(&[
+        "logs",
+        "--all-containers",
+        "--prefix",
+        "--tail",
+        "200",
+        "-l",
+        "velero.io/exposer-pod-group",
+    ]);
+    out
 }
 
 /// Velero's server and node agent in a namespace of their own, over an S3 location `default` at
@@ -242,7 +292,7 @@ impl VeleroWithAgent {
         let mut create = vec!["backup-location", "create", "default", "--default"];
         create.extend(flags.iter().map(String::as_str));
         velero_ok(cluster, &ns.name, &create);
-        let server = VeleroServer::start(cluster, &ns.name).await;
+        let server = VeleroServer::start_beside_node_agent(cluster, &ns.name).await;
         let agent = NodeAgent::install(cluster, &ns.name).await;
         VeleroWithAgent { server, ns, agent }
     }
@@ -308,6 +358,7 @@ pub struct VeleroServer {
     log: PathBuf,
     _dir: tempfile::TempDir,
     _turn: std::fs::File,
+    _network: Option<crate::netns::IsolatedNetwork>,
 }
 
 impl VeleroServer {
@@ -317,6 +368,26 @@ impl VeleroServer {
 
     /// The same, with the Velero build in `bin` (`velero` and `velero-plugin-for-aws`).
     pub async fn start_from(bin: &std::path::Path, cluster: &Cluster, ns: &str) -> VeleroServer {
+        Self::spawn(bin, cluster, ns, None).await
+    }
+
+    /// The same, in a network namespace of its own that reaches the API server and S3: beside
+    /// Velero's node agent on the host's network, which binds `:8080` too. Only then, as the
+    /// forwarders add a hop to each of the server's requests, which the benchmarks time.
+    pub async fn start_beside_node_agent(cluster: &Cluster, ns: &str) -> VeleroServer {
+        let network = crate::netns::IsolatedNetwork::new(&[
+            cluster.api_server_address(),
+            cluster.s3_address(),
+        ]);
+        Self::spawn(&bin_dir(), cluster, ns, Some(network)).await
+    }
+
+    async fn spawn(
+        bin: &std::path::Path,
+        cluster: &Cluster,
+        ns: &str,
+        network: Option<crate::netns::IsolatedNetwork>,
+    ) -> VeleroServer {
         let turn = std::fs::File::create(std::env::temp_dir().join("ark-tests-velero-server.lock"))
             .expect("the Velero server lock file");
         // Blocks this test's own runtime thread only: every test has a runtime of its own.
@@ -356,30 +427,35 @@ impl VeleroServer {
         .unwrap();
         let log = dir.path().join("velero-server.log");
         let log_file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(bin.join("velero"))
-            .args(["server", "-n", ns, "--plugin-dir"])
-            .arg(&plugins)
-            .args(["--metrics-address", &format!("127.0.0.1:{}", free_port())])
-            .args(["--profiler-address", &format!("127.0.0.1:{}", free_port())])
-            .args([
-                "--backup-sync-period",
-                "2s",
-                "--store-validation-frequency",
-                "2s",
-            ])
-            .args(["--log-level", "info"])
-            .env("KUBECONFIG", &cluster.kubeconfig)
-            .env("HOME", dir.path())
-            // Velero's server logs to stdout.
-            .stdout(log_file.try_clone().unwrap())
-            .stderr(log_file)
-            .spawn()
-            .expect("start velero server");
+        let velero = bin.join("velero");
+        let child = match &network {
+            Some(network) => network.command(&velero),
+            None => Command::new(&velero),
+        }
+        .args(["server", "-n", ns, "--plugin-dir"])
+        .arg(&plugins)
+        .args(["--metrics-address", &format!("127.0.0.1:{}", free_port())])
+        .args(["--profiler-address", &format!("127.0.0.1:{}", free_port())])
+        .args([
+            "--backup-sync-period",
+            "2s",
+            "--store-validation-frequency",
+            "2s",
+        ])
+        .args(["--log-level", "info"])
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .env("HOME", dir.path())
+        // Velero's server logs to stdout.
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file)
+        .spawn()
+        .expect("start velero server");
         VeleroServer {
             child,
             log,
             _dir: dir,
             _turn: turn,
+            _network: network,
         }
     }
 
