@@ -376,9 +376,20 @@ impl<'c> Uploader<'c> {
                 .collect::<Result<_, _>>()
                 .map_err(|e| Error::io(path, e))?;
             names.sort();
+            // Each entry is looked at as it is listed, as kopia lists a directory: one gone
+            // between the two is left out, but one gone later, before it is read, is an error, not a
+            // snapshot that lacks it.
+            let mut children = Vec::with_capacity(names.len());
+            for child in names {
+                match std::fs::symlink_metadata(&child) {
+                    Ok(md) => children.push((child, md)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&child, e)),
+                }
+            }
             // Owned paths: a stream of borrowed ones would make the future not `Send`.
-            let entries: Vec<Option<DirEntry>> = futures::stream::iter(names)
-                .map(|child| async move { self.child(&child, parent).await })
+            let entries: Vec<Option<DirEntry>> = futures::stream::iter(children)
+                .map(|(child, md)| async move { self.child(&child, md, parent).await })
                 .buffered(FILES_AT_ONCE)
                 .try_collect()
                 .await?;
@@ -391,21 +402,16 @@ impl<'c> Uploader<'c> {
         .boxed()
     }
 
-    /// One entry of a directory being uploaded; `None` for what is not kept (gone since the
-    /// listing, or of a type Velero's policy ignores).
+    /// One entry of a directory being uploaded, `md` its metadata as listed; `None` for what is
+    /// not kept (of a type Velero's policy ignores).
     async fn child(
         &self,
         child: &Path,
+        md: std::fs::Metadata,
         parent: Option<&[DirEntry]>,
     ) -> Result<Option<DirEntry>, Error> {
         let name = name_of(child);
         let previous = parent.and_then(|p| p.iter().find(|e| e.name == name));
-        let md = match std::fs::symlink_metadata(child) {
-            Ok(md) => md,
-            // Gone since the listing: as kopia does, the entry is left out.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(child, e)),
-        };
         let ft = md.file_type();
         if ft.is_dir() {
             let previous = match previous {
@@ -438,17 +444,10 @@ impl<'c> Uploader<'c> {
                     .fetch_add(md.size(), Ordering::Relaxed);
                 return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
             }
-            match self.file(child, md.size()).await {
-                Ok((id, size)) => {
-                    let mut entry = entry_of(name, EntryType::File, &md, id);
-                    entry.size = size as i64;
-                    Ok(Some(entry))
-                }
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    Ok(None)
-                }
-                Err(e) => Err(e),
-            }
+            let (id, size) = self.file(child, md.size()).await?;
+            let mut entry = entry_of(name, EntryType::File, &md, id);
+            entry.size = size as i64;
+            Ok(Some(entry))
         } else {
             // Sockets, pipes and devices: Velero's policy ignores unknown types.
             self.counts.ignored.fetch_add(1, Ordering::Relaxed);

@@ -889,3 +889,261 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         Some(ark_api::BackupPhase::Completed)
     );
 }
+
+/// The keys of the repository of namespace `app` at `prefix`, with their sizes and entity tags.
+async fn blobs_of(
+    cluster: &Cluster,
+    prefix: &str,
+    app: &str,
+) -> std::collections::BTreeMap<String, (u64, Option<String>)> {
+    use futures::TryStreamExt as _;
+    let (store, _) = ark_tests::kopia::repository_store(cluster, prefix);
+    let root = ark_storage::Path::from(format!("{prefix}/kopia/{app}"));
+    let listed: Vec<_> = store.list(Some(&root)).try_collect().await.unwrap();
+    listed
+        .into_iter()
+        .map(|meta| (meta.location.to_string(), (meta.size, meta.e_tag)))
+        .collect()
+}
+
+/// A volume's repository made by someone else with another password: the request fails naming
+/// the repository and why, and nothing in it is changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_with_another_password_fails_the_request_and_is_left_untouched() {
+    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("password").await;
+    let root = format!("{}/kopia/{}", installed.prefix, app.name);
+    Kopia::new("not-velero-s-password").create(&cluster, &root);
+    let before = blobs_of(&cluster, &installed.prefix, &app.name).await;
+    assert!(!before.is_empty());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &writer_pod(&cluster))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+
+    ark_ok(
+        &cluster,
+        ns,
+        &["backup", "create", "b1", "--include-namespaces", &app.name],
+    );
+    let backups: Api<ark_api::Backup> = Api::namespaced(client.clone(), ns);
+    let b1 = wait_for(backups, "b1", backup_ended(), WAIT).await.unwrap();
+    assert_eq!(
+        b1.status.unwrap().phase,
+        Some(ark_api::BackupPhase::PartiallyFailed)
+    );
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=b1"))
+        .await
+        .unwrap()
+        .items;
+    let status = pvbs[0].status.clone().unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+    assert_eq!(
+        status.message.unwrap(),
+        format!(
+            "the repository of namespace {:?} in location \"default\" ({root}): invalid repository password",
+            app.name
+        )
+    );
+    assert_eq!(
+        blobs_of(&cluster, &installed.prefix, &app.name).await,
+        before
+    );
+}
+
+/// A restore into a volume too small for the data (a 1 MiB tmpfs, by a resource modifier): the
+/// request fails saying so, the restore ends PartiallyFailed rather than waiting, and the pod stays
+/// in `restore-wait`, as Velero's does, rather than starting without its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
+    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("full").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &writer_pod(&cluster))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+    ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let gone = namespaces.get(&app.name).await.unwrap();
+    namespaces
+        .delete(&app.name, &Default::default())
+        .await
+        .unwrap();
+    ark_tests::wait_deleted(namespaces, &gone, WAIT).await;
+
+    let rules = "version: v1\nresourceModifierRules:\n- conditions:\n    groupResource: pods\n    \
+        resourceNameRegex: \"^writer$\"\n  patches:\n  - operation: replace\n    path: \"/spec/volumes/0\"\n    \
+        value: '{\"name\": \"data\", \"emptyDir\": {\"medium\": \"Memory\", \"sizeLimit\": \"1Mi\"}}'\n";
+    kubectl(
+        &cluster,
+        &[
+            "create",
+            "configmap",
+            "small-volume",
+            "-n",
+            ns,
+            &format!("--from-literal=rules.yaml={rules}"),
+        ],
+    );
+    let out = common::ark(
+        Some(&cluster),
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--resource-modifier-configmap",
+            "small-volume",
+            "--wait",
+            "--timeout",
+            "3m",
+            "-n",
+            ns,
+        ],
+    );
+    let said = common::text(&out.stdout);
+    assert!(said.contains("PartiallyFailed"), "{said}");
+    let pvrs = Api::<ark_api::PodVolumeRestore>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/restore-name=r1"))
+        .await
+        .unwrap()
+        .items;
+    let status = pvrs[0].status.clone().unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+    let message = status.message.unwrap();
+    assert!(message.contains("No space left on device"), "{message}");
+    let pod = pods.get("writer").await.unwrap();
+    let volume = &pod.spec.as_ref().unwrap().volumes.as_ref().unwrap()[0];
+    assert_eq!(
+        volume.empty_dir.as_ref().unwrap().medium.as_deref(),
+        Some("Memory")
+    );
+    let init = pod.status.unwrap().init_container_statuses.unwrap();
+    assert_eq!(init[0].name, "restore-wait");
+    assert!(
+        init[0].state.as_ref().unwrap().running.is_some(),
+        "the pod waits for data that never came: {init:#?}"
+    );
+}
+
+/// The pod deleted while the agent reads its volume (40 files of 5 MB): the kubelet removes the
+/// volume under the agent, whose request fails naming the file it could not read; no snapshot of
+/// a part of the volume is kept, and the repository stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
+    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("vanishing").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    let script = "for i in $(seq 1 40); do head -c 5000000 /dev/urandom > /data/f$i; done \
+        && touch /data/.done && exec sleep 3600";
+    let pod = cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "many",
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "containers": [{
+                "name": "many", "image": ark_tests::BUSYBOX, "command": ["sh", "-c", script],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
+        },
+    }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "many", is_ready(), WAIT)
+        .await
+        .unwrap();
+
+    ark_ok(
+        &cluster,
+        ns,
+        &["backup", "create", "b1", "--include-namespaces", &app.name],
+    );
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let name = loop {
+        let listed = pvbs
+            .list(&ListParams::default().labels("velero.io/backup-name=b1"))
+            .await
+            .unwrap()
+            .items;
+        if let Some(pvb) = listed
+            .iter()
+            .find(|p| p.status.as_ref().is_some_and(|s| s.path.is_some()))
+        {
+            break pvb.metadata.name.clone().unwrap();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pod volume backup found its volume: {listed:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    pods.delete("many", &kube::api::DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+
+    let pvb = wait_for(pvbs.clone(), &name, request_ended(), WAIT)
+        .await
+        .unwrap();
+    let status = pvb.status.unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+    let message = status.message.unwrap();
+    let path = status.path.unwrap();
+    // The file the agent could not read, named; before, the files gone after the listing were
+    // left out and the request Completed with a snapshot of 30 MB of the 200.
+    let source = format!("snapshot-pod-volume/kopia/{}/many/data", app.name);
+    assert!(
+        message.starts_with(&format!("snapshotting {path} as "))
+            && message.contains(&format!("{source}: {path}/f"))
+            && message.ends_with(": No such file or directory (os error 2)"),
+        "{message}"
+    );
+    let backups: Api<ark_api::Backup> = Api::namespaced(client.clone(), ns);
+    let b1 = wait_for(backups, "b1", backup_ended(), WAIT).await.unwrap();
+    assert_eq!(
+        b1.status.unwrap().phase,
+        Some(ark_api::BackupPhase::PartiallyFailed)
+    );
+    let kopia = Kopia::new("static-passw0rd");
+    kopia.connect(
+        &cluster,
+        &format!("{}/kopia/{}", installed.prefix, app.name),
+    );
+    assert_eq!(kopia.snapshots(), Vec::<serde_json::Value>::new());
+    kopia.ok(&["content", "verify", "--full"]);
+}
