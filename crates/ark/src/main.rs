@@ -20,12 +20,15 @@ async fn run() -> ExitCode {
     let matches = ark::cli::Cli::command().get_matches();
     let mut cli = ark::cli::Cli::from_arg_matches(&matches)
         .unwrap_or_else(|error| error.format(&mut ark::cli::Cli::command()).exit());
-    if matches!(cli.command, ark::cli::Command::Server(_)) {
-        // The server allocates and frees buffers of megabytes all day (list pages, items of up to
-        // 1.5 MiB, upload parts). glibc raises its mmap threshold after the first such free, and
-        // from then on keeps them in its arenas, where the process holds them long after; a fixed
-        // threshold gives them back to the system when freed, as musl (the image's C library)
-        // does.
+    if matches!(
+        cli.command,
+        ark::cli::Command::Server(_) | ark::cli::Command::NodeAgent(_)
+    ) {
+        // The server and the node agent allocate and free buffers of megabytes all day (list
+        // pages, items of up to 1.5 MiB, upload parts; a volume's chunks of up to 8 MiB and packs
+        // of 20 MiB). glibc raises its mmap threshold after the first such free, and from then on
+        // keeps them in its arenas, where the process holds them long after; a fixed threshold
+        // gives them back to the system when freed, as musl (the image's C library) does.
         // SAFETY: sets an allocator parameter; no memory is touched.
         #[cfg(target_env = "gnu")]
         unsafe {
@@ -33,8 +36,8 @@ async fn run() -> ExitCode {
         }
     } else {
         // A command whose output is piped into `head` stops quietly when the reader goes, as
-        // Unix tools do, instead of failing on the write. (The server keeps Rust's default:
-        // a peer closing a socket must not stop it.)
+        // Unix tools do, instead of failing on the write. (The server and the node agent keep
+        // Rust's default: a peer closing a socket must not stop them.)
         // SAFETY: at start-up, before any thread of ours writes; restores the default action.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
