@@ -217,7 +217,8 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
     }
     // The crash-looping container: the kubelet's reason once it waits to be restarted, or, when
     // the restore saw it in the moment it ran (on a loaded machine), the kubelet saying at exec
-    // that it is gone or has exited (containerd says either, by timing). Either way the hook
+    // that it is gone, has exited or has no task any more (containerd says any of them, by
+    // timing). Either way the hook
     // failed with a reason, and did not wait out the restore.
     let crash = described
         .lines()
@@ -230,7 +231,8 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
         crash.contains("Failed (exit code -, ")
             && ((crash.contains(&waited) && crash.contains("exited with code 1 (Error)"))
                 || crash.contains("container not found (\"crash\")")
-                || crash.contains("container is in CONTAINER_EXITED state")),
+                || crash.contains("container is in CONTAINER_EXITED state")
+                || crash.contains("failed to load task: no running task found")),
         "{crash}"
     );
 }
