@@ -13,7 +13,7 @@ use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::node_agent::{
     ONE_INSTALL_AT_A_TIME, WAIT, backup_ended, big_pod, install, install_through, is_ready,
-    kubectl, request_ended, writer_pod,
+    kubectl, lose, only_pvb, only_pvr, reading_pvb, request_ended, writer_pod,
 };
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
@@ -819,25 +819,7 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         ],
     );
     let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let name = loop {
-        let listed = pvbs
-            .list(&ListParams::default().labels("velero.io/backup-name=b1"))
-            .await
-            .unwrap()
-            .items;
-        if let Some(pvb) = listed
-            .iter()
-            .find(|p| p.status.as_ref().is_some_and(|s| s.path.is_some()))
-        {
-            break pvb.metadata.name.clone().unwrap();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no pod volume backup found its volume: {listed:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let name = reading_pvb(&client, ns, "b1").await;
     // The agent now uploads 200 MB, talking to S3 alone: the API server goes meanwhile, and
     // comes back only once the snapshot is in the repository and the agent has had time to try
     // to write its end.
@@ -939,12 +921,7 @@ async fn a_repository_with_another_password_fails_the_request_and_is_left_untouc
         b1.status.unwrap().phase,
         Some(ark_api::BackupPhase::PartiallyFailed)
     );
-    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/backup-name=b1"))
-        .await
-        .unwrap()
-        .items;
-    let status = pvbs[0].status.clone().unwrap();
+    let status = only_pvb(&client, ns, "b1").await.status.unwrap();
     assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
     assert_eq!(
         status.message.unwrap(),
@@ -991,13 +968,7 @@ async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
             "2m",
         ],
     );
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let gone = namespaces.get(&app.name).await.unwrap();
-    namespaces
-        .delete(&app.name, &Default::default())
-        .await
-        .unwrap();
-    ark_tests::wait_deleted(namespaces, &gone, WAIT).await;
+    lose(&cluster, &app.name).await;
 
     let rules = "version: v1\nresourceModifierRules:\n- conditions:\n    groupResource: pods\n    \
         resourceNameRegex: \"^writer$\"\n  patches:\n  - operation: replace\n    path: \"/spec/volumes/0\"\n    \
@@ -1032,12 +1003,7 @@ async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
     );
     let said = common::text(&out.stdout);
     assert!(said.contains("PartiallyFailed"), "{said}");
-    let pvrs = Api::<ark_api::PodVolumeRestore>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/restore-name=r1"))
-        .await
-        .unwrap()
-        .items;
-    let status = pvrs[0].status.clone().unwrap();
+    let status = only_pvr(&client, ns, "r1").await.status.unwrap();
     assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
     let message = status.message.unwrap();
     assert!(message.contains("No space left on device"), "{message}");
@@ -1094,25 +1060,7 @@ async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
         &["backup", "create", "b1", "--include-namespaces", &app.name],
     );
     let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let name = loop {
-        let listed = pvbs
-            .list(&ListParams::default().labels("velero.io/backup-name=b1"))
-            .await
-            .unwrap()
-            .items;
-        if let Some(pvb) = listed
-            .iter()
-            .find(|p| p.status.as_ref().is_some_and(|s| s.path.is_some()))
-        {
-            break pvb.metadata.name.clone().unwrap();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no pod volume backup found its volume: {listed:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let name = reading_pvb(&client, ns, "b1").await;
     pods.delete("many", &kube::api::DeleteParams::default().grace_period(0))
         .await
         .unwrap();

@@ -10,15 +10,18 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use ark_api::{Backup, PodVolumeBackup, PodVolumePhase, PodVolumeRestore, Restore};
+use ark_api::{Backup, PodVolumePhase, Restore};
 use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
 use ark_tests::velero::{self, VeleroWithAgent, velero_ok};
-use ark_tests::{Cluster, TestNamespace, wait_deleted, wait_for};
+use ark_tests::{Cluster, TestNamespace, wait_for};
 use common::ark_ok;
-use common::node_agent::{ONE_INSTALL_AT_A_TIME, WAIT, install, install_at, is_ready, writer_pod};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use common::node_agent::{
+    ONE_INSTALL_AT_A_TIME, WAIT, install, install_at, is_ready, lose, only_pvb, only_pvr,
+    writer_pod,
+};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::PostParams;
 
 /// The namespace of the writer pod (`writer_pod`), once it has written its tree; the directory of
 /// its volume `data` on the host.
@@ -59,40 +62,6 @@ fn keep(volume: &Path, into: &tempfile::TempDir) -> PathBuf {
         .unwrap();
     assert!(copied.success());
     kept
-}
-
-/// Deletes namespace `name` and waits until it is gone, its pods with it.
-async fn lose(cluster: &Cluster, name: &str) {
-    let namespaces: Api<Namespace> = Api::all(cluster.client().await);
-    let gone = namespaces.get(name).await.unwrap();
-    namespaces.delete(name, &Default::default()).await.unwrap();
-    wait_deleted(namespaces, &gone, WAIT).await;
-}
-
-/// The only PodVolumeBackup of backup `backup` in `ns`.
-async fn only_pvb(client: &kube::Client, ns: &str, backup: &str) -> PodVolumeBackup {
-    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels(&format!("velero.io/backup-name={backup}")))
-        .await
-        .unwrap()
-        .items;
-    let [pvb] = pvbs.as_slice() else {
-        panic!("one pod volume backup of {backup}, not {pvbs:#?}")
-    };
-    pvb.clone()
-}
-
-/// The only PodVolumeRestore of restore `restore` in `ns`.
-async fn only_pvr(client: &kube::Client, ns: &str, restore: &str) -> PodVolumeRestore {
-    let pvrs = Api::<PodVolumeRestore>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels(&format!("velero.io/restore-name={restore}")))
-        .await
-        .unwrap()
-        .items;
-    let [pvr] = pvrs.as_slice() else {
-        panic!("one pod volume restore of {restore}, not {pvrs:#?}")
-    };
-    pvr.clone()
 }
 
 /// A kopia client connected to the repository of namespace `app` at `prefix`, as Velero's.

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use ark_api::PodVolumeBackup;
-use ark_api::PodVolumePhase;
+use ark_api::{PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
 pub use ark_tests::node_agent::Installed;
 use ark_tests::{BUSYBOX, Cluster};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Api;
+use kube::api::ListParams;
 
 pub const WAIT: Duration = Duration::from_secs(120);
 
@@ -133,5 +134,64 @@ pub fn is_ready() -> impl kube::runtime::wait::Condition<Pod> {
         pod.and_then(|p| p.status.as_ref())
             .and_then(|s| s.container_statuses.as_ref())
             .is_some_and(|c| c.iter().all(|c| c.ready))
+    }
+}
+
+/// Deletes namespace `name` and waits until it is gone, its pods with it.
+pub async fn lose(cluster: &Cluster, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(cluster.client().await);
+    let gone = namespaces.get(name).await.unwrap();
+    namespaces.delete(name, &Default::default()).await.unwrap();
+    ark_tests::wait_deleted(namespaces, &gone, WAIT).await;
+}
+
+/// The only PodVolumeBackup of backup `backup` in `ns`.
+pub async fn only_pvb(client: &kube::Client, ns: &str, backup: &str) -> PodVolumeBackup {
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&format!("velero.io/backup-name={backup}")))
+        .await
+        .unwrap()
+        .items;
+    let [pvb] = pvbs.as_slice() else {
+        panic!("one pod volume backup of {backup}, not {pvbs:#?}")
+    };
+    pvb.clone()
+}
+
+/// The only PodVolumeRestore of restore `restore` in `ns`.
+pub async fn only_pvr(client: &kube::Client, ns: &str, restore: &str) -> PodVolumeRestore {
+    let pvrs = Api::<PodVolumeRestore>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&format!("velero.io/restore-name={restore}")))
+        .await
+        .unwrap()
+        .items;
+    let [pvr] = pvrs.as_slice() else {
+        panic!("one pod volume restore of {restore}, not {pvrs:#?}")
+    };
+    pvr.clone()
+}
+
+/// The name of backup `backup`'s PodVolumeBackup in `ns` once the agent has found its volume (its
+/// path is in the status): the agent reads the volume from then on.
+pub async fn reading_pvb(client: &kube::Client, ns: &str, backup: &str) -> String {
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let listed = pvbs
+            .list(&ListParams::default().labels(&format!("velero.io/backup-name={backup}")))
+            .await
+            .unwrap()
+            .items;
+        if let Some(pvb) = listed
+            .iter()
+            .find(|p| p.status.as_ref().is_some_and(|s| s.path.is_some()))
+        {
+            return pvb.metadata.name.clone().unwrap();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pod volume backup of {backup} found its volume: {listed:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
