@@ -1095,3 +1095,164 @@ async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
     assert_eq!(kopia.snapshots(), Vec::<serde_json::Value>::new());
     kopia.ok(&["content", "verify", "--full"]);
 }
+
+/// A pod whose volume is a claim, on a `local` PersistentVolume of the real node: the agent reads
+/// it where the kubelet mounts it; at restore the volume is not created again (its data comes
+/// from the backup) and the restored claim binds to a new, empty one, which the agent fills
+/// before the pod's container starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_volume_comes_back_in_a_new_volume_of_the_restored_claim() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let class = ark_tests::unique_name("local");
+    let volumes = [format!("{class}-a"), format!("{class}-b")];
+    let _class = cluster.delete_on_drop::<StorageClass>(&class);
+    let _volumes = volumes
+        .iter()
+        .map(|v| cluster.delete_on_drop::<PersistentVolume>(v))
+        .collect::<Vec<_>>();
+    let storage = tempfile::tempdir_in("/var/tmp").unwrap();
+    kubectl_apply(
+        &cluster,
+        serde_json::json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": { "name": class },
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }),
+    );
+    for volume in &volumes {
+        let dir = storage.path().join(volume);
+        std::fs::create_dir(&dir).unwrap();
+        kubectl_apply(
+            &cluster,
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": { "name": volume },
+                "spec": {
+                    "capacity": { "storage": "100Mi" },
+                    "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": class,
+                    "local": { "path": dir },
+                    "nodeAffinity": { "required": { "nodeSelectorTerms": [{ "matchExpressions": [{
+                        "key": "kubernetes.io/hostname", "operator": "In", "values": ["127.0.0.1"],
+                    }] }] } },
+                },
+            }),
+        );
+    }
+    let app = cluster.namespace("claimed").await;
+    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "data" },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": class,
+            "resources": { "requests": { "storage": "100Mi" } },
+        },
+    }))
+    .unwrap();
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
+    claims.create(&PostParams::default(), &claim).await.unwrap();
+    let mut pod = writer_pod(&cluster);
+    pod.spec.as_mut().unwrap().volumes.as_mut().unwrap()[0] = serde_json::from_value(
+        serde_json::json!({ "name": "data", "persistentVolumeClaim": { "claimName": "data" } }),
+    )
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let first = claims
+        .get("data")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    let second = volumes.iter().find(|v| **v != first).unwrap().clone();
+
+    ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let pvb = only_pvb(&client, ns, "b1").await;
+    assert_eq!(
+        pvb.status.as_ref().unwrap().phase,
+        Some(PodVolumePhase::Completed),
+        "{pvb:#?}"
+    );
+    let path = pvb.status.unwrap().path.unwrap();
+    assert!(
+        path.ends_with(&format!("/volumes/kubernetes.io~local-volume/{first}")),
+        "{path}"
+    );
+
+    lose(&cluster, &app.name).await;
+    let restored = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+    wait_for(pods.clone(), "writer", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let bound = claims.get("data").await.unwrap().spec.unwrap().volume_name;
+    assert_eq!(bound.as_deref(), Some(second.as_str()));
+    assert_eq!(
+        only_pvr(&client, ns, "r1").await.status.unwrap().phase,
+        Some(PodVolumePhase::Completed)
+    );
+    // The helper (user 1000) removed its mark, but may not remove `.velero` from the volume's
+    // root (root's, 0755, unlike an emptyDir's 0777): it says so, and the directory stays, empty.
+    let marks = storage.path().join(&second).join(".velero");
+    assert_eq!(std::fs::read_dir(&marks).unwrap().count(), 0);
+    let said = kubectl(
+        &cluster,
+        &["logs", "-n", &app.name, "writer", "-c", "restore-wait"],
+    );
+    assert!(
+        said.contains("removing /restores/data/.velero: Permission denied (os error 13)"),
+        "{said}"
+    );
+    std::fs::remove_dir(&marks).unwrap();
+    assert_same_tree(
+        &storage.path().join(&second),
+        &storage.path().join(&first),
+        RestoredBy::Ark,
+    );
+}
+
+/// `kubectl apply` of one object given as JSON.
+fn kubectl_apply(cluster: &Cluster, object: serde_json::Value) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), object.to_string()).unwrap();
+    kubectl(cluster, &["apply", "-f", file.path().to_str().unwrap()]);
+}
