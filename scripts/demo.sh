@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 if [ -z "${ARK_BIN:-}" ]; then
   cargo build --quiet -p ark --bin ark
-  ARK_BIN=$PWD/target/debug/ark
+  ARK_BIN=${CARGO_TARGET_DIR:-$PWD/target}/debug/ark
 fi
 bash scripts/cluster.sh up
 set -a; source .cluster/cluster.env; set +a

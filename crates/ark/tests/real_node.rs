@@ -218,8 +218,7 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
     // The crash-looping container: the kubelet's reason once it waits to be restarted, or, when
     // the restore saw it in the moment it ran (on a loaded machine), the kubelet saying at exec
     // that it is gone, has exited or has no task any more (containerd says any of them, by
-    // timing). Either way the hook
-    // failed with a reason, and did not wait out the restore.
+    // timing). Either way the hook failed with a reason, and did not wait out the restore.
     let crash = described
         .lines()
         .find(|l| l.starts_with("    exec in crash: "))
