@@ -12,10 +12,10 @@ use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::node_agent::{
-    ONE_INSTALL_AT_A_TIME, WAIT, backup_ended, big_pod, install, install_through, is_ready,
+    ONE_INSTALL_AT_A_TIME, WAIT, backup_ended, big_pod, install, install_through, is_ready, keep,
     kubectl, lose, only_pvb, only_pvr, reading_pvb, request_ended, writer_pod,
 };
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 
@@ -268,21 +268,8 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     // The namespace is lost; the restore brings the volume's data back before the pod's own
     // container starts (which would otherwise write a new tree: its random bytes would differ).
     let kept = tempfile::tempdir().unwrap();
-    let original = kept.path().join("data");
-    let copied = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&volume)
-        .arg(&original)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let gone = namespaces.get(&app.name).await.unwrap();
-    namespaces
-        .delete(&app.name, &Default::default())
-        .await
-        .unwrap();
-    ark_tests::wait_deleted(namespaces.clone(), &gone, WAIT).await;
+    let original = keep(&volume, &kept);
+    lose(&cluster, &app.name).await;
     let restored = ark_ok(
         &cluster,
         ns,
@@ -505,13 +492,7 @@ async fn a_database_dumped_by_a_backup_hook_is_back_before_it_starts() {
     assert!(described.contains("post exec in postgres"), "{described}");
     assert!(described.contains("dumped "), "{described}");
 
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let gone = namespaces.get(&app.name).await.unwrap();
-    namespaces
-        .delete(&app.name, &Default::default())
-        .await
-        .unwrap();
-    ark_tests::wait_deleted(namespaces.clone(), &gone, WAIT).await;
+    lose(&cluster, &app.name).await;
 
     let dir = tempfile::tempdir().unwrap();
     let hooks = dir.path().join("hooks.yaml");

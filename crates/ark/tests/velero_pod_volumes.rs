@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ark_api::{Backup, PodVolumePhase, Restore};
 use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
@@ -16,7 +16,7 @@ use ark_tests::velero::{self, VeleroWithAgent, velero_ok};
 use ark_tests::{Cluster, TestNamespace, wait_for};
 use common::ark_ok;
 use common::node_agent::{
-    ONE_INSTALL_AT_A_TIME, WAIT, install, install_at, is_ready, lose, only_pvb, only_pvr,
+    ONE_INSTALL_AT_A_TIME, WAIT, install, install_at, is_ready, keep, lose, only_pvb, only_pvr,
     writer_pod,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -50,20 +50,6 @@ async fn volume_of(cluster: &Cluster, pods: &Api<Pod>) -> PathBuf {
         .join("volumes/kubernetes.io~empty-dir/data")
 }
 
-/// A copy of `volume` (times, modes and links kept) in `into`, to compare a restore against once
-/// the pod is gone.
-fn keep(volume: &Path, into: &tempfile::TempDir) -> PathBuf {
-    let kept = into.path().join("data");
-    let copied = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(volume)
-        .arg(&kept)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    kept
-}
-
 /// A kopia client connected to the repository of namespace `app` at `prefix`, as Velero's.
 fn kopia_of(cluster: &Cluster, prefix: &str, app: &str) -> Kopia {
     let kopia = Kopia::new("static-passw0rd");
@@ -71,7 +57,7 @@ fn kopia_of(cluster: &Cluster, prefix: &str, app: &str) -> Kopia {
     kopia
 }
 
-/// Velero's server in `velero`: backup `name` of namespace `app` has ended, whatever its phase.
+/// Backup `name` of Velero's server in `velero`, once it has ended, whatever its phase.
 async fn velero_backup_ended(cluster: &Cluster, velero: &VeleroWithAgent, name: &str) -> Backup {
     let backups = Api::<Backup>::namespaced(cluster.client().await, &velero.ns.name);
     let ended = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());

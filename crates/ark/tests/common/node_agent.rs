@@ -195,3 +195,17 @@ pub async fn reading_pvb(client: &kube::Client, ns: &str, backup: &str) -> Strin
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A copy of `volume` (times, modes and links kept) in `into`, to compare a restore against once
+/// the pod is gone.
+pub fn keep(volume: &std::path::Path, into: &tempfile::TempDir) -> std::path::PathBuf {
+    let kept = into.path().join("data");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(volume)
+        .arg(&kept)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    kept
+}
