@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The local test clusters: kube-apiserver + etcd + kube-controller-manager + kube-scheduler with kwok as
 # the kubelet (through kwokctl's binary runtime) and, in the first, one real node whose pods really
-# run (scripts/node.sh), and the storage servers (SeaweedFS as S3, Azurite
-# as Azure Blob), all on 127.0.0.1. A second, smaller-footprint cluster
-# beside the first (same storage) is where migration tests restore to.
+# run (scripts/node.sh), with a CSI driver and the snapshot controllers (scripts/csi.sh), and the
+# storage servers (SeaweedFS as S3, Azurite as Azure Blob), all on 127.0.0.1. A second,
+# smaller-footprint cluster beside the first (same storage) is where migration tests restore to.
 #   scripts/cluster.sh up      build (first time only) and start; a no-op when already running
 #   scripts/cluster.sh down    stop every process `up` started and remove the state
 #   scripts/cluster.sh status  say what runs
@@ -229,14 +229,19 @@ case "${1:-}" in
       install_crds "$dir"
     done
     bash "$here/node.sh" up "$state"
+    bash "$here/csi.sh" up "$state"
     start_storage
     write_env "$state"
     printf 'ARK_REAL_NODE=127.0.0.1\nARK_REAL_NODE_CONTAINERD=%s\nARK_REAL_NODE_PODS=%s\n' \
       "$state/node/containerd.sock" "$state/node/kubelet/pods" >>"$state/cluster.env"
+    csi_bin=$(bash "$here/csi-build.sh" --print-dir)
+    printf 'ARK_CSI_DRIVER=hostpath.csi.ark.test\nARK_CSI_STORAGE_CLASS=ark-csi\nARK_CSI_SNAPSHOT_CLASS=ark-csi\nARK_CSI_SANITY=%s\nARK_CSI_DRIVER_BIN=%s\n' \
+      "$csi_bin/csi-sanity" "$csi_bin/ark-csi-driver" >>"$state/cluster.env"
     write_env "$state/second"
     say "ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
     ;;
   down)
+    bash "$here/csi.sh" down "$state"
     bash "$here/node.sh" down "$state"
     stop_kubernetes "$state/second"
     stop_kubernetes "$state"

@@ -2,7 +2,7 @@
 # Everything ark and its tests need on a fresh machine: the test cluster's binaries (built from the
 # Go module proxy and PyPI into ~/.cache/ark-cluster, once), Velero for the interop tests (into
 # ~/.cache/ark-velero, once), the kopia CLI for the repository-format tests (into ~/.cache/ark-kopia,
-# once) and ark itself.
+# once), the CSI test ground (into ~/.cache/ark-csi, once) and ark itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,4 +19,5 @@ rustup component add clippy rustfmt >/dev/null 2>&1 || true
 bash scripts/cluster-build.sh
 bash scripts/velero-build.sh >/dev/null
 bash scripts/kopia-build.sh >/dev/null
+bash scripts/csi-build.sh >/dev/null
 cargo build --workspace --all-targets
