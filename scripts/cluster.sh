@@ -61,6 +61,21 @@ start_kubernetes() {
   # panics.) Mutating admission policies (beta in 1.35, off by default) let a test put Velero's
   # node agent's helper pods on the host's network, the only way here to the API server and S3.
   local pki="$dir/kwok/clusters/ark/pki"
+  # kwokctl applies its Exec CRDs while the new API server may still drop connections: a create it
+  # saw fail may have landed, and its retry then fails as an update without a resourceVersion
+  # ("failed to init crds"). Seen on a loaded machine; the whole create is tried again, from scratch.
+  local attempt
+  for attempt in 1 2 3; do
+    create_cluster "$dir" "$pki" "$log" && break
+    [ "$attempt" = 3 ] && fail "kwokctl create cluster (3 attempts)" "$log"
+    say "kwokctl create cluster failed (attempt $attempt, log: $log); starting again"
+    kwokctl "$dir" delete cluster >/dev/null 2>&1 || true
+  done
+  add_test_stages "$dir"
+}
+
+create_cluster() {
+  local dir="$1" pki="$2" log="$3"
   PATH="$bin:$PATH" kwokctl "$dir" create cluster \
     --runtime binary \
     --kube-apiserver-binary "$bin/kube-apiserver" \
@@ -77,8 +92,7 @@ start_kubernetes() {
     --extra-args "kube-apiserver=kubelet-client-key=$pki/admin.key" \
     --extra-args "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" \
     --kubeconfig "$dir/kubeconfig" \
-    --wait 3m >"$log" 2>&1 || fail "kwokctl create cluster" "$log"
-  add_test_stages "$dir"
+    --wait 3m >"$log" 2>&1
 }
 
 # kwok's pod stages make every container of a pod Running at once. Hook tests also need a pod that
