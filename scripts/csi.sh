@@ -6,7 +6,8 @@
 # election, built by scripts/csi-build.sh. The driver registers itself with the kubelet through
 # its plugins_registry, as node-driver-registrar would (the Go module proxy does not serve that).
 # The objects tests use: the snapshot CRDs, the CSIDriver, the StorageClass `ark-csi` and the
-# VolumeSnapshotClass `ark-csi` (no default-class annotation: tests choose their own). Pods that
+# VolumeSnapshotClass `ark-csi`, the driver's default (tests that add classes of the driver, a
+# fault's, name theirs on their claims; the others still get `ark-csi`). Pods that
 # mount these volumes must run on the real node (`Cluster::on_real_node` in the test harness).
 #
 #   scripts/csi.sh up STATE     install the objects, start the processes, wait for the kubelet to
@@ -81,7 +82,9 @@ allowVolumeExpansion: false
 ---
 apiVersion: snapshot.storage.k8s.io/v1
 kind: VolumeSnapshotClass
-metadata: { name: $class }
+metadata:
+  name: $class
+  annotations: { snapshot.storage.kubernetes.io/is-default-class: "true" }
 driver: $driver
 deletionPolicy: Delete
 YAML
