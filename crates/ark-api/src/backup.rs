@@ -81,6 +81,13 @@ pub struct BackupStatus {
     pub csi_volume_snapshots_completed: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
+    /// Asynchronous item operations (a CSI snapshot becoming ready to use), as Velero counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_item_operations_attempted: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_item_operations_completed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_item_operations_failed: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,6 +185,28 @@ impl BackupPhase {
         matches!(
             self,
             Self::Completed | Self::PartiallyFailed | Self::Failed | Self::FailedValidation
+        )
+    }
+
+    /// A backup whose items are uploaded and which waits for its item operations (CSI snapshots
+    /// becoming ready to use), or for its items to be written again as they ended: not usable yet.
+    pub fn is_finishing(self) -> bool {
+        matches!(
+            self,
+            Self::WaitingForPluginOperations
+                | Self::WaitingForPluginOperationsPartiallyFailed
+                | Self::Finalizing
+                | Self::FinalizingPartiallyFailed
+        )
+    }
+
+    /// Whether the backup already has errors: a partially failed phase.
+    pub fn is_partially_failed(self) -> bool {
+        matches!(
+            self,
+            Self::WaitingForPluginOperationsPartiallyFailed
+                | Self::FinalizingPartiallyFailed
+                | Self::PartiallyFailed
         )
     }
 }

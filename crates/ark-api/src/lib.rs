@@ -17,6 +17,7 @@ mod schedule;
 mod schema;
 pub mod selector;
 mod server_status_request;
+mod volume_info;
 
 pub use backup::*;
 pub use backup_storage_location::*;
@@ -26,6 +27,7 @@ pub use pod_volume::*;
 pub use restore::*;
 pub use schedule::*;
 pub use server_status_request::*;
+pub use volume_info::*;
 
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 

@@ -42,6 +42,14 @@ pub struct RestoreSpec {
     /// Services keep their node ports (Velero's default: they do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserve_node_ports: Option<bool>,
+    /// Whether claims backed up as snapshots come back with their data (Velero's default: yes);
+    /// with `false` they come back empty.
+    #[serde(
+        default,
+        rename = "restorePVs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub restore_pvs: Option<bool>,
     /// Resource modifier rules (a ConfigMap in the restore's namespace, Velero's format) applied to
     /// the restored items.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,8 +22,8 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use controllers::{
-    backup, deletion, download_requests, gc, location_validation, repository_maintenance, restore,
-    schedule, server_status, sync,
+    backup, backup_operations, deletion, download_requests, gc, location_validation,
+    repository_maintenance, restore, schedule, server_status, sync,
 };
 use process::{Process, Term, TermEnd};
 use shared::context::Kube;
@@ -52,6 +52,9 @@ pub struct ServerOptions {
     pub volume_snapshotter: Option<Arc<dyn VolumeSnapshotter>>,
     /// How often expired backups are looked for.
     pub gc_frequency: Duration,
+    /// How often the item operations (CSI snapshots becoming ready) of a waiting backup are
+    /// checked.
+    pub item_operation_sync_frequency: Duration,
     /// How often each location's bucket is read for backups without a Backup object.
     pub sync_period: Duration,
     /// How often each location is checked for availability.
@@ -160,6 +163,11 @@ fn server_term(
         scratch: scratch.clone(),
         running: running_backups.clone(),
     });
+    let backup_operations = Arc::new(backup_operations::Ctx {
+        kube: kube.clone(),
+        scratch: scratch.clone(),
+        frequency: options.item_operation_sync_frequency,
+    });
     let restore = Arc::new(restore::Ctx {
         kube: kube.clone(),
         config: options.restore.clone(),
@@ -200,6 +208,10 @@ fn server_term(
         start_up: backup::remove_legacy_finalizer(kube.clone()).boxed(),
         controllers: vec![
             ("backup", backup::run(backup).boxed()),
+            (
+                "backup operations",
+                backup_operations::run(backup_operations).boxed(),
+            ),
             ("restore", restore::run(restore).boxed()),
             (
                 "deletion",

@@ -14,6 +14,9 @@ use crate::store::{BackupStore, StoreError};
 
 /// A `velero-backup.json` is a few KiB; a larger one is not read.
 const MAX_METADATA_BYTES: usize = 4 << 20;
+/// A gzipped record beside the tarball (item operations, volume information): one entry per
+/// volume, far below this even for thousands.
+const MAX_RECORD_BYTES: usize = 16 << 20;
 
 /// A backup's files, as [`BackupStore::put_backup`] uploads them.
 pub struct BackupFiles {
@@ -28,7 +31,19 @@ pub struct BackupFiles {
     pub hook_results: Option<Bytes>,
     /// The PodVolumeBackups the backup made; None when it made none.
     pub pod_volume_backups: Option<Bytes>,
+    /// The item operations the backup waits for; None when it has none.
+    pub item_operations: Option<Bytes>,
     /// `velero-backup.json`: the Backup object as uploaded.
+    pub metadata: Bytes,
+}
+
+/// What finalizing a backup writes again, as [`BackupStore::put_finalized_backup`] uploads it.
+pub struct FinalizedFiles {
+    /// The tarball rewritten; None when it is unchanged.
+    pub contents: Option<std::fs::File>,
+    pub results: Bytes,
+    pub volume_info: Bytes,
+    pub item_operations: Bytes,
     pub metadata: Bytes,
 }
 
@@ -130,6 +145,11 @@ impl BackupStore {
                     .await
                     .map_err(uploading("pod volume backups"))?;
             }
+            if let Some(item_operations) = files.item_operations {
+                self.put(&layout.backup_item_operations(name), item_operations)
+                    .await
+                    .map_err(uploading("item operations"))?;
+            }
             still_ours.await.map_err(PutBackupError::Refused)?;
             self.put_metadata(name, files.metadata)
                 .await
@@ -199,6 +219,7 @@ impl BackupStore {
             layout.backup_volume_info(name),
             layout.backup_hook_results(name),
             layout.backup_pod_volume_backups(name),
+            layout.backup_item_operations(name),
         ]) {
             if let Err(error) = self.delete(&key).await {
                 tracing::warn!("backup {name}: removing {key}: {error}");
@@ -217,6 +238,65 @@ impl BackupStore {
     pub async fn get_backup_metadata(&self, name: &str) -> Result<Bytes, StoreError> {
         let key = self.layout.backup_metadata(name);
         self.get_at_most(&key, MAX_METADATA_BYTES).await
+    }
+
+    /// A backup's item operations; None when it has none.
+    pub async fn get_item_operations(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+        self.get_if_there(&self.layout.backup_item_operations(name))
+            .await
+    }
+
+    /// A backup's volume information; None when it has none (before Velero v1.13).
+    pub async fn get_volume_info(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+        self.get_if_there(&self.layout.backup_volume_info(name))
+            .await
+    }
+
+    pub async fn put_item_operations(&self, name: &str, bytes: Bytes) -> Result<(), StoreError> {
+        self.put(&self.layout.backup_item_operations(name), bytes)
+            .await
+    }
+
+    /// Writes again what finalizing a backup changed: its tarball (the items its operations
+    /// named, as they ended, when any was still in the cluster), results, volume information and
+    /// operations, then its metadata with the phase it ended in. Each put replaces a whole
+    /// object, so a finalizing cut off halfway is done again from the start.
+    pub async fn put_finalized_backup(
+        &self,
+        name: &str,
+        files: FinalizedFiles,
+    ) -> Result<(), UploadError> {
+        let layout = &self.layout;
+        if let Some(contents) = files.contents {
+            self.upload_file(&layout.backup_contents(name), contents)
+                .await
+                .map_err(uploading("tarball"))?;
+        }
+        self.put(&layout.backup_results(name), files.results)
+            .await
+            .map_err(uploading("results"))?;
+        self.put(&layout.backup_volume_info(name), files.volume_info)
+            .await
+            .map_err(uploading("volume info"))?;
+        self.put_item_operations(name, files.item_operations)
+            .await
+            .map_err(uploading("item operations"))?;
+        self.put_metadata(name, files.metadata)
+            .await
+            .map_err(uploading("metadata"))
+    }
+
+    /// A backup's results; None when it has none.
+    pub async fn get_backup_results(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+        self.get_if_there(&self.layout.backup_results(name)).await
+    }
+
+    async fn get_if_there(&self, key: &Path) -> Result<Option<Bytes>, StoreError> {
+        match self.get_at_most(key, MAX_RECORD_BYTES).await {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// Downloads a backup's tarball into `file`, rewound for reading.
@@ -484,6 +564,7 @@ mod tests {
             volume_info: Bytes::from_static(b"volume info"),
             hook_results: Some(Bytes::from_static(b"hook results")),
             pod_volume_backups: None,
+            item_operations: None,
             metadata: Bytes::from(format!("{{\"name\":\"{name}\"}}")),
         }
     }

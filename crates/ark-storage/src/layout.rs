@@ -110,6 +110,16 @@ impl Layout {
         ])
     }
 
+    /// `<backup>-itemoperations.json.gz`: the asynchronous operations the backup waits for, and
+    /// how each ended.
+    pub fn backup_item_operations(&self, backup: &str) -> Path {
+        self.path(&[
+            "backups",
+            backup,
+            &format!("{backup}-itemoperations.json.gz"),
+        ])
+    }
+
     pub fn backup_hook_results(&self, backup: &str) -> Path {
         self.path(&["backups", backup, &format!("{backup}-hook-results.json.gz")])
     }
@@ -158,7 +168,7 @@ impl Layout {
             "BackupResults" => self.backup_results(name),
             "BackupVolumeSnapshots" => self.backup_volume_snapshots(name),
             "CSIBackupVolumeSnapshotContents" => self.backup_csi_snapshot_contents(name),
-            "BackupItemOperations" => backup_file("-itemoperations.json.gz"),
+            "BackupItemOperations" => self.backup_item_operations(name),
             "CSIBackupVolumeSnapshots" => backup_file("-csi-volumesnapshots.json.gz"),
             "BackupVolumeInfos" => self.backup_volume_info(name),
             "RestoreLog" => self.restore_log(name),

@@ -9,7 +9,8 @@ mod store;
 pub mod tarball;
 
 pub use file_sets::{
-    BackupFiles, BackupListing, BackupRecords, PutBackupError, RestoreFiles, UploadError,
+    BackupFiles, BackupListing, BackupRecords, FinalizedFiles, PutBackupError, RestoreFiles,
+    UploadError,
 };
 pub use location::{Location, StorageError, open};
 pub use object_store::{ObjectStore, path::Path};

@@ -117,6 +117,10 @@ pub struct BackupTemplateArgs {
     /// only the volumes named in a pod's annotation backup.velero.io/backup-volumes)
     #[arg(long, value_name = "BOOL")]
     pub default_volumes_to_fs_backup: Option<bool>,
+    /// Snapshot the claims of CSI volumes that no file-system backup takes, with their driver's
+    /// VolumeSnapshotClass (default: true)
+    #[arg(long, value_name = "BOOL")]
+    pub snapshot_volumes: Option<bool>,
 }
 
 impl BackupTemplateArgs {
@@ -131,7 +135,8 @@ impl BackupTemplateArgs {
             && f.selector.is_none()
             && self.ttl.is_none()
             && self.storage_location.is_none()
-            && self.default_volumes_to_fs_backup.is_none())
+            && self.default_volumes_to_fs_backup.is_none()
+            && self.snapshot_volumes.is_none())
     }
 
     pub fn spec(self) -> ark_api::BackupSpec {
@@ -147,6 +152,7 @@ impl BackupTemplateArgs {
             ttl: self.ttl.map(ark_api::duration::format),
             storage_location: self.storage_location,
             default_volumes_to_fs_backup: self.default_volumes_to_fs_backup,
+            snapshot_volumes: self.snapshot_volumes,
             ..Default::default()
         }
     }

@@ -178,3 +178,63 @@ pub fn pod_volumes_text(title: &str, mut volumes: Vec<PodVolume>, details: bool)
     }
     out
 }
+
+/// Each CSI snapshot of a backup (claim, snapshot and class, handle, size, driver, and whether it
+/// is ready to use or what failed), and each claim whose data the backup does not hold, and why.
+/// Empty when the backup recorded no volume.
+pub fn volumes_text(
+    volumes: &[ark_api::BackupVolumeInfo],
+    operations: &[ark_api::BackupOperation],
+) -> String {
+    let mut out = String::new();
+    let snapshots: Vec<_> = volumes
+        .iter()
+        .filter_map(|v| Some((v, v.csi_snapshot_info.as_ref()?)))
+        .collect();
+    if !snapshots.is_empty() {
+        out.push_str("\nCSI Snapshots:\n");
+        for (volume, info) in snapshots {
+            let operation = operations
+                .iter()
+                .find(|o| o.spec.operation_id == info.operation_id);
+            let snapshot = operation
+                .map(|o| o.spec.resource_identifier.name.clone())
+                .unwrap_or_else(|| "<unknown>".into());
+            let result = match operation.map(|o| (o.status.phase, o.status.error.as_str())) {
+                Some((ark_api::OperationPhase::Completed, _)) => "ready to use".to_string(),
+                Some((ark_api::OperationPhase::Failed, error)) => format!("failed: {error}"),
+                Some((ark_api::OperationPhase::Canceled, _)) => "canceled".to_string(),
+                _ if info.ready_to_use == Some(true) => "ready to use".to_string(),
+                _ => "not ready to use yet".to_string(),
+            };
+            let class = Some(info.volume_snapshot_class.as_str())
+                .filter(|c| !c.is_empty())
+                .map(|c| format!(" (class {c})"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {}/{}:\n",
+                volume.pvc_namespace, volume.pvc_name
+            ));
+            let mut fields = Describe::default();
+            fields.nested(&[
+                ("  Snapshot", format!("{snapshot}{class}")),
+                ("  Storage Snapshot ID", info.snapshot_handle.clone()),
+                ("  Snapshot Size (bytes)", info.size.to_string()),
+                ("  CSI Driver", info.driver.clone()),
+                ("  Result", result),
+            ]);
+            out.push_str(&fields.finish());
+        }
+    }
+    let skipped: Vec<_> = volumes.iter().filter(|v| v.skipped).collect();
+    if !skipped.is_empty() {
+        out.push_str("\nVolumes Without Data In This Backup:\n");
+        for volume in skipped {
+            out.push_str(&format!(
+                "  {}/{}:  {}\n",
+                volume.pvc_namespace, volume.pvc_name, volume.skipped_reason
+            ));
+        }
+    }
+    out
+}

@@ -89,6 +89,7 @@ fn options(
         },
         volume_snapshotter: Some(snapshotter),
         gc_frequency: Duration::from_secs(3600),
+        item_operation_sync_frequency: Duration::from_secs(1),
         sync_period: Duration::from_secs(2),
         validation_period: Duration::from_secs(2),
         schedule_skip_immediately: false,

@@ -3,6 +3,7 @@
 //! storage locations, leader election) is in `shared`.
 
 pub mod backup;
+pub mod backup_operations;
 pub mod deletion;
 pub mod download_requests;
 pub mod gc;

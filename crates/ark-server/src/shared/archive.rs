@@ -114,19 +114,46 @@ pub struct TarballWriter {
 
 impl TarballWriter {
     pub fn create(scratch: &Path) -> io::Result<Self> {
-        let file = tempfile::tempfile_in(scratch)?;
-        let out = GzMembers::Between(BufWriter::new(file.try_clone()?));
-        let mtime = k8s_openapi::jiff::Timestamp::now().as_second().max(0) as u64;
-        let mut writer = Self {
-            file,
-            builder: tar::Builder::new(out),
-            mtime,
-        };
+        let mut writer = Self::empty(scratch)?;
         writer.add(
             ark_storage::tarball::VERSION_ENTRY,
             ark_storage::tarball::FORMAT_VERSION.as_bytes(),
         )?;
         Ok(writer)
+    }
+
+    fn empty(scratch: &Path) -> io::Result<Self> {
+        let file = tempfile::tempfile_in(scratch)?;
+        let out = GzMembers::Between(BufWriter::new(file.try_clone()?));
+        let mtime = k8s_openapi::jiff::Timestamp::now().as_second().max(0) as u64;
+        Ok(Self {
+            file,
+            builder: tar::Builder::new(out),
+            mtime,
+        })
+    }
+
+    /// A copy of the gzip tarball `source`, entry for entry and in order (its format version
+    /// too), with the entries named in `replaced` given their new contents.
+    pub fn rewrite(
+        source: impl io::Read,
+        replaced: &std::collections::BTreeMap<String, Vec<u8>>,
+        scratch: &Path,
+    ) -> io::Result<File> {
+        let mut writer = Self::empty(scratch)?;
+        let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(source));
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            match replaced.get(&path) {
+                Some(content) => writer.add(&path, content)?,
+                None => {
+                    let mut header = writer.header(entry.size());
+                    writer.builder.append_data(&mut header, &path, &mut entry)?;
+                }
+            }
+        }
+        writer.finish()
     }
 
     fn header(&self, size: u64) -> tar::Header {
@@ -230,6 +257,36 @@ mod tests {
             expected.push((format!("small/{i}.json"), b"{}".to_vec()));
         }
         assert_eq!(entries(tarball.finish().unwrap()), expected);
+    }
+
+    #[test]
+    fn a_rewritten_tarball_keeps_every_entry_in_order_with_the_replaced_ones_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tarball = TarballWriter::create(dir.path()).unwrap();
+        let big: Vec<u8> = (0..70_000).map(|i| b'a' + (i % 23) as u8).collect();
+        tarball.add("a.json", b"{\"old\":1}").unwrap();
+        tarball
+            .add_member(&long_path("b"), &GzipMember::compress(&big).unwrap())
+            .unwrap();
+        tarball.add("c.json", b"{}").unwrap();
+        let replaced = [("a.json".to_string(), b"{\"new\":2}".to_vec())]
+            .into_iter()
+            .collect();
+        let mut source = tarball.finish().unwrap();
+        io::Seek::rewind(&mut source).unwrap();
+        let rewritten = TarballWriter::rewrite(source, &replaced, dir.path()).unwrap();
+        assert_eq!(
+            entries(rewritten),
+            [
+                (
+                    ark_storage::tarball::VERSION_ENTRY.to_string(),
+                    ark_storage::tarball::FORMAT_VERSION.as_bytes().to_vec()
+                ),
+                ("a.json".to_string(), b"{\"new\":2}".to_vec()),
+                (long_path("b"), big),
+                ("c.json".to_string(), b"{}".to_vec()),
+            ]
+        );
     }
 
     #[test]

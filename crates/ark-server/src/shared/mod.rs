@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod context;
 pub mod controller;
+pub mod csi;
 pub mod discovery;
 pub mod events;
 pub mod filter;
@@ -14,6 +15,7 @@ pub mod operation;
 pub mod operation_log;
 pub mod patch;
 pub mod periodic;
+pub mod quantity;
 pub mod repositories;
 pub mod resource_list;
 pub mod results;

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use ark_api::labels;
 use futures::future::BoxFuture;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::Client;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
-use kube::{Api, Client};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::shared::csi::{VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents};
 
 /// What deleting one snapshot came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -232,7 +232,6 @@ pub fn tarball_may_hold_csi_contents(volume_info: Option<&[u8]>) -> Result<bool,
     }))
 }
 
-const VOLUME_SNAPSHOT_CONTENTS: &str = "volumesnapshotcontents.snapshot.storage.k8s.io";
 /// A VolumeSnapshotContent is a few KiB; a larger entry is not one.
 const MAX_CONTENT_BYTES: u64 = 1 << 20;
 
@@ -288,11 +287,6 @@ pub fn csi_contents_in_tarball(tarball: impl Read) -> TarballContents {
         }
     }
     found
-}
-
-fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshotContent");
-    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
 }
 
 /// How long a recreated content is given for the snapshot controller to take it up (a finalizer

@@ -126,6 +126,42 @@ pub async fn hook_results(
     }
 }
 
+/// A backup's volumes as it recorded them, and the operations it waited for (CSI snapshots
+/// becoming ready to use).
+pub async fn volumes(
+    client: &kube::Client,
+    namespace: &str,
+    location: &str,
+    backup: &str,
+) -> anyhow::Result<(
+    Vec<ark_api::BackupVolumeInfo>,
+    Vec<ark_api::BackupOperation>,
+)> {
+    let store = ark_server::locations::open_named(client, namespace, location)
+        .await?
+        .store;
+    fn read<T: serde::de::DeserializeOwned>(
+        bytes: Option<&[u8]>,
+        what: &str,
+    ) -> anyhow::Result<Vec<T>> {
+        Ok(match bytes {
+            Some(bytes) => ark_server::snapshots::gunzip_json::<Option<Vec<T>>>(bytes, what)
+                .map_err(anyhow::Error::msg)?
+                .unwrap_or_default(),
+            None => Vec::new(),
+        })
+    }
+    let volumes = read(
+        store.get_volume_info(backup).await?.as_deref(),
+        "volume information",
+    )?;
+    let operations = read(
+        store.get_item_operations(backup).await?.as_deref(),
+        "item operations",
+    )?;
+    Ok((volumes, operations))
+}
+
 /// The resource list and every warning and error, as a describe section; what cannot be read is
 /// said in place.
 pub async fn details(client: &kube::Client, namespace: &str, location: &str, of: Of<'_>) -> String {

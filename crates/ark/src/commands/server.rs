@@ -34,6 +34,9 @@ pub struct ServerArgs {
     /// How long a processed DeleteBackupRequest is kept
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
     pub deletion_request_ttl: std::time::Duration,
+    /// How often the CSI snapshots of a backup waiting for them are checked
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub item_operation_sync_frequency: std::time::Duration,
     /// How often expired backups are looked for
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
     pub garbage_collection_frequency: std::time::Duration,
@@ -127,6 +130,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         },
         volume_snapshotter: None,
         gc_frequency: args.garbage_collection_frequency,
+        item_operation_sync_frequency: args.item_operation_sync_frequency,
         sync_period: args.backup_sync_period,
         validation_period: args.store_validation_frequency,
         schedule_skip_immediately: args.schedule_skip_immediately,

@@ -15,6 +15,7 @@ use kube::{Api, Client, ResourceExt};
 
 use super::actions::{Actions, ItemRef};
 use super::pod_work::{PodWork, Ready};
+use super::volume_snapshots::{ClaimSnapshots, Cut};
 use super::writer::{self, ItemWriter, Page};
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
@@ -89,6 +90,8 @@ pub struct Collected {
     pub hook_results: Vec<ark_api::hooks::PodHookResults>,
     /// The PodVolumeBackups the backup made, as they ended.
     pub pod_volume_backups: Vec<ark_api::PodVolumeBackup>,
+    /// What came of each claim's CSI snapshot.
+    pub snapshots: Vec<std::sync::Arc<Cut>>,
 }
 
 struct Plan {
@@ -106,6 +109,7 @@ pub async fn collect(
     client: &Client,
     selection: &Selection,
     mut pod_work: PodWork,
+    snapshots: ClaimSnapshots,
     scratch: &Path,
     log: &mut OperationLog,
     progress: &tokio::sync::watch::Sender<(i64, i64)>,
@@ -114,7 +118,7 @@ pub async fn collect(
     let selector = &selection.selector;
     let plan = plan(client, selection, log, &mut results).await?;
     let included: BTreeSet<&str> = plan.namespaces.iter().map(String::as_str).collect();
-    let actions = Actions::built_in();
+    let actions = Actions::for_backup(snapshots.clone());
     let mut added_later = actions.adds();
     added_later.insert(CUSTOM_RESOURCE_DEFINITIONS);
     // A pod with hooks is written once its pre hooks end, after other pods.
@@ -182,6 +186,10 @@ pub async fn collect(
             });
         }
     }
+    // Claims last: a claim is snapshotted as its item is written, and the snapshot of a pod's
+    // claim is cut after the pod's pre hooks (Velero's order), which have all run by then.
+    listings.sort_by_key(|listing| listing.gr == CLAIMS);
+    let mut pre_hooks_ended = false;
     // The first pages are asked for several at a time: most resources have one page or none,
     // and a backup of one namespace lists dozens of them. They are written in order, each
     // listing's next pages asked for as it is written.
@@ -210,6 +218,14 @@ pub async fn collect(
             namespace,
         } = &listings[index];
         let namespace = *namespace;
+        if gr == CLAIMS && !pre_hooks_ended {
+            pre_hooks_ended = true;
+            for Ready { page, then } in pod_work.rest(log, &mut results).await {
+                writer = writer.write(page).await?;
+                pod_work.written(then);
+                items += 1;
+            }
+        }
         // Items kept per namespace (the key None for cluster-scoped ones), for the log.
         let mut seen: BTreeMap<Option<String>, i64> = BTreeMap::new();
         loop {
@@ -235,6 +251,10 @@ pub async fn collect(
                 items: Vec::with_capacity(listed),
             };
             let mut ready: Vec<Ready> = Vec::new();
+            if gr == CLAIMS {
+                // Cut at once, each awaited as its item is written.
+                snapshots.start(&listed_page.items);
+            }
             for mut object in listed_page.items {
                 // Listed across the cluster, a namespaced item says its namespace itself.
                 let item_namespace = match (namespace, &caps.scope) {
@@ -248,8 +268,11 @@ pub async fn collect(
                     api_version: resource.api_version.clone(),
                     kind: resource.kind.clone(),
                 });
+                if actions.made_here(gr, &object) {
+                    continue;
+                }
                 related
-                    .found(&actions, gr, &object, client, log, &mut results)
+                    .found(&actions, gr, &mut object, client, log, &mut results)
                     .await;
                 let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
                 bytes += json.len();
@@ -327,6 +350,28 @@ pub async fn collect(
     let written = writer.finish().await?;
     let pod_volume_backups = pod_work.volume_backups(log, &mut results).await;
     let hook_results = pod_work.finish(log, &mut results).await;
+    let snapshots = snapshots.finish().await;
+    for cut in &snapshots {
+        let namespace = cut.skipped.as_ref().map(|s| s.pvc_namespace.as_str());
+        if let Some(warning) = &cut.warning {
+            log.log(Level::Warning, warning);
+            results.warnings.add(namespace, warning.clone());
+        }
+        if let Some(error) = &cut.error {
+            log.log(Level::Error, error);
+            results.errors.add(None, error.clone());
+        }
+        if let Some(snapshot) = &cut.snapshot {
+            log.info(&format!(
+                "claim {}/{}: VolumeSnapshot {} cut with class {}, handle {}",
+                snapshot.namespace,
+                snapshot.claim,
+                snapshot.volume_snapshot,
+                snapshot.class,
+                snapshot.handle
+            ));
+        }
+    }
     Ok(Collected {
         tarball: written.tarball,
         resource_list: written.resource_list,
@@ -334,9 +379,11 @@ pub async fn collect(
         items,
         hook_results,
         pod_volume_backups,
+        snapshots,
     })
 }
 
+const CLAIMS: &str = "persistentvolumeclaims";
 const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensions.k8s.io";
 const PODS: &str = "pods";
 
@@ -366,7 +413,7 @@ impl Related {
         &mut self,
         actions: &Actions,
         gr: &str,
-        object: &DynamicObject,
+        object: &mut DynamicObject,
         client: &Client,
         log: &mut OperationLog,
         results: &mut Results,
@@ -468,7 +515,7 @@ impl Related {
                 if cx.actions.applies_to(&wanted.group_resource) {
                     let (named, errors) = cx
                         .actions
-                        .run(&wanted.group_resource, &object, cx.client)
+                        .run(&wanted.group_resource, &mut object, cx.client)
                         .await;
                     self.wanted.extend(named);
                     for error in errors {

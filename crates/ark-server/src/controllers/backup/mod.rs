@@ -7,6 +7,7 @@ mod pod_volumes;
 mod pod_work;
 mod tracker;
 mod validate;
+mod volume_snapshots;
 mod writer;
 
 use std::path::PathBuf;
@@ -122,7 +123,21 @@ async fn recover_interrupted(kube: &Kube, backup: &DynamicObject) {
         },
         Err(error) => tracing::warn!("backup {name} was left InProgress: {error}"),
     }
+    remove_snapshots_of_failed(kube, &name).await;
     operation::fail_interrupted::<Backup>(kube, backup).await;
+}
+
+/// A failed backup keeps no snapshot in the cluster: nothing holds it.
+async fn remove_snapshots_of_failed(kube: &Kube, name: &str) {
+    match volume_snapshots::remove_cut(&kube.client, name).await {
+        Ok(0) => {}
+        Ok(removed) => {
+            tracing::info!("backup {name} failed: removed the {removed} VolumeSnapshots it cut")
+        }
+        Err(error) => {
+            tracing::warn!("backup {name} failed: removing the VolumeSnapshots it cut: {error}")
+        }
+    }
 }
 
 /// Ark's first servers put a finalizer on Backups; it would block their deletion forever now that
@@ -227,13 +242,18 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
         Err(error) => Err(error.to_string()),
     };
     drop(running);
+    if outcome.is_err() {
+        remove_snapshots_of_failed(kube, &name).await;
+    }
     let uploaded = outcome.is_ok();
     let (ended, items, item_errors) = match &outcome {
         Ok(status) => (
             match status.phase {
-                Some(BackupPhase::Completed) => metrics::Ended::Success,
-                Some(BackupPhase::PartiallyFailed) => metrics::Ended::PartialFailure,
-                _ => metrics::Ended::Failure,
+                Some(BackupPhase::Completed) => Some(metrics::Ended::Success),
+                Some(BackupPhase::PartiallyFailed) => Some(metrics::Ended::PartialFailure),
+                // It ends when its operations do (`operations`).
+                Some(phase) if phase.is_finishing() => None,
+                _ => Some(metrics::Ended::Failure),
             },
             status
                 .progress
@@ -242,10 +262,10 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
                 .unwrap_or_default(),
             status.errors.unwrap_or_default(),
         ),
-        Err(_) => (metrics::Ended::Failure, 0, 0),
+        Err(_) => (Some(metrics::Ended::Failure), 0, 0),
     };
     let claim = operation::finish::<Backup>(&api, &name, outcome).await?;
-    if claim == patch::Claim::Won {
+    if let (patch::Claim::Won, Some(ended)) = (claim, ended) {
         kube.metrics
             .backup_ended(&schedule, ended, started.elapsed(), items, item_errors);
     }
@@ -330,16 +350,24 @@ async fn back_up(
         validated.volumes_by_default,
         pod_volume_timeout,
     );
+    let snapshots = volume_snapshots::ClaimSnapshots::new(
+        ctx.kube.client.clone(),
+        current.clone(),
+        validated.volumes_by_default,
+        validated.durations.csi_snapshot_timeout,
+    );
     let pod_work = pod_work::PodWork::new(
         ctx.kube.client.clone(),
         validated.hooks.clone(),
         pod_volumes,
+        snapshots.clone(),
         ctx.config.hook_pods_at_once,
     );
     let collected = engine::collect(
         &ctx.kube.client,
         &validated.selection,
         pod_work,
+        snapshots,
         &ctx.scratch,
         &mut log,
         &progress,
@@ -359,11 +387,17 @@ async fn back_up(
     }
     let errors = collected.results.errors.count();
     let warnings = collected.results.warnings.count();
-    let phase = if errors > 0 {
-        BackupPhase::PartiallyFailed
-    } else {
-        BackupPhase::Completed
+    let operations = volume_snapshots::operations(&current, &collected.snapshots);
+    let volume_info = volume_snapshots::volume_info(&collected.snapshots);
+    // With snapshots not ready to use yet, the backup is uploaded and waits for them
+    // (`operations`); it is finalized once they end.
+    let phase = match (errors > 0, operations.is_empty()) {
+        (false, true) => BackupPhase::Completed,
+        (true, true) => BackupPhase::PartiallyFailed,
+        (false, false) => BackupPhase::WaitingForPluginOperations,
+        (true, false) => BackupPhase::WaitingForPluginOperationsPartiallyFailed,
     };
+    let counted = |n: usize| (n > 0).then_some(n as i64);
     let items = collected.items;
     // As Velero counts them: every hook is attempted, those that ran and failed are failed;
     // zero counts are left out (`omitempty`), and the status is always there.
@@ -376,7 +410,9 @@ async fn back_up(
     };
     let final_status = BackupStatus {
         phase: Some(phase),
-        completion_timestamp: Some(patch::now()),
+        completion_timestamp: phase.is_terminal().then(patch::now),
+        csi_volume_snapshots_attempted: counted(operations.len()),
+        backup_item_operations_attempted: counted(operations.len()),
         progress: Some(BackupProgress {
             items_backed_up: Some(items),
             total_items: Some(items),
@@ -400,6 +436,8 @@ async fn back_up(
     status.errors = final_status.errors;
     status.warnings = final_status.warnings;
     status.hook_status = final_status.hook_status.clone();
+    status.csi_volume_snapshots_attempted = final_status.csi_volume_snapshots_attempted;
+    status.backup_item_operations_attempted = final_status.backup_item_operations_attempted;
     uploaded.metadata.managed_fields = None;
     let metadata = serde_json::to_value(&uploaded).map_err(|e| e.to_string())?;
 
@@ -413,9 +451,13 @@ async fn back_up(
         contents: collected.tarball,
         resource_list: collected.resource_list,
         results: gzip_json(&collected.results).map_err(gzip_error)?,
-        volume_snapshots: no_snapshots.clone(),
-        // No volumes kept: also what tells deletion there is no CSI snapshot in the tarball.
-        volume_info: no_snapshots,
+        volume_snapshots: no_snapshots,
+        // Its CSI entries tell deletion that the tarball holds snapshots to delete.
+        volume_info: gzip_json(&volume_info).map_err(gzip_error)?,
+        item_operations: (!operations.is_empty())
+            .then(|| gzip_json(&operations))
+            .transpose()
+            .map_err(gzip_error)?,
         hook_results: (!collected.hook_results.is_empty())
             .then(|| gzip_json(&collected.hook_results))
             .transpose()

@@ -1,7 +1,7 @@
 //! The backup's pods that have work around their item: hooks, and volumes to back up with the
 //! node agent. In Velero's order: a pod's pre hooks run before the engine writes its item, then
-//! its PodVolumeBackups are made; its post hooks run once the item is written and those have
-//! ended. A pod whose pre hook fails with `onError: Fail` is left out, volumes and all. Pods' work
+//! its claims' CSI snapshots are cut and its PodVolumeBackups are made; its post hooks run once
+//! the item is written and those have ended. A pod whose pre hook fails with `onError: Fail` is left out, volumes and all. Pods' work
 //! runs concurrently, at most `at_once` pods at a time and at most `at_once` pods held waiting, so
 //! a backup of many pods holds a bounded number of them; the hooks of one pod run in order. Each
 //! task runs on the runtime, so the work goes on while the engine lists and writes, and dropping
@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::pod_volumes::{PodVolumes, Started};
+use super::volume_snapshots::ClaimSnapshots;
 use super::writer::Page;
 use crate::hooks::ExecHook;
 use crate::hooks::backup::{self, BackupHookSpecs};
@@ -28,6 +29,7 @@ pub struct PodWork {
     client: Client,
     specs: BackupHookSpecs,
     volumes: Arc<PodVolumes>,
+    snapshots: ClaimSnapshots,
     slots: Arc<Semaphore>,
     at_once: usize,
     pre: JoinSet<PreDone>,
@@ -63,12 +65,19 @@ struct PendingPost {
 }
 
 impl PodWork {
-    pub fn new(client: Client, specs: BackupHookSpecs, volumes: PodVolumes, at_once: u16) -> Self {
+    pub fn new(
+        client: Client,
+        specs: BackupHookSpecs,
+        volumes: PodVolumes,
+        snapshots: ClaimSnapshots,
+        at_once: u16,
+    ) -> Self {
         let at_once = usize::from(at_once.max(1));
         PodWork {
             client,
             specs,
             volumes: Arc::new(volumes),
+            snapshots,
             slots: Arc::new(Semaphore::new(at_once)),
             at_once,
             pre: JoinSet::new(),
@@ -114,14 +123,17 @@ impl PodWork {
             ready.extend(self.next_pre(log, results).await);
         }
         let (client, slots, pod) = (self.client.clone(), self.slots.clone(), pod.clone());
-        let volumes = self.volumes.clone();
+        let (volumes, snapshots) = (self.volumes.clone(), self.snapshots.clone());
         self.pre.spawn(async move {
             let (run, started) = {
                 let _slot = slots.acquire_owned().await;
                 let run = backup::run(&pods_api(&client, &pod), &pod, &pre, HookPhase::Pre).await;
                 // A pod left out by its pre hooks has no volume backed up either.
                 let started = match (&run.failed, typed) {
-                    (None, Some(typed)) => volumes.start(&typed).await,
+                    (None, Some(typed)) => {
+                        snapshots.cut_claims_of(&typed).await;
+                        volumes.start(&typed).await
+                    }
                     _ => Started::default(),
                 };
                 (run, started)

@@ -14,11 +14,15 @@ use kube::{Api, Client};
 use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::actions::{Actions, ItemCx, ResourceModifiers, RestoreCx, is_restored_volume};
+use super::actions::{
+    Actions, ItemCx, ResourceModifiers, RestoreCx, is_backed_up_snapshot, is_restored_volume,
+};
 use super::order::{is_restorable, restore_order};
 use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
+use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
 use crate::hooks::{self, PodHooks};
+use crate::shared::csi;
 use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
 use crate::shared::operation_log::{Level, OperationLog};
 use crate::shared::resource_list::ResourceListWriter;
@@ -52,7 +56,7 @@ struct Item {
     path: PathBuf,
 }
 
-fn json_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -64,7 +68,7 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn child_dirs(dir: &Path) -> Vec<String> {
+pub(super) fn child_dirs(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -101,6 +105,8 @@ pub struct RestoreInput<'a> {
     pub spec: &'a RestoreSpec,
     pub selection: &'a Selection,
     pub restore_name: &'a str,
+    /// In the names of the snapshots the restore creates again.
+    pub restore_uid: &'a str,
     pub unpacked: &'a Path,
     pub resource_list: &'a mut ResourceListWriter,
     pub log: &'a mut OperationLog,
@@ -126,6 +132,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         spec,
         selection,
         restore_name,
+        restore_uid,
         unpacked,
         resource_list,
         log,
@@ -156,6 +163,8 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         results.warnings.add(None, skipped);
     }
     let mut served = by_group_resource(discovered.resources);
+    let snapshots = BackedUpSnapshots::read(&unpacked.join("resources"), spec);
+    let snapshot_classes = snapshot_classes(client, &served).await;
 
     // The plan: every item file to restore, resource by resource.
     let resources_dir = unpacked.join("resources");
@@ -195,6 +204,9 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             // when cluster resources are part of the restore.
             let wanted = if gr == "namespaces" {
                 namespace_filter.should_include(&name)
+            } else if gr == csi::VOLUME_SNAPSHOT_CONTENTS && snapshots.contents.contains(&name) {
+                // A backed-up snapshot's content comes with its snapshot.
+                snapshots.restore_pvs
             } else {
                 cluster_scoped
             };
@@ -204,6 +216,15 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                     path,
                 });
             }
+        }
+        if gr == csi::VOLUME_SNAPSHOTS && !snapshots.restore_pvs {
+            items.retain(|item| {
+                let snapshot: Value = std::fs::read(&item.path)
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                    .unwrap_or_default();
+                !is_backed_up_snapshot(&snapshot)
+            });
         }
         if gr == "persistentvolumes" {
             items.retain(|item| {
@@ -218,6 +239,20 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                         .unwrap_or_default()
                         .to_string()
                 };
+                if snapshots
+                    .claims
+                    .contains(&(claim("namespace"), claim("name")))
+                {
+                    log.info(&format!(
+                        "not restoring persistent volume {}: its claim was backed up as a CSI \
+                         snapshot and is provisioned anew from it",
+                        item.path
+                            .file_stem()
+                            .and_then(|s| s.to_str())
+                            .unwrap_or_default()
+                    ));
+                    return false;
+                }
                 if claims_with_data.contains(&(claim("namespace"), claim("name"))) {
                     log.info(&format!(
                         "not restoring persistent volume {}: the node agent writes its claim's \
@@ -256,6 +291,8 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         restored_volumes: &restored_volumes,
         resource_modifiers,
         volume_data,
+        restore_uid,
+        snapshot_classes: &snapshot_classes,
     };
     let actions = Actions::built_in();
     let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
@@ -595,13 +632,14 @@ fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, St
             return Ok(None);
         }
     }
-    transform::strip_and_map(restore, gr, &mut candidate);
+    let status = transform::strip_and_map(restore, gr, &mut candidate);
     let actions = shared.actions.run(
         &mut candidate,
         restore,
         &ItemCx {
             group_resource: gr,
             source_namespace: source_ns,
+            backed_up_status: status.as_ref(),
         },
     );
     transform::label(

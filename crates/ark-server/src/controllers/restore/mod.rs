@@ -8,6 +8,7 @@ mod order;
 mod pod_volumes;
 mod transform;
 mod validate;
+mod volume_snapshots;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -232,6 +233,7 @@ async fn restore_from(
         spec: &restore.spec,
         selection: &validated.selection,
         restore_name: name,
+        restore_uid: restore.metadata.uid.as_deref().unwrap_or_default(),
         unpacked: extracted.dir.path(),
         resource_list: &mut resource_list,
         log: &mut log,

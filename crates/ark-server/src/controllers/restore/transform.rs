@@ -22,17 +22,19 @@ const SERVER_METADATA: &[&str] = &[
 ];
 
 /// The item without what its old cluster owned, in its mapped namespace (a Namespace object
-/// renamed by the mapping).
-pub fn strip_and_map(restore: &RestoreCx<'_>, group_resource: &str, item: &mut Value) {
-    let Some(object) = item.as_object_mut() else {
-        return;
-    };
-    object.remove("status");
+/// renamed by the mapping); the status it was backed up with, which an action may read.
+pub fn strip_and_map(
+    restore: &RestoreCx<'_>,
+    group_resource: &str,
+    item: &mut Value,
+) -> Option<Value> {
+    let object = item.as_object_mut()?;
+    let status = object.remove("status");
     let metadata = object
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
     let Some(metadata) = metadata.as_object_mut() else {
-        return;
+        return status;
     };
     for field in SERVER_METADATA {
         metadata.remove(*field);
@@ -47,6 +49,7 @@ pub fn strip_and_map(restore: &RestoreCx<'_>, group_resource: &str, item: &mut V
         let mapped = restore.target_namespace(name).to_string();
         metadata.insert("name".into(), Value::String(mapped));
     }
+    status
 }
 
 /// Labels the item with its backup and restore, as Velero does, last: no rule or action removes
@@ -145,6 +148,8 @@ mod tests {
             restored_volumes: &BTreeSet::new(),
             resource_modifiers: None,
             volume_data: None,
+            restore_uid: "u",
+            snapshot_classes: &[],
         };
         let mut item = json!({
             "apiVersion": "v1", "kind": "ConfigMap",

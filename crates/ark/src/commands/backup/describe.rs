@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ark_api::{Backup, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
+use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
 use kube::Api;
 use kube::ResourceExt;
 use kube::api::ListParams;
@@ -59,6 +59,25 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 &match bucket::hook_results(&client, &global.namespace, &location, of).await {
                     Ok(pods) => crate::describe::hooks_text(&pods, args.details),
                     Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
+                },
+            );
+        }
+        // Only a backup that was uploaded has a record of its volumes.
+        let uploaded = backup
+            .status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .is_some_and(|p| {
+                p.is_finishing()
+                    || matches!(p, BackupPhase::Completed | BackupPhase::PartiallyFailed)
+            });
+        if uploaded && !location.is_empty() {
+            text.push_str(
+                &match bucket::volumes(&client, &global.namespace, &location, &name).await {
+                    Ok((volumes, operations)) => {
+                        crate::describe::volumes_text(&volumes, &operations)
+                    }
+                    Err(error) => format!("\nCSI Snapshots: <unavailable: {error:#}>\n"),
                 },
             );
         }

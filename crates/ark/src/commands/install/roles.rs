@@ -86,10 +86,11 @@ pub const SERVER_CLUSTER: Role = Role {
             verbs: &["create", "patch"],
             names: &[],
         },
-        // Deleting a backup deletes the volume snapshots it took
+        // A backup removes the VolumeSnapshots it cut once they are ready (keeping the storage
+        // snapshots), and deleting a backup deletes the storage snapshots it took
         Rule {
             groups: &["snapshot.storage.k8s.io"],
-            resources: &["volumesnapshotcontents"],
+            resources: &["volumesnapshots", "volumesnapshotcontents"],
             verbs: &["delete"],
             names: &[],
         },

@@ -35,6 +35,10 @@ pub struct RestoreCreateArgs {
     /// Services keep their node ports (one taken in this cluster fails that Service)
     #[arg(long = "preserve-nodeports")]
     pub preserve_node_ports: bool,
+    /// Restore claims backed up as CSI snapshots from their snapshots (default: true); with
+    /// false they come back empty
+    #[arg(long, value_name = "BOOL")]
+    pub restore_volumes: Option<bool>,
     /// Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input),
     /// checked before anything is created
     #[arg(long, value_name = "FILE")]
@@ -185,6 +189,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         ),
         hooks,
         preserve_node_ports: args.preserve_node_ports.then_some(true),
+        restore_pvs: args.restore_volumes,
         // As Velero's CLI names the reference.
         resource_modifier: args.resource_modifier_configmap.map(|name| {
             k8s_openapi::api::core::v1::TypedLocalObjectReference {

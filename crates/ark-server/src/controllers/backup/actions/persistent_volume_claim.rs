@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::DynamicObject;
 
-use super::{BackupItemAction, ItemRef};
+use super::{BackupItemAction, Executed, ItemRef};
 
 pub struct PersistentVolumeClaimAction;
 
@@ -22,7 +22,7 @@ impl BackupItemAction for PersistentVolumeClaimAction {
         &'a self,
         item: &'a DynamicObject,
         _: &'a Client,
-    ) -> BoxFuture<'a, Result<Vec<ItemRef>, String>> {
+    ) -> BoxFuture<'a, Result<Executed, String>> {
         let volume = item
             .data
             .pointer("/spec/volumeName")
@@ -36,6 +36,6 @@ impl BackupItemAction for PersistentVolumeClaimAction {
             })
             .into_iter()
             .collect();
-        Box::pin(async move { Ok(related) })
+        Box::pin(async move { Ok(Executed::adding(related)) })
     }
 }

@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::DynamicObject;
 
-use super::{BackupItemAction, ItemRef};
+use super::{BackupItemAction, Executed, ItemRef};
 
 pub struct PodAction;
 
@@ -22,8 +22,8 @@ impl BackupItemAction for PodAction {
         &'a self,
         item: &'a DynamicObject,
         _: &'a Client,
-    ) -> BoxFuture<'a, Result<Vec<ItemRef>, String>> {
-        Box::pin(async move { Ok(claims(item)) })
+    ) -> BoxFuture<'a, Result<Executed, String>> {
+        Box::pin(async move { Ok(Executed::adding(claims(item))) })
     }
 }
 

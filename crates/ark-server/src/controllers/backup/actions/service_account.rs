@@ -7,7 +7,7 @@ use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
 use tokio::sync::OnceCell;
 
-use super::{BackupItemAction, ItemRef};
+use super::{BackupItemAction, Executed, ItemRef};
 
 const BINDINGS: &str = "clusterrolebindings.rbac.authorization.k8s.io";
 const ROLES: &str = "clusterroles.rbac.authorization.k8s.io";
@@ -31,7 +31,7 @@ impl BackupItemAction for ServiceAccountAction {
         &'a self,
         item: &'a DynamicObject,
         client: &'a Client,
-    ) -> BoxFuture<'a, Result<Vec<ItemRef>, String>> {
+    ) -> BoxFuture<'a, Result<Executed, String>> {
         Box::pin(async move {
             let bindings = self
                 .bindings
@@ -45,7 +45,7 @@ impl BackupItemAction for ServiceAccountAction {
                 .await
                 .as_ref()
                 .map_err(Clone::clone)?;
-            Ok(related(item, bindings))
+            Ok(Executed::adding(related(item, bindings)))
         })
     }
 }

@@ -15,6 +15,7 @@ mod pod_volumes;
 mod resource_modifiers;
 mod role_binding;
 mod service;
+mod volume_snapshot;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +24,7 @@ use serde_json::{Map, Value};
 use crate::hooks::PodHooks;
 pub use persistent_volume::is_restored_volume;
 pub use resource_modifiers::ResourceModifiers;
+pub use volume_snapshot::is_backed_up_snapshot;
 
 /// What every action of one restore may read.
 pub struct RestoreCx<'a> {
@@ -36,6 +38,10 @@ pub struct RestoreCx<'a> {
     pub resource_modifiers: Option<&'a ResourceModifiers>,
     /// The pod volume data the backup holds, and how restored pods wait for it.
     pub volume_data: Option<&'a super::pod_volumes::VolumeData<'a>>,
+    /// The restore's uid, in the names of the snapshots it creates again.
+    pub restore_uid: &'a str,
+    /// The cluster's VolumeSnapshotClasses: name and driver.
+    pub snapshot_classes: &'a [(String, String)],
 }
 
 impl RestoreCx<'_> {
@@ -51,6 +57,8 @@ pub struct ItemCx<'a> {
     pub group_resource: &'a str,
     /// Its namespace in the backup (the item itself already names the mapped one).
     pub source_namespace: Option<&'a str>,
+    /// Its status as backed up (the item itself has none: the new cluster writes its own).
+    pub backed_up_status: Option<&'a Value>,
 }
 
 /// What the actions found beside the edited item.
@@ -88,6 +96,7 @@ impl Actions {
             Box::new(service::ServiceAction),
             Box::new(persistent_volume::PersistentVolumeAction),
             Box::new(persistent_volume_claim::PersistentVolumeClaimAction),
+            Box::new(volume_snapshot::VolumeSnapshotAction),
             Box::new(role_binding::RoleBindingAction),
             Box::new(job::JobAction),
             Box::new(resource_modifiers::ResourceModifierAction),
@@ -130,6 +139,8 @@ const BIND_ANNOTATIONS: &[&str] = &[
 pub(crate) mod testing {
     use super::*;
 
+    pub const RESTORE_UID: &str = "restore-uid-1";
+
     pub fn spec() -> &'static ark_api::RestoreSpec {
         Box::leak(Box::default())
     }
@@ -153,18 +164,22 @@ pub(crate) mod testing {
             restored_volumes: &restored,
             resource_modifiers: None,
             volume_data: None,
+            restore_uid: RESTORE_UID,
+            snapshot_classes: &[("ark-csi".into(), "hostpath.csi.ark.test".into())],
         };
         let mut object = item;
         let source = object
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .map(str::to_string);
+        let status = object.as_object_mut().and_then(|o| o.remove("status"));
         let out = Actions::built_in().run(
             &mut object,
             &restore,
             &ItemCx {
                 group_resource,
                 source_namespace: source.as_deref(),
+                backed_up_status: status.as_ref(),
             },
         );
         (object, out)

@@ -1,0 +1,506 @@
+//! Backups whose items are uploaded and whose CSI snapshots are not ready to use yet (Velero's
+//! backup operations and backup finalizer controllers). While a backup is
+//! WaitingForPluginOperations, each of its item operations is checked until it ends or the
+//! backup's `itemOperationTimeout` passes since it was created. Then the backup is Finalizing:
+//! the VolumeSnapshots and contents are written into its tarball again as they ended, removed
+//! from the cluster (each storage snapshot kept: `Retain`), and the backup ends Completed or
+//! PartiallyFailed. Everything is read back from the bucket and the cluster on each pass, so a
+//! new leader takes a backup up where the last one left it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_api::{
+    Backup, BackupOperation, BackupPhase, BackupStatus, BackupVolumeInfo, OperationPhase,
+    ResourceIdentifier, VOLUME_FAILED, VOLUME_SUCCEEDED,
+};
+use ark_storage::tarball::{item_path, preferred_version_path};
+use ark_storage::{BackupStore, FinalizedFiles};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt as _};
+use serde_json::{Value, json};
+
+use crate::shared::context::Kube;
+use crate::shared::controller::{self, ReconcileError};
+use crate::shared::csi::{self, text};
+use crate::shared::objects::{self, Readable};
+use crate::shared::results::{Results, gunzip_json, gzip_json};
+use crate::shared::{archive::TarballWriter, locations, metrics, operation, patch};
+
+/// Velero's default `itemOperationTimeout`, for a backup whose spec has none.
+const ITEM_OPERATION_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
+
+pub struct Ctx {
+    pub kube: Kube,
+    pub scratch: PathBuf,
+    /// How often a waiting backup's operations are checked (Velero's
+    /// `--item-operation-sync-frequency`).
+    pub frequency: Duration,
+}
+
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(ctx: Arc<Ctx>) {
+    controller::run::<Backup, _, _, _>(ctx, "backup operations", 0, reconcile).await;
+}
+
+async fn reconcile(cached: Arc<Readable<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let finishing = |backup: &Backup| {
+        backup
+            .status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .is_some_and(BackupPhase::is_finishing)
+    };
+    if !cached.read.as_ref().is_ok_and(finishing) {
+        return Ok(Action::await_change());
+    }
+    // Decided on a fresh read: the cache may predate this controller's own last write.
+    let api = operation::api::<Backup>(&ctx.kube);
+    let Some(fresh) = api.get_opt(&cached.name()).await? else {
+        return Ok(Action::await_change());
+    };
+    let Ok(backup) = objects::typed::<Backup>(&fresh) else {
+        return Ok(Action::await_change());
+    };
+    if !finishing(&backup) {
+        return Ok(Action::await_change());
+    }
+    match finish(&backup, &ctx).await {
+        Ok(Next::Wait) => Ok(Action::requeue(ctx.frequency)),
+        Ok(Next::Done) => Ok(Action::await_change()),
+        Err(error) => {
+            // The bucket or the API server gone a while: the backup waits where it is.
+            tracing::warn!(
+                "backup {}: {error}; again in {:?}",
+                backup.name_any(),
+                ctx.frequency
+            );
+            Ok(Action::requeue(ctx.frequency))
+        }
+    }
+}
+
+enum Next {
+    Wait,
+    Done,
+}
+
+async fn finish(backup: &Backup, ctx: &Ctx) -> Result<Next, String> {
+    let name = backup.name_any();
+    let kube = &ctx.kube;
+    let phase = backup
+        .status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .unwrap_or(BackupPhase::New);
+    let location = backup.spec.storage_location.clone().unwrap_or_default();
+    let open = locations::open_named(&kube.client, &kube.namespace, &location)
+        .await
+        .map_err(|e| e.to_string())?;
+    let store = &open.store;
+    let mut operations: Vec<BackupOperation> = match store
+        .get_item_operations(&name)
+        .await
+        .map_err(|e| format!("reading its item operations: {e}"))?
+    {
+        Some(bytes) => gunzip_json::<Option<_>>(&bytes, "item operations")?.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let api = operation::api::<Backup>(kube);
+    if matches!(
+        phase,
+        BackupPhase::WaitingForPluginOperations
+            | BackupPhase::WaitingForPluginOperationsPartiallyFailed
+    ) {
+        let timeout = ark_api::duration::parse_or_default(
+            backup.spec.item_operation_timeout.as_deref(),
+            ITEM_OPERATION_TIMEOUT,
+        )
+        .unwrap_or(ITEM_OPERATION_TIMEOUT);
+        if progress(&mut operations, kube, timeout).await {
+            store
+                .put_item_operations(&name, gzip_json(&operations).map_err(|e| e.to_string())?)
+                .await
+                .map_err(|e| format!("writing its item operations: {e}"))?;
+        }
+        if operations.iter().any(|o| !o.status.phase.is_final()) {
+            return Ok(Next::Wait);
+        }
+        let finalizing = if phase.is_partially_failed() || failed(&operations) > 0 {
+            BackupPhase::FinalizingPartiallyFailed
+        } else {
+            BackupPhase::Finalizing
+        };
+        let status = BackupStatus {
+            phase: Some(finalizing),
+            ..counters(&operations)
+        };
+        if patch::status_in_phase(&api, &name, phase, &status)
+            .await
+            .map_err(|e| e.to_string())?
+            == patch::Claim::Lost
+        {
+            return Ok(Next::Done);
+        }
+        // Finalized on the change this write brings.
+        return Ok(Next::Done);
+    }
+    finalize(backup, phase, &operations, store, ctx).await?;
+    Ok(Next::Done)
+}
+
+/// Checks each operation not ended yet; whether any changed.
+async fn progress(operations: &mut [BackupOperation], kube: &Kube, timeout: Duration) -> bool {
+    let mut changed = false;
+    for operation in operations.iter_mut().filter(|o| !o.status.phase.is_final()) {
+        let Some((phase, error)) = snapshot_progress(operation, kube, timeout).await else {
+            continue;
+        };
+        let status = &mut operation.status;
+        if status.phase != phase || status.error != error {
+            status.phase = phase;
+            status.error = error;
+            status.updated = Some(patch::now());
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Where one snapshot operation stands (Velero's VolumeSnapshot action's `Progress`): ready to
+/// use, failed by the driver or deleted, timed out, or still in progress; None when it could not
+/// be read (the API server gone a moment).
+async fn snapshot_progress(
+    operation: &BackupOperation,
+    kube: &Kube,
+    timeout: Duration,
+) -> Option<(OperationPhase, String)> {
+    let item = &operation.spec.resource_identifier;
+    let snapshot = csi::volume_snapshots(&kube.client, &item.namespace)
+        .get_opt(&item.name)
+        .await
+        .ok()?;
+    let shown = format!("VolumeSnapshot {}/{}", item.namespace, item.name);
+    let claim = snapshot
+        .as_ref()
+        .and_then(|s| text(&s.data, "/spec/source/persistentVolumeClaimName"))
+        .map(|c| format!("claim {}/{c}: ", item.namespace))
+        .unwrap_or_default();
+    let Some(snapshot) = snapshot else {
+        return Some((
+            OperationPhase::Failed,
+            format!("{shown} was deleted before it was ready to use"),
+        ));
+    };
+    if snapshot.data.pointer("/status/readyToUse") == Some(&Value::Bool(true)) {
+        return Some((OperationPhase::Completed, String::new()));
+    }
+    if let Some(error) = text(&snapshot.data, "/status/error/message") {
+        return Some((
+            OperationPhase::Failed,
+            format!("{claim}{shown} failed: {error}"),
+        ));
+    }
+    let created = operation.status.created.as_ref().map(|t| t.0)?;
+    let deadline = created + SignedDuration::try_from(timeout).unwrap_or(SignedDuration::MAX);
+    if Timestamp::now() > deadline {
+        return Some((
+            OperationPhase::Failed,
+            format!(
+                "{claim}{shown} was not ready to use within the backup's itemOperationTimeout of {}",
+                ark_api::duration::format(timeout)
+            ),
+        ));
+    }
+    Some((OperationPhase::InProgress, String::new()))
+}
+
+fn failed(operations: &[BackupOperation]) -> i64 {
+    operations
+        .iter()
+        .filter(|o| o.status.phase == OperationPhase::Failed)
+        .count() as i64
+}
+
+fn counters(operations: &[BackupOperation]) -> BackupStatus {
+    let completed = operations
+        .iter()
+        .filter(|o| o.status.phase == OperationPhase::Completed)
+        .count() as i64;
+    let counted = |n: i64| (n > 0).then_some(n);
+    BackupStatus {
+        backup_item_operations_completed: counted(completed),
+        backup_item_operations_failed: counted(failed(operations)),
+        csi_volume_snapshots_completed: counted(completed),
+        ..Default::default()
+    }
+}
+
+/// The backup's items its operations named, written again as they ended; its volume information,
+/// results and metadata with the outcome; then the snapshots removed from the cluster.
+async fn finalize(
+    backup: &Backup,
+    phase: BackupPhase,
+    operations: &[BackupOperation],
+    store: &BackupStore,
+    ctx: &Ctx,
+) -> Result<(), String> {
+    let name = backup.name_any();
+    let client = &ctx.kube.client;
+    let mut replaced = BTreeMap::new();
+    for operation in operations {
+        for item in &operation.spec.post_operation_items {
+            if let Some(json) = item_as_ended(client, item).await? {
+                let (gr, namespace) = (
+                    format!("{}.{}", item.resource, item.group),
+                    Some(item.namespace.as_str()).filter(|n| !n.is_empty()),
+                );
+                replaced.insert(
+                    preferred_version_path(&gr, "v1", namespace, &item.name),
+                    json.clone(),
+                );
+                replaced.insert(item_path(&gr, namespace, &item.name), json);
+            }
+        }
+    }
+    let contents = if replaced.is_empty() {
+        None
+    } else {
+        let source = tempfile::tempfile_in(&ctx.scratch).map_err(|e| e.to_string())?;
+        store
+            .download_backup_contents(&name, &source)
+            .await
+            .map_err(|e| format!("reading its tarball: {e}"))?;
+        let scratch = ctx.scratch.clone();
+        let rewritten = tokio::task::spawn_blocking(move || {
+            TarballWriter::rewrite(source, &replaced, &scratch)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("writing its tarball again: {e}"))?;
+        Some(rewritten)
+    };
+
+    let mut results: Results = match store
+        .get_backup_results(&name)
+        .await
+        .map_err(|e| format!("reading its results: {e}"))?
+    {
+        Some(bytes) => gunzip_json(&bytes, "results")?,
+        None => Results::default(),
+    };
+    for operation in operations.iter().filter(|o| !o.status.error.is_empty()) {
+        let namespace = operation.spec.resource_identifier.namespace.as_str();
+        let listed = results.errors.namespaces.get(namespace);
+        // Once, however many times the backup is finalized.
+        if !listed.is_some_and(|l| l.contains(&operation.status.error)) {
+            results
+                .errors
+                .add(Some(namespace), operation.status.error.clone());
+        }
+    }
+    let volume_info = match store
+        .get_volume_info(&name)
+        .await
+        .map_err(|e| format!("reading its volume information: {e}"))?
+    {
+        Some(bytes) => ended_volume_info(
+            gunzip_json::<Option<_>>(&bytes, "volume information")?.unwrap_or_default(),
+            operations,
+        ),
+        None => Vec::new(),
+    };
+
+    let errors = results.errors.count();
+    let ended = if phase.is_partially_failed() || errors > 0 {
+        BackupPhase::PartiallyFailed
+    } else {
+        BackupPhase::Completed
+    };
+    let status = BackupStatus {
+        phase: Some(ended),
+        completion_timestamp: Some(patch::now()),
+        errors: Some(errors),
+        ..counters(operations)
+    };
+    let mut uploaded = backup.clone();
+    uploaded.metadata.managed_fields = None;
+    let current = uploaded.status.get_or_insert_with(Default::default);
+    current.phase = status.phase;
+    current.completion_timestamp = status.completion_timestamp.clone();
+    current.errors = status.errors;
+    current.backup_item_operations_completed = status.backup_item_operations_completed;
+    current.backup_item_operations_failed = status.backup_item_operations_failed;
+    current.csi_volume_snapshots_completed = status.csi_volume_snapshots_completed;
+    let gzip_error = |e: std::io::Error| e.to_string();
+    store
+        .put_finalized_backup(
+            &name,
+            FinalizedFiles {
+                contents,
+                results: gzip_json(&results).map_err(gzip_error)?,
+                volume_info: gzip_json(&volume_info).map_err(gzip_error)?,
+                item_operations: gzip_json(&operations).map_err(gzip_error)?,
+                metadata: serde_json::to_vec_pretty(&uploaded)
+                    .map_err(|e| e.to_string())?
+                    .into(),
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+
+    for operation in operations {
+        remove_snapshot(client, operation).await?;
+    }
+    let api = operation::api::<Backup>(&ctx.kube);
+    let claim = patch::status_in_phase(&api, &name, phase, &status)
+        .await
+        .map_err(|e| e.to_string())?;
+    if claim == patch::Claim::Won {
+        let schedule = backup
+            .labels()
+            .get(ark_api::labels::SCHEDULE_NAME)
+            .cloned()
+            .unwrap_or_default();
+        let outcome = match ended {
+            BackupPhase::Completed => metrics::Ended::Success,
+            _ => metrics::Ended::PartialFailure,
+        };
+        let took = backup
+            .status
+            .as_ref()
+            .and_then(|s| s.start_timestamp.as_ref())
+            .and_then(|start| Duration::try_from(Timestamp::now().duration_since(start.0)).ok())
+            .unwrap_or_default();
+        let items = backup
+            .status
+            .as_ref()
+            .and_then(|s| s.progress.as_ref())
+            .and_then(|p| p.items_backed_up)
+            .unwrap_or_default();
+        ctx.kube
+            .metrics
+            .backup_ended(&schedule, outcome, took, items, errors);
+    }
+    Ok(())
+}
+
+/// An item an operation named, as it is in the cluster now (a VolumeSnapshot with the
+/// annotations a restore reads, from its content); None once it is gone.
+async fn item_as_ended(
+    client: &kube::Client,
+    item: &ResourceIdentifier,
+) -> Result<Option<Vec<u8>>, String> {
+    let reading = |e: kube::Error| {
+        format!(
+            "reading {} {}: {}",
+            item.resource,
+            item.name,
+            objects::reason(&e)
+        )
+    };
+    let contents = csi::volume_snapshot_contents(client);
+    let object = match item.resource.as_str() {
+        "volumesnapshots" => csi::volume_snapshots(client, &item.namespace)
+            .get_opt(&item.name)
+            .await
+            .map_err(reading)?,
+        "volumesnapshotcontents" => contents.get_opt(&item.name).await.map_err(reading)?,
+        _ => None,
+    };
+    let Some(object) = object else {
+        return Ok(None);
+    };
+    let mut json = serde_json::to_value(&object).map_err(|e| e.to_string())?;
+    if let Some(metadata) = json.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    let bound = text(&json, "/status/boundVolumeSnapshotContentName").map(str::to_string);
+    if item.resource == "volumesnapshots"
+        && let Some(bound) = bound
+        && let Some(content) = contents.get_opt(&bound).await.map_err(reading)?
+    {
+        csi::SnapshotRecord {
+            deletion_policy: text(&content.data, "/spec/deletionPolicy").unwrap_or("Delete"),
+            handle: text(&content.data, "/status/snapshotHandle").unwrap_or_default(),
+            driver: text(&content.data, "/spec/driver").unwrap_or_default(),
+            restore_size: content
+                .data
+                .pointer("/status/restoreSize")
+                .and_then(Value::as_i64),
+        }
+        .annotate(&mut json);
+    }
+    serde_json::to_vec(&json)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// The volume information with each snapshot's outcome.
+fn ended_volume_info(
+    mut volumes: Vec<BackupVolumeInfo>,
+    operations: &[BackupOperation],
+) -> Vec<BackupVolumeInfo> {
+    for volume in &mut volumes {
+        let Some(info) = volume.csi_snapshot_info.as_mut() else {
+            continue;
+        };
+        let Some(operation) = operations
+            .iter()
+            .find(|o| o.spec.operation_id == info.operation_id)
+        else {
+            continue;
+        };
+        let completed = operation.status.phase == OperationPhase::Completed;
+        info.ready_to_use = Some(completed);
+        volume.result = if completed {
+            VOLUME_SUCCEEDED
+        } else {
+            VOLUME_FAILED
+        }
+        .into();
+        volume.completion_timestamp = operation.status.updated.clone();
+    }
+    volumes
+}
+
+/// Removes an operation's VolumeSnapshot and content from the cluster. A snapshot that is ready
+/// keeps its storage snapshot (the content is set to `Retain` first): the backup holds it now,
+/// and deleting the backup deletes it. A failed one goes with its content, as its class says.
+async fn remove_snapshot(client: &kube::Client, operation: &BackupOperation) -> Result<(), String> {
+    let item = &operation.spec.resource_identifier;
+    let contents = csi::volume_snapshot_contents(client);
+    let failed = |what: &str, e: kube::Error| format!("removing {what}: {}", objects::reason(&e));
+    let content = operation
+        .spec
+        .post_operation_items
+        .iter()
+        .find(|i| i.resource == "volumesnapshotcontents")
+        .map(|i| i.name.clone());
+    if let (Some(content), OperationPhase::Completed) = (&content, operation.status.phase) {
+        let retain = json!({ "spec": { "deletionPolicy": "Retain" } });
+        patch::ignore_not_found(
+            contents
+                .patch(content, &PatchParams::default(), &Patch::Merge(&retain))
+                .await,
+        )
+        .map_err(|e| failed(content, e))?;
+    }
+    let snapshots: Api<DynamicObject> = csi::volume_snapshots(client, &item.namespace);
+    patch::ignore_not_found(snapshots.delete(&item.name, &DeleteParams::default()).await)
+        .map_err(|e| failed(&item.name, e))?;
+    if let Some(content) = &content {
+        patch::ignore_not_found(contents.delete(content, &DeleteParams::default()).await)
+            .map_err(|e| failed(content, e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! The CSI snapshot kinds (`snapshot.storage.k8s.io/v1`), read and written as JSON: their CRDs
+//! come with the cluster's snapshot controller, not with ark. The names and annotations Velero
+//! puts on them, which backup, restore and deletion share.
+
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+pub const GROUP: &str = "snapshot.storage.k8s.io";
+pub const VOLUME_SNAPSHOTS: &str = "volumesnapshots.snapshot.storage.k8s.io";
+pub const VOLUME_SNAPSHOT_CONTENTS: &str = "volumesnapshotcontents.snapshot.storage.k8s.io";
+pub const VOLUME_SNAPSHOT_CLASSES: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+
+/// On a backed-up claim: the VolumeSnapshot its data is in.
+pub const VOLUME_SNAPSHOT_NAME: &str = "velero.io/volume-snapshot-name";
+/// On a claim: the VolumeSnapshotClass to snapshot it with.
+pub const CLAIM_CLASS: &str = "velero.io/csi-volumesnapshot-class";
+/// On a backup, followed by a driver's name: that driver's VolumeSnapshotClass.
+pub const BACKUP_CLASS_PREFIX: &str = "velero.io/csi-volumesnapshot-class_";
+/// On a VolumeSnapshotClass: the class Velero picks for its driver.
+pub const CLASS_LABEL: &str = "velero.io/csi-volumesnapshot-class";
+/// On a VolumeSnapshotClass: the cluster's default for its driver.
+pub const DEFAULT_CLASS: &str = "snapshot.storage.kubernetes.io/is-default-class";
+
+/// What a backed-up VolumeSnapshot says of its storage snapshot, for the restore.
+pub const SNAPSHOT_HANDLE: &str = "velero.io/csi-volumesnapshot-handle";
+pub const DRIVER_NAME: &str = "velero.io/csi-driver-name";
+pub const DELETION_POLICY: &str = "velero.io/csi-vsc-deletion-policy";
+pub const RESTORE_SIZE: &str = "velero.io/csi-volumesnapshot-restore-size";
+
+/// The action names Velero records in a backup's item operations.
+pub const SNAPSHOT_ACTION: &str = "velero.io/csi-volumesnapshot-backupper";
+
+fn resource(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(GROUP, "v1", kind))
+}
+
+pub fn volume_snapshots(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), namespace, &resource("VolumeSnapshot"))
+}
+
+/// VolumeSnapshots in every namespace.
+pub fn all_volume_snapshots(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &resource("VolumeSnapshot"))
+}
+
+pub fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &resource("VolumeSnapshotContent"))
+}
+
+pub fn volume_snapshot_classes(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &resource("VolumeSnapshotClass"))
+}
+
+/// The name a restore gives the VolumeSnapshot and VolumeSnapshotContent it recreates from a
+/// backed-up snapshot (Velero's `GenerateSha256FromRestoreUIDAndVsName`): one per restore and
+/// snapshot, so that restoring the same backup twice never collides.
+pub fn restored_snapshot_name(restore_uid: &str, snapshot: &str) -> String {
+    let digest = Sha256::digest(format!("{restore_uid}/{snapshot}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a backed-up VolumeSnapshot records of its storage snapshot, in its annotations.
+pub struct SnapshotRecord<'a> {
+    pub deletion_policy: &'a str,
+    pub handle: &'a str,
+    pub driver: &'a str,
+    pub restore_size: Option<i64>,
+}
+
+impl SnapshotRecord<'_> {
+    /// Puts the record in a VolumeSnapshot's annotations, as Velero's VolumeSnapshot action does.
+    pub fn annotate(&self, snapshot: &mut Value) {
+        let metadata = &mut snapshot["metadata"];
+        if !metadata["annotations"].is_object() {
+            metadata["annotations"] = Value::Object(Default::default());
+        }
+        let annotations = &mut metadata["annotations"];
+        annotations[DELETION_POLICY] = Value::from(self.deletion_policy);
+        annotations[SNAPSHOT_HANDLE] = Value::from(self.handle);
+        annotations[DRIVER_NAME] = Value::from(self.driver);
+        if let Some(size) = self.restore_size {
+            annotations[RESTORE_SIZE] = Value::from(size.to_string());
+        }
+    }
+}
+
+/// A string at `pointer` in `object`, when there is a non-empty one.
+pub fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restored_snapshot_is_named_as_velero_names_it() {
+        // Go's fmt.Sprintf("%x", sha256.Sum256([]byte("u-1/velero-data-abcde"))).
+        assert_eq!(
+            restored_snapshot_name("u-1", "velero-data-abcde"),
+            "6b4a465984f99cb8bc54fcb0d1a557e0133735807ab00cb8d49064bcb2782ed6"
+        );
+    }
+}

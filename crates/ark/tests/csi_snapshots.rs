@@ -1,0 +1,521 @@
+//! CSI snapshots on the real node: claims of the test ground's CSI driver (`hostpath.csi.ark.test`,
+//! driven by the real external-provisioner, csi-snapshotter and snapshot-controller, its volumes
+//! published into pods by the real kubelet) snapshotted at backup and restored from their
+//! snapshots, with PostgreSQL's rows as the data.
+
+mod common;
+
+use std::time::Duration;
+
+use ark_api::{Backup, BackupPhase, BackupVolumeInfo};
+use ark_tests::{ArkServer, Cluster, wait_for};
+use common::ARK;
+use common::setup::Setup;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::runtime::wait::Condition;
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(120);
+const STORAGE_CLASS: &str = "ark-csi";
+const DRIVER: &str = "hostpath.csi.ark.test";
+
+fn snapshot_api(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "snapshot.storage.k8s.io",
+        "v1",
+        kind,
+    ))
+}
+
+/// Waits until no VolumeSnapshot is left in `namespace`, nor a content of one (the snapshot
+/// controller removes them a moment after they are deleted); what is left when the wait ends.
+async fn left_in(client: &Client, namespace: &str) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = snapshots_in(client, namespace).await;
+        if left.is_empty() || tokio::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The VolumeSnapshots in `namespace`, and the contents of snapshots there.
+async fn snapshots_in(client: &Client, namespace: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let snapshots: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &snapshot_api("VolumeSnapshot"));
+    for snapshot in snapshots.list(&ListParams::default()).await.unwrap().items {
+        found.push(format!("VolumeSnapshot {}", snapshot.name_any()));
+    }
+    let contents: Api<DynamicObject> =
+        Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotContent"));
+    for content in contents.list(&ListParams::default()).await.unwrap().items {
+        if content.data["spec"]["volumeSnapshotRef"]["namespace"] == namespace {
+            found.push(format!("VolumeSnapshotContent {}", content.name_any()));
+        }
+    }
+    found
+}
+
+fn claim(name: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "app": "db" } },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": STORAGE_CLASS,
+            "resources": { "requests": { "storage": "1Gi" } },
+        },
+    }))
+    .unwrap()
+}
+
+/// PostgreSQL on the real node, its data directory on the claim `claim` (an init container gives
+/// the volume to postgres's user first).
+fn database(cluster: &Cluster, claim: &str) -> Pod {
+    cluster.on_real_node(json!({
+        "metadata": { "name": "db", "labels": { "app": "db" } },
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "initContainers": [{
+                "name": "own", "image": "ark.local/postgres:15", "imagePullPolicy": "Never",
+                "securityContext": { "runAsUser": 0 },
+                "command": ["chown", "999:999", "/data"],
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "containers": [{
+                "name": "postgres", "image": "ark.local/postgres:15", "imagePullPolicy": "Never",
+                "securityContext": { "runAsUser": 999, "runAsGroup": 999 },
+                "command": ["sh", "-c", "[ -s /data/pg/PG_VERSION ] || initdb -D /data/pg --locale=C -E UTF8 -U postgres >/dev/null; exec postgres -D /data/pg -c listen_addresses= -c unix_socket_directories=/tmp -c jit=off"],
+                "readinessProbe": { "exec": { "command": ["pg_isready", "-h", "/tmp", "-U", "postgres"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "persistentVolumeClaim": { "claimName": claim } }],
+        },
+    }))
+}
+
+/// A VolumeSnapshotClass a test made, deleted however the test ends: a class left behind would
+/// change which class other claims of the driver get.
+struct ClassDeletedOnDrop(Cluster, String);
+
+impl Drop for ClassDeletedOnDrop {
+    fn drop(&mut self) {
+        let (cluster, name) = (self.0.clone(), self.1.clone());
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    let api: Api<DynamicObject> =
+                        Api::all_with(cluster.client().await, &snapshot_api("VolumeSnapshotClass"));
+                    let _ = api.delete(&name, &Default::default()).await;
+                })
+        })
+        .join();
+    }
+}
+
+/// `kubectl ARGS`, whatever its exit: what it printed on both streams.
+fn kubectl_outcome(cluster: &Cluster, args: &[&str]) -> String {
+    let mut command = std::process::Command::new("kubectl");
+    command.args(args).env("KUBECONFIG", &cluster.kubeconfig);
+    let output = ark_tests::output_within(&mut command, WAIT);
+    format!(
+        "{}{}",
+        common::text(&output.stdout),
+        common::text(&output.stderr)
+    )
+}
+
+fn is_ready() -> impl Condition<Pod> {
+    |pod: Option<&Pod>| {
+        pod.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    }
+}
+
+fn psql(cluster: &Cluster, namespace: &str, sql: &str) -> String {
+    common::node_agent::kubectl(
+        cluster,
+        &[
+            "-n", namespace, "exec", "db", "-c", "postgres", "--", "psql", "-q", "-h", "/tmp",
+            "-U", "postgres", "-Atc", sql,
+        ],
+    )
+}
+
+async fn ended(backups: &Api<Backup>, name: &str) -> Backup {
+    wait_for(
+        backups.clone(),
+        name,
+        |b: Option<&Backup>| {
+            b.and_then(|b| b.status.as_ref())
+                .and_then(|s| s.phase)
+                .is_some_and(BackupPhase::is_terminal)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    backups.get(name).await.unwrap()
+}
+
+async fn volume_info(setup: &Setup, backup: &str) -> Vec<BackupVolumeInfo> {
+    let bytes = setup
+        .store
+        .get_volume_info(backup)
+        .await
+        .unwrap()
+        .expect("the backup's volume information");
+    serde_json::from_slice(&ark_tests::gunzip(&bytes)).unwrap()
+}
+
+/// The round trip of the issue: rows written into PostgreSQL on a CSI claim, a backup that
+/// snapshots the claim (and leaves no VolumeSnapshot behind), the namespace lost, a restore that
+/// provisions the claim from the snapshot: the rows are back. A second restore with
+/// `--restore-volumes=false` brings the claim back empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_on_a_csi_claim_comes_back_from_its_snapshot_with_its_rows() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let _server = ArkServer::start_with(
+        ARK,
+        cluster,
+        setup.ns(),
+        &["--item-operation-sync-frequency", "1s"],
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
+    claims
+        .create(&PostParams::default(), &claim("db-data"))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), app);
+    pods.create(&PostParams::default(), &database(cluster, "db-data"))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "db", is_ready(), WAIT)
+        .await
+        .unwrap();
+    psql(
+        cluster,
+        app,
+        "create table orders (id int primary key, item text); \
+         insert into orders values (1, 'tea'), (2, 'scones'), (3, 'coffee');",
+    );
+    // Written to disk before the snapshot: a crash-consistent copy holds what was checkpointed.
+    psql(cluster, app, "checkpoint");
+    let bound = claims.get("db-data").await.unwrap();
+    let volume = bound.spec.unwrap().volume_name.unwrap();
+
+    let created = setup.ark(&[
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        app,
+        "--wait",
+        "--timeout",
+        "2m",
+    ]);
+    assert!(created.contains("Completed"), "{created}");
+    let backup = setup.backups().get("b1").await.unwrap();
+    let status = backup.status.unwrap();
+    assert_eq!(status.phase, Some(BackupPhase::Completed));
+    assert_eq!(
+        (
+            status.csi_volume_snapshots_attempted,
+            status.csi_volume_snapshots_completed,
+            status.backup_item_operations_attempted,
+            status.backup_item_operations_completed,
+        ),
+        (Some(1), Some(1), Some(1), Some(1))
+    );
+    assert_eq!(left_in(client, app).await, Vec::<String>::new());
+
+    // The bucket: the claim as its snapshot names it, the snapshot with its handle, and the
+    // volume as Velero records a CSI snapshot.
+    let info = volume_info(&setup, "b1").await;
+    let [db] = info.as_slice() else {
+        panic!("one volume, not {info:#?}")
+    };
+    assert_eq!(
+        (db.pvc_namespace.as_str(), db.pvc_name.as_str()),
+        (app.as_str(), "db-data")
+    );
+    assert_eq!(db.pv_name, volume);
+    assert_eq!(db.result, "succeeded");
+    assert!(db.preserve_local_snapshot && !db.snapshot_data_moved && !db.skipped);
+    let csi = db.csi_snapshot_info.as_ref().unwrap();
+    assert_eq!(csi.driver, DRIVER);
+    assert_eq!(csi.ready_to_use, Some(true));
+    assert!(!csi.snapshot_handle.is_empty());
+    let described = setup.ark(&["backup", "describe", "b1"]);
+    assert!(
+        described.contains(&format!("CSI Snapshots:\n  {app}/db-data:\n")),
+        "{described}"
+    );
+    assert!(
+        described.contains("Result:                 ready to use"),
+        "{described}"
+    );
+    assert!(
+        described.contains(&format!("Storage Snapshot ID:    {}", csi.snapshot_handle)),
+        "{described}"
+    );
+
+    let volumes = Api::<PersistentVolume>::all(client.clone());
+    let pv = volumes.get(&volume).await.unwrap();
+    common::node_agent::lose(cluster, app).await;
+    // The claim's volume went with it (reclaim policy Delete): the data is only in the snapshot.
+    ark_tests::wait_deleted(volumes, &pv, WAIT).await;
+
+    let restored = setup.ark(&[
+        "restore",
+        "create",
+        "r1",
+        "--from-backup",
+        "b1",
+        "--wait",
+        "--timeout",
+        "2m",
+    ]);
+    assert!(restored.contains("Completed"), "{restored}");
+    wait_for(pods.clone(), "db", is_ready(), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        psql(
+            cluster,
+            app,
+            "select string_agg(item, ',' order by id) from orders"
+        )
+        .trim(),
+        "tea,scones,coffee"
+    );
+    let claim = claims.get("db-data").await.unwrap();
+    let source = claim.spec.unwrap().data_source.unwrap();
+    assert_eq!(source.kind, "VolumeSnapshot");
+    let uid = setup
+        .restores()
+        .get("r1")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let snapshots: Api<DynamicObject> =
+        Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotContent"));
+    let content = snapshots.get(&source.name).await.unwrap();
+    assert_eq!(content.data["spec"]["deletionPolicy"], "Retain");
+    assert_eq!(
+        content.data["spec"]["source"]["snapshotHandle"],
+        csi.snapshot_handle.as_str()
+    );
+    assert_eq!(source.name.len(), 64, "named from the restore's uid {uid}");
+
+    // Without restorePVs the claim comes back, empty.
+    let mapping = format!("{app}:{app}-empty");
+    let empty = setup.ark(&[
+        "restore",
+        "create",
+        "r2",
+        "--from-backup",
+        "b1",
+        "--namespace-mappings",
+        &mapping,
+        "--restore-volumes=false",
+        "--wait",
+        "--timeout",
+        "2m",
+    ]);
+    assert!(empty.contains("Completed"), "{empty}");
+    let copy = format!("{app}-empty");
+    let empty_pods: Api<Pod> = Api::namespaced(client.clone(), &copy);
+    wait_for(empty_pods, "db", is_ready(), WAIT).await.unwrap();
+    let missing = kubectl_outcome(
+        cluster,
+        &[
+            "-n",
+            &copy,
+            "exec",
+            "db",
+            "-c",
+            "postgres",
+            "--",
+            "psql",
+            "-q",
+            "-h",
+            "/tmp",
+            "-U",
+            "postgres",
+            "-Atc",
+            "select count(*) from orders",
+        ],
+    );
+    assert!(
+        missing.contains("relation \"orders\" does not exist"),
+        "an empty volume, a new database: {missing}"
+    );
+    let empty_claim = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &copy)
+        .get("db-data")
+        .await
+        .unwrap();
+    assert_eq!(empty_claim.spec.unwrap().data_source, None);
+    common::node_agent::lose(cluster, &copy).await;
+}
+
+/// A driver that never makes its snapshot ready: the backup waits for it until its
+/// itemOperationTimeout, then ends PartiallyFailed naming the claim, and nothing of the snapshot
+/// stays in the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_never_ready_fails_its_backup_naming_the_claim_and_leaves_nothing_behind() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let _server = ArkServer::start_with(
+        ARK,
+        cluster,
+        setup.ns(),
+        &["--item-operation-sync-frequency", "1s"],
+    );
+    // A class of the driver that never becomes ready, chosen through the claim's annotation.
+    let class_name = ark_tests::unique_name("never");
+    let classes: Api<DynamicObject> =
+        Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotClass"));
+    let class: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+        "metadata": { "name": class_name },
+        "driver": DRIVER, "deletionPolicy": "Delete",
+        "parameters": { "readyAfter": "never" },
+    }))
+    .unwrap();
+    classes
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let _class = ClassDeletedOnDrop(cluster.clone(), class_name.clone());
+    let mut stuck = claim("stuck");
+    stuck.annotations_mut().insert(
+        "velero.io/csi-volumesnapshot-class".into(),
+        class_name.clone(),
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
+    claims.create(&PostParams::default(), &stuck).await.unwrap();
+    wait_for(
+        claims.clone(),
+        "stuck",
+        |c: Option<&PersistentVolumeClaim>| {
+            c.and_then(|c| c.status.as_ref())
+                .and_then(|s| s.phase.as_deref())
+                == Some("Bound")
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+
+    let backup: Backup = serde_json::from_value(json!({
+        "metadata": { "name": "b1", "namespace": setup.ns() },
+        "spec": { "includedNamespaces": [app], "itemOperationTimeout": "5s" },
+    }))
+    .unwrap();
+    setup
+        .backups()
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    let ended = ended(&setup.backups(), "b1").await;
+    let status = ended.status.unwrap();
+    assert_eq!(
+        status.phase,
+        Some(BackupPhase::PartiallyFailed),
+        "{status:#?}"
+    );
+    assert_eq!(
+        (
+            status.csi_volume_snapshots_attempted,
+            status.csi_volume_snapshots_completed,
+            status.backup_item_operations_failed,
+        ),
+        (Some(1), None, Some(1))
+    );
+    assert_eq!(left_in(client, app).await, Vec::<String>::new());
+    let described = setup.ark(&["backup", "describe", "b1", "--details"]);
+    assert!(
+        described.contains(&format!(
+            "claim {app}/stuck: VolumeSnapshot {app}/velero-stuck-"
+        )) && described
+            .contains("was not ready to use within the backup's itemOperationTimeout of 5s"),
+        "{described}"
+    );
+}
+
+/// A CSI claim whose driver has no VolumeSnapshotClass is not passed over in silence: the backup
+/// warns, naming it, and `describe` lists it among the volumes whose data the backup does not
+/// hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csi_claim_without_a_snapshot_class_is_named_in_the_warnings_and_in_describe() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let _server = ArkServer::start(ARK, cluster, setup.ns());
+    // A volume of a driver with no class, bound statically: nothing mounts it.
+    let volume_name = ark_tests::unique_name("classless");
+    let volume: PersistentVolume = serde_json::from_value(json!({
+        "metadata": { "name": volume_name },
+        "spec": {
+            "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "classless",
+            "csi": { "driver": "classless.csi.ark.test", "volumeHandle": volume_name },
+            "claimRef": { "namespace": app, "name": "data" },
+        },
+    }))
+    .unwrap();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    volumes
+        .create(&PostParams::default(), &volume)
+        .await
+        .unwrap();
+    let _volume = cluster.delete_on_drop::<PersistentVolume>(&volume_name);
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": { "name": "data" },
+        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "classless",
+            "volumeName": volume_name, "resources": { "requests": { "storage": "1Gi" } } },
+    }))
+    .unwrap();
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), app)
+        .create(&PostParams::default(), &claim)
+        .await
+        .unwrap();
+
+    let created = setup.ark(&[
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        app,
+        "--wait",
+        "--timeout",
+        "2m",
+    ]);
+    assert!(created.contains("Completed"), "{created}");
+    let status = setup.backups().get("b1").await.unwrap().status.unwrap();
+    assert_eq!(status.warnings, Some(1), "{status:#?}");
+    assert_eq!(status.csi_volume_snapshots_attempted, None);
+    let described = setup.ark(&["backup", "describe", "b1", "--details"]);
+    assert!(
+        described.contains(&format!(
+            "claim {app}/data (driver classless.csi.ark.test) is not snapshotted: no VolumeSnapshotClass for its driver; its data is not in this backup"
+        )),
+        "{described}"
+    );
+    assert!(
+        described.contains(&format!(
+            "Volumes Without Data In This Backup:\n  {app}/data:  no VolumeSnapshotClass for its driver\n"
+        )),
+        "{described}"
+    );
+}
