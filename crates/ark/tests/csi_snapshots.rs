@@ -519,3 +519,101 @@ async fn a_csi_claim_without_a_snapshot_class_is_named_in_the_warnings_and_in_de
         "{described}"
     );
 }
+
+/// The server killed while a backup waits for its snapshot to become ready: the next server
+/// takes the wait up from the bucket and the cluster. It does not cut the snapshot again; the
+/// backup ends Completed with the snapshot the first server cut, and nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_while_a_snapshot_becomes_ready_is_followed_by_one_that_finishes_the_backup()
+ {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let class_name = ark_tests::unique_name("late");
+    let classes: Api<DynamicObject> =
+        Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotClass"));
+    let class: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+        "metadata": { "name": class_name },
+        "driver": DRIVER, "deletionPolicy": "Delete",
+        "parameters": { "readyAfter": "15s" },
+    }))
+    .unwrap();
+    classes
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    let _class = ClassDeletedOnDrop(cluster.clone(), class_name.clone());
+    let mut late = claim("late");
+    late.annotations_mut().insert(
+        "velero.io/csi-volumesnapshot-class".into(),
+        class_name.clone(),
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
+    claims.create(&PostParams::default(), &late).await.unwrap();
+
+    let mut first = ArkServer::start_with(
+        ARK,
+        cluster,
+        setup.ns(),
+        &["--item-operation-sync-frequency", "1s"],
+    );
+    let backup: Backup = serde_json::from_value(json!({
+        "metadata": { "name": "b1", "namespace": setup.ns() },
+        "spec": { "includedNamespaces": [app] },
+    }))
+    .unwrap();
+    setup
+        .backups()
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    wait_for(
+        setup.backups(),
+        "b1",
+        |b: Option<&Backup>| {
+            b.and_then(|b| b.status.as_ref()).and_then(|s| s.phase)
+                == Some(BackupPhase::WaitingForPluginOperations)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let cut = snapshots_in(client, app).await;
+    assert_eq!(cut.len(), 2, "one snapshot and its content: {cut:?}");
+    first.signal("KILL");
+    assert!(first.wait_exit(Duration::from_secs(10)).is_some());
+
+    let _second = ArkServer::start_with(
+        ARK,
+        cluster,
+        setup.ns(),
+        &["--item-operation-sync-frequency", "1s"],
+    );
+    let ended = ended(&setup.backups(), "b1").await;
+    let status = ended.status.unwrap();
+    assert_eq!(status.phase, Some(BackupPhase::Completed), "{status:#?}");
+    assert_eq!(status.csi_volume_snapshots_completed, Some(1));
+    let info = volume_info(&setup, "b1").await;
+    let operations: Vec<ark_api::BackupOperation> = serde_json::from_slice(&ark_tests::gunzip(
+        &setup
+            .store
+            .get_item_operations("b1")
+            .await
+            .unwrap()
+            .unwrap(),
+    ))
+    .unwrap();
+    let [operation] = operations.as_slice() else {
+        panic!("one operation, not {operations:#?}")
+    };
+    assert_eq!(
+        format!("VolumeSnapshot {}", operation.spec.resource_identifier.name),
+        cut[0],
+        "the snapshot the first server cut"
+    );
+    assert_eq!(
+        info[0].csi_snapshot_info.as_ref().unwrap().ready_to_use,
+        Some(true)
+    );
+    assert_eq!(left_in(client, app).await, Vec::<String>::new());
+}
