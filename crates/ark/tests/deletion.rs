@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
@@ -256,60 +255,102 @@ async fn provider_snapshots_without_a_snapshotter_keep_the_backup_and_describe_s
     );
 }
 
-/// Stands in for a CSI snapshot controller and its driver, which kwok cannot run: takes up each
-/// content whose policy is Delete (a finalizer, as the csi-snapshotter adds one) and, once that
-/// content is being deleted, "deletes" its snapshot: records the handle and lets the content go.
-/// A content deleted before it was taken up vanishes at once, and its snapshot is never recorded.
-fn csi_driver(client: Client) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
-    const FINALIZER: &str = "test.csi/snapshot";
-    let deleted = Arc::new(Mutex::new(Vec::new()));
-    let record = deleted.clone();
-    let task = tokio::spawn(async move {
-        let api = volume_snapshot_contents(&client);
-        loop {
-            for content in api.list(&ListParams::default()).await.unwrap() {
-                let spec = &content.data["spec"];
-                let Some(handle) = spec["source"]["snapshotHandle"].as_str() else {
-                    continue;
-                };
-                if spec["deletionPolicy"] != "Delete" {
-                    continue;
-                }
-                let name = content.name_any();
-                let finalizers = content.finalizers();
-                let patch = if content.metadata.deletion_timestamp.is_some() {
-                    if !finalizers.iter().any(|f| f == FINALIZER) {
-                        continue;
-                    }
-                    record.lock().unwrap().push(handle.to_string());
-                    serde_json::json!({ "metadata": { "finalizers": null } })
-                } else if finalizers.is_empty() {
-                    serde_json::json!({ "metadata": { "finalizers": [FINALIZER] } })
-                } else {
-                    continue;
-                };
-                let _ = api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    (task, deleted)
+/// A storage snapshot of the CSI test ground's driver with nothing of it left in the cluster, as
+/// Velero since v1.15 (and ark) leave a backup's snapshots: a claim of `name` in `ns`, a
+/// VolumeSnapshot of it, ready, its content set to `Retain` and both deleted. The snapshot's
+/// handle, and where the driver keeps its copy.
+async fn storage_snapshot(setup: &Setup, ns: &str, name: &str) -> (String, std::path::PathBuf) {
+    let client = &setup.client;
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), ns);
+    let claim = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+            "resources": { "requests": { "storage": "16Mi" } } },
+    }))
+    .unwrap();
+    claims.create(&PostParams::default(), &claim).await.unwrap();
+    let resource = |kind: &str| {
+        ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "snapshot.storage.k8s.io",
+            "v1",
+            kind,
+        ))
+    };
+    let snapshots: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &resource("VolumeSnapshot"));
+    let snapshot: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+        "metadata": { "name": name },
+        "spec": { "volumeSnapshotClassName": "ark-csi",
+            "source": { "persistentVolumeClaimName": name } },
+    }))
+    .unwrap();
+    snapshots
+        .create(&PostParams::default(), &snapshot)
+        .await
+        .unwrap();
+    let ready = wait_for(
+        snapshots.clone(),
+        name,
+        |s: Option<&DynamicObject>| s.is_some_and(|s| s.data["status"]["readyToUse"] == true),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let content_name = ready.data["status"]["boundVolumeSnapshotContentName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let contents = volume_snapshot_contents(client);
+    let content = contents.get(&content_name).await.unwrap();
+    let handle = content.data["status"]["snapshotHandle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    contents
+        .patch(
+            &content_name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "deletionPolicy": "Retain" } })),
+        )
+        .await
+        .unwrap();
+    snapshots
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(snapshots, &ready, WAIT).await;
+    contents
+        .delete(&content_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(contents, &content, WAIT).await;
+    let copy = setup
+        .cluster
+        .kubeconfig
+        .parent()
+        .unwrap()
+        .join("csi/data/snapshots")
+        .join(&handle);
+    assert!(copy.is_dir(), "the driver keeps {copy:?}");
+    (handle, copy)
 }
 
 /// Velero since v1.15 removes a backup's VolumeSnapshotContents once the backup is done and keeps
 /// them only as items of the tarball: deleting the backup recreates each of this backup's contents
-/// from its snapshot handle, for the driver to delete the snapshot.
-// Multi-threaded: the stand-in driver must run while the test waits on the CLI.
+/// from its snapshot handle, for the driver to delete the snapshot. On the real snapshot
+/// controller, csi-snapshotter and driver of the CSI test ground: the driver's copy of this
+/// backup's snapshot goes, another backup's stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recreated_from_their_handles()
  {
     let setup = Setup::new(Cluster::get(), None).await;
-    install_volume_snapshot_content_crd(&setup.client).await;
-    let (driver, deleted_snapshots) = csi_driver(setup.client.clone());
     let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
     setup.backup("b1", None);
+    let app = setup.app.name.clone();
+    let (ours, our_copy) = storage_snapshot(&setup, &app, "ours").await;
+    let (foreign, foreign_copy) = storage_snapshot(&setup, &app, "foreign").await;
 
     // The tarball as Velero writes it: the contents among the items, none left in the cluster.
     let content = |name: &str, backup: &str, handle: Option<&str>| {
@@ -317,8 +358,8 @@ async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recr
         let object = serde_json::json!({
             "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
             "metadata": { "name": name, "uid": format!("uid-{name}"), "labels": { "velero.io/backup-name": backup } },
-            "spec": { "deletionPolicy": "Retain", "driver": "test.csi", "source": { "volumeHandle": "vol-1" },
-                      "volumeSnapshotClassName": "csi", "volumeSnapshotRef": { "namespace": "app", "name": "data" } },
+            "spec": { "deletionPolicy": "Retain", "driver": "hostpath.csi.ark.test", "source": { "volumeHandle": "vol-1" },
+                      "volumeSnapshotClassName": "ark-csi", "volumeSnapshotRef": { "namespace": "app", "name": "data" } },
             "status": status,
         });
         (
@@ -326,9 +367,6 @@ async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recr
             serde_json::to_vec(&object).unwrap(),
         )
     };
-    let tag = unique_name("snap");
-    let ours = format!("{tag}-ours");
-    let foreign = format!("{tag}-foreign");
     let tarball = fixtures::tarball(&[
         ("metadata/version".into(), b"1.1.0".to_vec()),
         content("vsc-with-handle", "b1", Some(&ours)),
@@ -345,7 +383,7 @@ async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recr
         .put_gz(
             &layout.backup_volume_info("b1"),
             &format!(
-                r#"[{{"pvcName":"data","pvcNamespace":"app","pvName":"pv-1","backupMethod":"CSISnapshot","csiSnapshotInfo":{{"snapshotHandle":"{ours}","size":1,"driver":"test.csi","vscName":"vsc-with-handle"}}}}]"#
+                r#"[{{"pvcName":"data","pvcNamespace":"app","pvName":"pv-1","backupMethod":"CSISnapshot","csiSnapshotInfo":{{"snapshotHandle":"{ours}","size":1,"driver":"hostpath.csi.ark.test","vscName":"vsc-with-handle"}}}}]"#
             ),
         )
         .await;
@@ -354,15 +392,18 @@ async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recr
     setup.ark(&["backup", "delete", "b1", "--confirm", "--wait"]);
     setup.gone(&b1).await;
     assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 0);
-    // The driver deletes the snapshot of a deleted content on its own time, as a CSI driver does:
-    // the backup can be gone before it has.
+    // The driver deletes the snapshot of a deleted content on its own time: the backup can be
+    // gone before it has.
     let deadline = tokio::time::Instant::now() + WAIT;
-    while deleted_snapshots.lock().unwrap().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    while our_copy.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the driver still holds {our_copy:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    driver.abort();
-    // Only this backup's snapshot, and only after the driver had taken its content up.
-    assert_eq!(*deleted_snapshots.lock().unwrap(), [ours]);
+    // Only this backup's snapshot.
+    assert!(foreign_copy.is_dir(), "{foreign_copy:?} was deleted");
     let left: Vec<String> = volume_snapshot_contents(&setup.client)
         .list(&ListParams::default())
         .await
@@ -375,6 +416,9 @@ async fn csi_snapshots_of_a_velero_1_15_backup_are_deleted_through_contents_recr
         left.is_empty(),
         "another backup's content was recreated: {left:?}"
     );
+    // The test's own leftover: the driver's copy of the other snapshot.
+    std::fs::remove_dir_all(&foreign_copy).unwrap();
+    std::fs::remove_file(foreign_copy.with_extension("json")).unwrap();
 
     // What could not be deleted is said on the request, where `kubectl describe` shows it.
     let events: Api<Event> = Api::namespaced(setup.client.clone(), setup.ns());

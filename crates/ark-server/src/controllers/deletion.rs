@@ -653,6 +653,12 @@ async fn delete_data(
             return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
         }
     };
+    tracing::info!(
+        "deleting backup {name}: {} provider snapshots, {} CSI snapshots and {} pod volume snapshots recorded",
+        recorded.provider.len(),
+        recorded.csi.len(),
+        pod_volumes.len()
+    );
     if !recorded.provider.is_empty() && ctx.volume_snapshotter.is_none() {
         return DataOutcome::failed(format!(
             "unable to delete backup because it includes {} volume snapshots and this server has no volume snapshotter configured; nothing was deleted",
@@ -686,6 +692,11 @@ async fn delete_data(
             Ok(Deleted::NoHandle) => format!(
                 "VolumeSnapshotContent {} of backup {name} is gone and the backup recorded no snapshot handle: no snapshot was deleted for it",
                 content.name
+            ),
+            Ok(Deleted::NotTakenUp { content: temp }) => format!(
+                "VolumeSnapshotContent {temp}, recreated from {} to delete its snapshot, was not taken up by its driver's csi-snapshotter within {}s: the snapshot may not be deleted",
+                content.name,
+                snapshots::DRIVER_PICKUP.as_secs()
             ),
             Ok(Deleted::NotThisBackup) => format!(
                 "VolumeSnapshotContent {} is not labelled {}={backup_label}: left alone",

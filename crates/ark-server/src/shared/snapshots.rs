@@ -31,6 +31,11 @@ pub enum Deleted {
     /// The content does not carry this backup's `velero.io/backup-name` label: not this backup's
     /// to delete (Velero's rule too).
     NotThisBackup,
+    /// The recreated content was deleted, but the driver's csi-snapshotter had not taken it up
+    /// (written its status) within [`DRIVER_PICKUP`]: the snapshot may outlive the backup.
+    NotTakenUp {
+        content: String,
+    },
 }
 
 /// Deletes provider snapshots (EBS, persistent disks, ...). ark ships none: a backup with provider
@@ -148,6 +153,8 @@ impl CsiContent {
                 "generateName": "vsc-",
                 "labels": metadata.get("labels").cloned().unwrap_or(Value::Null),
                 "annotations": metadata.get("annotations").cloned().unwrap_or(Value::Null),
+                // This one only, whatever the backup recorded: no other finalizer may hold it.
+                "finalizers": [CONTENT_FINALIZER],
             },
             "spec": spec,
         }))
@@ -289,10 +296,16 @@ pub fn csi_contents_in_tarball(tarball: impl Read) -> TarballContents {
     found
 }
 
-/// How long a recreated content is given for the snapshot controller to take it up (a finalizer
-/// or a status) before it is deleted: deleted earlier, the driver might never see it. Velero
-/// always waits this long; ark stops waiting as soon as the controller has it.
-pub const DRIVER_PICKUP: Duration = Duration::from_secs(2);
+/// How long a recreated content is given for the driver's csi-snapshotter to take it up (write
+/// its status) before it is deleted. The snapshotter deletes the storage snapshot of a content
+/// being deleted only if the content has its status, and it sees the deletion only if the content
+/// has its finalizer: the content is created with that finalizer (Velero's copy keeps the backed-up
+/// content's finalizers; ark first deleted one without, which vanished at once and left the
+/// snapshot). Velero waits a fixed 2 s; ark waits for the status, at most this long.
+pub const DRIVER_PICKUP: Duration = Duration::from_secs(10);
+/// The csi-snapshotter's finalizer on a content: it removes it once the snapshot is deleted.
+const CONTENT_FINALIZER: &str =
+    "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
 
 /// Deletes the CSI snapshot of `content`, recorded by the backup whose `velero.io/backup-name`
 /// label value is `backup_label`. A content still in the cluster (Velero before v1.15) is set to
@@ -347,21 +360,17 @@ pub async fn delete_csi(
                 })?;
             let temp = created.metadata.name.clone().unwrap_or_default();
             let picked_up = |object: Option<&DynamicObject>| {
-                object.is_none_or(|o| {
-                    o.metadata
-                        .finalizers
-                        .as_ref()
-                        .is_some_and(|f| !f.is_empty())
-                        || o.data.get("status").is_some_and(|s| !s.is_null())
-                })
+                object.is_none_or(|o| o.data.pointer("/status/snapshotHandle").is_some())
             };
-            let _ = tokio::time::timeout(
+            let taken_up = tokio::time::timeout(
                 DRIVER_PICKUP,
                 await_condition(api.clone(), &temp, picked_up),
             )
-            .await;
+            .await
+            .is_ok_and(|watched| watched.is_ok());
             match api.delete(&temp, &DeleteParams::default()).await {
-                Ok(_) => Ok(Deleted::Now),
+                Ok(_) if taken_up => Ok(Deleted::Now),
+                Ok(_) => Ok(Deleted::NotTakenUp { content: temp }),
                 Err(e) if gone(&e) => Ok(Deleted::Now),
                 Err(e) => Err(format!(
                     "VolumeSnapshotContent {temp} (recreated from {name}): {e}"
