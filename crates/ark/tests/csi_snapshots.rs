@@ -367,6 +367,32 @@ async fn a_database_on_a_csi_claim_comes_back_from_its_snapshot_with_its_rows() 
         .unwrap();
     assert_eq!(empty_claim.spec.unwrap().data_source, None);
     common::node_agent::lose(cluster, &copy).await;
+
+    // Deleting the backup deletes its storage snapshot, through the driver.
+    let stored = cluster
+        .kubeconfig
+        .parent()
+        .unwrap()
+        .join("csi/data/snapshots")
+        .join(&csi.snapshot_handle);
+    assert!(stored.is_dir(), "{stored:?}");
+    setup.ark(&[
+        "backup",
+        "delete",
+        "b1",
+        "--confirm",
+        "--wait",
+        "--timeout",
+        "2m",
+    ]);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while stored.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the driver still holds {stored:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// A driver that never makes its snapshot ready: the backup waits for it until its
@@ -616,4 +642,158 @@ async fn a_server_killed_while_a_snapshot_becomes_ready_is_followed_by_one_that_
         Some(true)
     );
     assert_eq!(left_in(client, app).await, Vec::<String>::new());
+}
+
+/// A backup that never gets uploaded keeps no snapshot in the cluster: the server killed while
+/// a pod's post hook runs (after its claim was cut), the next server fails the interrupted backup
+/// and deletes the VolumeSnapshot it had cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_backup_s_snapshots_are_removed_when_it_is_failed() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
+    claims
+        .create(&PostParams::default(), &claim("data"))
+        .await
+        .unwrap();
+    let pod = cluster.on_real_node(json!({
+        "metadata": { "name": "slow", "annotations": {
+            "post.hook.backup.velero.io/command": "[\"sleep\", \"600\"]",
+            "post.hook.backup.velero.io/timeout": "15m" } },
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{ "name": "slow", "image": "ark.local/busybox:1",
+                "imagePullPolicy": "Never", "command": ["sleep", "3600"],
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }] }],
+            "volumes": [{ "name": "data", "persistentVolumeClaim": { "claimName": "data" } }],
+        },
+    }));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), app);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods, "slow", is_ready(), WAIT).await.unwrap();
+
+    let mut first = ArkServer::start(ARK, cluster, setup.ns());
+    setup.ark(&["backup", "create", "b1", "--include-namespaces", app]);
+    // The claim is cut before the pod's post hook starts, and the hook holds the backup.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while snapshots_in(client, app).await.len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot was cut"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    first.signal("KILL");
+    assert!(first.wait_exit(Duration::from_secs(10)).is_some());
+
+    let _second = ArkServer::start(ARK, cluster, setup.ns());
+    let ended = ended(&setup.backups(), "b1").await;
+    assert_eq!(ended.status.unwrap().phase, Some(BackupPhase::Failed));
+    assert_eq!(left_in(client, app).await, Vec::<String>::new());
+}
+
+/// A storage snapshot deleted behind the backup's back (in the cloud's console, say): the restore
+/// recreates the claim's snapshot from its handle, the driver cannot find it, and the restore
+/// ends PartiallyFailed naming the claim and the driver's answer, within its bound, rather than
+/// Completed over a claim that stays Pending in silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_storage_snapshot_is_gone_is_named_in_the_restore_s_errors() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let _server = ArkServer::start_with(
+        ARK,
+        cluster,
+        setup.ns(),
+        &["--item-operation-sync-frequency", "1s"],
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
+    claims
+        .create(&PostParams::default(), &claim("data"))
+        .await
+        .unwrap();
+    let bound = |claim: Option<&PersistentVolumeClaim>| {
+        claim
+            .and_then(|c| c.status.as_ref())
+            .is_some_and(|s| s.phase.as_deref() == Some("Bound"))
+    };
+    wait_for(claims.clone(), "data", bound, WAIT).await.unwrap();
+    let created = setup.ark(&[
+        "backup",
+        "create",
+        "b1",
+        "--include-namespaces",
+        app,
+        "--wait",
+        "--timeout",
+        "2m",
+    ]);
+    assert!(created.contains("Completed"), "{created}");
+    let info = volume_info(&setup, "b1").await;
+    let handle = info[0]
+        .csi_snapshot_info
+        .as_ref()
+        .unwrap()
+        .snapshot_handle
+        .clone();
+    let stored = cluster
+        .kubeconfig
+        .parent()
+        .unwrap()
+        .join("csi/data/snapshots");
+    std::fs::remove_dir_all(stored.join(&handle)).unwrap();
+    std::fs::remove_file(stored.join(format!("{handle}.json"))).unwrap();
+    common::node_agent::lose(cluster, app).await;
+
+    let mut args = vec![
+        "restore",
+        "create",
+        "r1",
+        "--from-backup",
+        "b1",
+        "--wait",
+        "--timeout",
+        "3m",
+        "-n",
+    ];
+    args.push(setup.ns());
+    let output = common::ark(Some(cluster), &args);
+    let said = common::text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("Restore completed with status: PartiallyFailed."),
+        "{said}"
+    );
+    let described = setup.ark(&["restore", "describe", "r1", "--details"]);
+    let pending = claims.get("data").await.unwrap();
+    let snapshot = pending.spec.unwrap().data_source.unwrap().name;
+    assert_eq!(
+        pending.status.and_then(|s| s.phase).as_deref(),
+        Some("Pending")
+    );
+    let expected =
+        format!("claim {app}/data: its VolumeSnapshot {snapshot} is not usable: the driver said: ");
+    assert!(
+        described.contains(&expected),
+        "{expected:?} not in:\n{described}"
+    );
+    assert!(described.contains("the claim stays Pending"), "{described}");
+    // Cleaning up as a user would: the claim first, then its snapshot (the snapshot controller
+    // keeps a snapshot that a Pending claim names), then the content, kept (Retain) by design.
+    let gone = claims.get("data").await.unwrap();
+    claims.delete("data", &Default::default()).await.unwrap();
+    ark_tests::wait_deleted(claims, &gone, WAIT).await;
+    let snapshots: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), app, &snapshot_api("VolumeSnapshot"));
+    let restored = snapshots.get(&snapshot).await.unwrap();
+    snapshots
+        .delete(&snapshot, &Default::default())
+        .await
+        .unwrap();
+    ark_tests::wait_deleted(snapshots, &restored, WAIT).await;
+    let contents: Api<DynamicObject> =
+        Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotContent"));
+    contents
+        .delete(&snapshot, &Default::default())
+        .await
+        .unwrap();
 }

@@ -35,6 +35,8 @@ pub struct Restored {
     pub pods_with_hooks: Vec<PodWithHooks>,
     /// Restored pods whose volumes' data the node agent writes back.
     pub pods_with_volume_data: Vec<PodWithVolumeData>,
+    /// Restored claims provisioned from a CSI snapshot: namespace, claim, VolumeSnapshot.
+    pub claims_from_snapshots: Vec<(String, String, String)>,
 }
 
 pub struct PodWithHooks {
@@ -301,6 +303,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     let in_flight = Semaphore::new(BYTES_IN_FLIGHT);
     let mut pods_with_hooks = Vec::new();
     let mut pods_with_volume_data = Vec::new();
+    let mut claims_from_snapshots = Vec::new();
     let mut definitions_created = false;
     progress.send_replace((0, total));
 
@@ -366,6 +369,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                     shown,
                     pod_hooks,
                     volume_data,
+                    from_snapshot,
                     created,
                     namespace_error,
                     action_errors,
@@ -390,6 +394,10 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
                         namespaces.created(&name);
                     }
                     definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
+                    if let Some(snapshot) = from_snapshot {
+                        let namespace = target_ns.clone().unwrap_or_default();
+                        claims_from_snapshots.push((namespace, name.clone(), snapshot));
+                    }
                     if !volume_data.is_empty() {
                         pods_with_volume_data.push(PodWithVolumeData {
                             namespace: target_ns.clone().unwrap_or_default(),
@@ -415,6 +423,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         items: done,
         pods_with_hooks,
         pods_with_volume_data,
+        claims_from_snapshots,
     })
 }
 
@@ -498,6 +507,7 @@ struct Attempt {
     shown: String,
     pod_hooks: PodHooks,
     volume_data: Vec<ark_api::PodVolumeBackup>,
+    from_snapshot: Option<String>,
     created: Created,
     /// Why the namespace it goes into could not be made ready, the first time that was tried.
     namespace_error: Option<String>,
@@ -540,6 +550,7 @@ async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
         shown: prepared.shown,
         pod_hooks: prepared.pod_hooks,
         volume_data: prepared.volume_data,
+        from_snapshot: prepared.from_snapshot,
         created,
         namespace_error,
         action_errors: prepared.action_errors,
@@ -592,6 +603,7 @@ struct Prepared {
     object: DynamicObject,
     pod_hooks: PodHooks,
     volume_data: Vec<ark_api::PodVolumeBackup>,
+    from_snapshot: Option<String>,
     action_errors: Vec<String>,
 }
 
@@ -666,6 +678,7 @@ fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, St
         object,
         pod_hooks: actions.pod_hooks,
         volume_data: actions.volume_data,
+        from_snapshot: actions.from_snapshot,
         action_errors: actions.errors,
     }))
 }

@@ -271,7 +271,12 @@ async fn restore_from(
         &mut restored.results,
         &mut log,
     );
-    let ((pod_volume_restores, volume_errors), hook_results) = tokio::join!(volume_restores, hooks);
+    let snapshots = volume_snapshots::wait_ready(
+        &ctx.kube.client,
+        std::mem::take(&mut restored.claims_from_snapshots),
+    );
+    let ((pod_volume_restores, volume_errors), hook_results, snapshot_errors) =
+        tokio::join!(volume_restores, hooks, snapshots);
     for pvr in &pod_volume_restores {
         let phase = pvr.status.as_ref().and_then(|s| s.phase);
         log.info(&format!(
@@ -282,7 +287,7 @@ async fn restore_from(
             pvr.spec.volume
         ));
     }
-    for (namespace, error) in volume_errors {
+    for (namespace, error) in volume_errors.into_iter().chain(snapshot_errors) {
         log.log(Level::Error, &error);
         let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
         restored.results.errors.add(namespace, error);

@@ -1,20 +1,33 @@
 //! What a backup holds of CSI snapshots, read once before the restore plans its items: the
 //! claims that come back from a snapshot (their volumes are not restored), and the contents of
 //! the snapshots cut at backup (restored with their snapshots, whatever the restore's
-//! cluster-scoped filter says).
+//! cluster-scoped filter says); and, once the restore has created its items, the wait for the
+//! driver to have each restored snapshot ready, so that a claim that cannot be provisioned from
+//! its snapshot is named in the restore's errors rather than left Pending in silence.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 use ark_api::RestoreSpec;
+use futures::StreamExt;
 use kube::Client;
 use kube::api::{ApiResource, ListParams};
 use kube::discovery::ApiCapabilities;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::actions::is_backed_up_snapshot;
 use super::engine::{child_dirs, json_files};
 use crate::shared::csi::{self, text};
+use crate::shared::objects;
+
+/// How long a restored snapshot may take to be ready: Velero's default `csiSnapshotTimeout`.
+const READY_WITHIN: Duration = Duration::from_secs(10 * 60);
+/// An error the driver still reports after this long is its answer, not a passing failure (the
+/// snapshotter retries, and clears the error once a retry succeeds).
+const ERROR_STANDS_AFTER: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_secs(1);
 
 pub struct BackedUpSnapshots {
     /// Namespace and name, as backed up.
@@ -91,4 +104,72 @@ pub async fn snapshot_classes(
             ))
         })
         .collect()
+}
+
+/// Waits, for all of them at once, until each restored claim's VolumeSnapshot (namespace, claim,
+/// snapshot) is ready to provision from; the errors, by namespace, of those that never are.
+pub async fn wait_ready(
+    client: &Client,
+    claims: Vec<(String, String, String)>,
+) -> Vec<(String, String)> {
+    futures::stream::iter(claims)
+        .map(|(namespace, claim, snapshot)| async move {
+            let why = ready(client, &namespace, &snapshot).await.err()?;
+            let error = format!(
+                "claim {namespace}/{claim}: its VolumeSnapshot {snapshot} {why}; the claim stays Pending"
+            );
+            Some((namespace, error))
+        })
+        .buffer_unordered(16)
+        .filter_map(std::future::ready)
+        .collect()
+        .await
+}
+
+/// Ready, or why not: not there, an error of the driver's that stood for [`ERROR_STANDS_AFTER`],
+/// or not ready within [`READY_WITHIN`].
+async fn ready(client: &Client, namespace: &str, name: &str) -> Result<(), String> {
+    let snapshots = csi::volume_snapshots(client, namespace);
+    let contents = csi::volume_snapshot_contents(client);
+    let deadline = Instant::now() + READY_WITHIN;
+    let mut last = String::from("the snapshot controller never made it ready");
+    let mut erring_since: Option<Instant> = None;
+    loop {
+        let mut error = None;
+        match snapshots.get_opt(name).await {
+            // Restored before its claim: gone since, or left out by the restore's filters.
+            Ok(None) => return Err("is not in the cluster (deleted, or not restored)".into()),
+            Ok(Some(snapshot)) => {
+                if snapshot.data.pointer("/status/readyToUse") == Some(&Value::Bool(true)) {
+                    return Ok(());
+                }
+                error = text(&snapshot.data, "/status/error/message").map(str::to_string);
+                if let (None, Some(bound)) = (
+                    &error,
+                    text(&snapshot.data, "/status/boundVolumeSnapshotContentName"),
+                ) && let Ok(Some(content)) = contents.get_opt(bound).await
+                {
+                    error = text(&content.data, "/status/error/message").map(str::to_string);
+                }
+            }
+            Err(e) => last = format!("could not be read: {}", objects::reason(&e)),
+        }
+        match error {
+            Some(error) => {
+                let since = *erring_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= ERROR_STANDS_AFTER {
+                    return Err(format!("is not usable: the driver said: {error}"));
+                }
+                last = format!("the driver said: {error}");
+            }
+            None => erring_since = None,
+        }
+        if Instant::now() + POLL > deadline {
+            return Err(format!(
+                "was not ready within {}: {last}",
+                ark_api::duration::format(READY_WITHIN)
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
 }

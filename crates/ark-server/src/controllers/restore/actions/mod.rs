@@ -73,6 +73,9 @@ pub struct Output {
     /// A restored pod's volumes whose data the node agent writes back: the backup's
     /// PodVolumeBackups of them.
     pub volume_data: Vec<ark_api::PodVolumeBackup>,
+    /// A claim provisioned from a CSI snapshot: that VolumeSnapshot's name, which the restore
+    /// watches until the driver has it ready.
+    pub from_snapshot: Option<String>,
 }
 
 pub trait RestoreItemAction: Send + Sync {

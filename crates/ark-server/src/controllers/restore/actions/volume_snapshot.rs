@@ -19,9 +19,15 @@ impl RestoreItemAction for VolumeSnapshotAction {
         [CLAIMS, csi::VOLUME_SNAPSHOTS, csi::VOLUME_SNAPSHOT_CONTENTS].contains(&group_resource)
     }
 
-    fn execute(&self, item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>, _: &mut Output) {
+    fn execute(
+        &self,
+        item: &mut Value,
+        restore: &RestoreCx<'_>,
+        cx: &ItemCx<'_>,
+        out: &mut Output,
+    ) {
         match cx.group_resource {
-            CLAIMS => claim(item, restore),
+            CLAIMS => out.from_snapshot = claim(item, restore),
             csi::VOLUME_SNAPSHOTS => snapshot(item, restore),
             _ => content(item, restore, cx.backed_up_status),
         }
@@ -42,35 +48,30 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-fn claim(item: &mut Value, restore: &RestoreCx<'_>) {
-    let Some(snapshot) = text(
+/// The restored VolumeSnapshot the claim comes back from, if it does.
+fn claim(item: &mut Value, restore: &RestoreCx<'_>) -> Option<String> {
+    let snapshot = text(
         item,
         &format!(
             "/metadata/annotations/{}",
             escape(csi::VOLUME_SNAPSHOT_NAME)
         ),
     )
-    .map(str::to_string) else {
-        return;
-    };
+    .map(str::to_string)?;
     let restore_pvs = restore.spec.restore_pvs != Some(false);
-    let Some(spec) = spec_mut(item) else {
-        return;
-    };
+    let spec = spec_mut(item)?;
     spec.remove("volumeName");
     spec.remove("dataSourceRef");
-    if restore_pvs {
-        spec.insert(
-            "dataSource".into(),
-            json!({
-                "apiGroup": csi::GROUP,
-                "kind": "VolumeSnapshot",
-                "name": csi::restored_snapshot_name(restore.restore_uid, &snapshot),
-            }),
-        );
-    } else {
+    if !restore_pvs {
         spec.remove("dataSource");
+        return None;
     }
+    let restored = csi::restored_snapshot_name(restore.restore_uid, &snapshot);
+    spec.insert(
+        "dataSource".into(),
+        json!({ "apiGroup": csi::GROUP, "kind": "VolumeSnapshot", "name": restored }),
+    );
+    Some(restored)
 }
 
 fn snapshot(item: &mut Value, restore: &RestoreCx<'_>) {
@@ -134,8 +135,9 @@ mod tests {
                 "dataSourceRef": { "kind": "Other", "name": "o" } },
         });
         let mapping = [("shop", "shop2")];
-        let (restored, _) = testing::run(CLAIMS, claim.clone(), &mapping, &[], testing::spec());
+        let (restored, out) = testing::run(CLAIMS, claim.clone(), &mapping, &[], testing::spec());
         let name = csi::restored_snapshot_name(testing::RESTORE_UID, "velero-data-x");
+        assert_eq!(out.from_snapshot.as_deref(), Some(name.as_str()));
         assert_eq!(
             restored["spec"],
             json!({ "storageClassName": "csi", "dataSource": {
@@ -146,8 +148,9 @@ mod tests {
             restore_pvs: Some(false),
             ..Default::default()
         };
-        let (empty, _) = testing::run(CLAIMS, claim, &mapping, &[], &spec);
+        let (empty, out) = testing::run(CLAIMS, claim, &mapping, &[], &spec);
         assert_eq!(empty["spec"], json!({ "storageClassName": "csi" }));
+        assert_eq!(out.from_snapshot, None);
 
         let snapshot = json!({
             "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
