@@ -368,7 +368,12 @@ impl VeleroServer {
 
     /// The same, with the Velero build in `bin` (`velero` and `velero-plugin-for-aws`).
     pub async fn start_from(bin: &std::path::Path, cluster: &Cluster, ns: &str) -> VeleroServer {
-        Self::spawn(bin, cluster, ns, None).await
+        Self::spawn(bin, cluster, ns, None, &[]).await
+    }
+
+    /// The same, with more `velero server` arguments (`--features=EnableCSI`).
+    pub async fn start_with(cluster: &Cluster, ns: &str, extra: &[&str]) -> VeleroServer {
+        Self::spawn(&bin_dir(), cluster, ns, None, extra).await
     }
 
     /// The same, in a network namespace of its own that reaches the API server and S3: beside
@@ -379,7 +384,7 @@ impl VeleroServer {
             cluster.api_server_address(),
             cluster.s3_address(),
         ]);
-        Self::spawn(&bin_dir(), cluster, ns, Some(network)).await
+        Self::spawn(&bin_dir(), cluster, ns, Some(network), &[]).await
     }
 
     async fn spawn(
@@ -387,6 +392,7 @@ impl VeleroServer {
         cluster: &Cluster,
         ns: &str,
         network: Option<crate::netns::IsolatedNetwork>,
+        extra: &[&str],
     ) -> VeleroServer {
         let turn = std::fs::File::create(std::env::temp_dir().join("ark-tests-velero-server.lock"))
             .expect("the Velero server lock file");
@@ -443,6 +449,7 @@ impl VeleroServer {
             "2s",
         ])
         .args(["--log-level", "info"])
+        .args(extra)
         .env("KUBECONFIG", &cluster.kubeconfig)
         .env("HOME", dir.path())
         // Velero's server logs to stdout.
