@@ -8,7 +8,23 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 
-use crate::{Cluster, TestNamespace, fixtures, unique_name};
+use crate::velero::VeleroServer;
+use crate::{ArkServer, Cluster, TestNamespace, fixtures, unique_name};
+
+/// One tool's server in a benchmark, whose peak memory is one of the figures.
+pub enum Server {
+    Ark(ArkServer),
+    Velero(VeleroServer),
+}
+
+impl Server {
+    pub fn peak_rss_mib(&self) -> f64 {
+        match self {
+            Server::Ark(server) => server.peak_rss_mib(),
+            Server::Velero(server) => server.peak_rss_mib(),
+        }
+    }
+}
 
 const FINAL: [&str; 4] = ["Completed", "PartiallyFailed", "Failed", "FailedValidation"];
 
@@ -98,7 +114,8 @@ pub async fn tool<S>(
     (tool_ns, server)
 }
 
-fn fill(seed: u64, n: usize) -> Vec<u8> {
+/// `n` bytes that do not compress, the same for the same `seed`.
+pub fn random_bytes(seed: u64, n: usize) -> Vec<u8> {
     let mut x = seed | 1;
     let mut out = vec![0u8; n];
     for chunk in out.chunks_mut(8) {
@@ -118,7 +135,11 @@ pub fn make_tree(kind: &str, root: &Path, scale: f64) {
         "large" => {
             for i in 0..4u64 {
                 let bytes = ((256 << 20) as f64 * scale) as usize;
-                std::fs::write(root.join(format!("disk-{i}.img")), fill(i + 7, bytes)).unwrap();
+                std::fs::write(
+                    root.join(format!("disk-{i}.img")),
+                    random_bytes(i + 7, bytes),
+                )
+                .unwrap();
             }
         }
         "small" => {
@@ -128,7 +149,11 @@ pub fn make_tree(kind: &str, root: &Path, scale: f64) {
                 if i % 1000 == 0 {
                     std::fs::create_dir_all(&dir).unwrap();
                 }
-                std::fs::write(dir.join(format!("f{i:06}")), fill(i as u64 + 1, 4096)).unwrap();
+                std::fs::write(
+                    dir.join(format!("f{i:06}")),
+                    random_bytes(i as u64 + 1, 4096),
+                )
+                .unwrap();
             }
         }
         other => panic!("no tree {other:?}: large or small"),

@@ -5,6 +5,7 @@
 //! A test that finds no cluster fails and says how to start one: it never skips itself.
 
 pub mod bench;
+pub mod csi;
 pub mod fixtures;
 pub mod kopia;
 pub mod netns;

@@ -265,29 +265,17 @@ async fn storage_snapshot(setup: &Setup, ns: &str, name: &str) -> (String, std::
         Api::namespaced(client.clone(), ns);
     let claim = serde_json::from_value(serde_json::json!({
         "metadata": { "name": name },
-        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": ark_tests::csi::CLASS,
             "resources": { "requests": { "storage": "16Mi" } } },
     }))
     .unwrap();
     claims.create(&PostParams::default(), &claim).await.unwrap();
-    let resource = |kind: &str| {
-        ApiResource::from_gvk(&GroupVersionKind::gvk(
-            "snapshot.storage.k8s.io",
-            "v1",
-            kind,
-        ))
-    };
-    let snapshots: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &resource("VolumeSnapshot"));
-    let snapshot: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-        "metadata": { "name": name },
-        "spec": { "volumeSnapshotClassName": "ark-csi",
-            "source": { "persistentVolumeClaimName": name } },
-    }))
-    .unwrap();
+    let snapshots = ark_tests::csi::api(client, Some(ns), "VolumeSnapshot");
     snapshots
-        .create(&PostParams::default(), &snapshot)
+        .create(
+            &PostParams::default(),
+            &ark_tests::csi::volume_snapshot(name, name),
+        )
         .await
         .unwrap();
     let ready = wait_for(

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ark_tests::bench::{run_operation, tool};
+use ark_tests::bench::{Server, run_operation, tool};
 use ark_tests::velero::VeleroServer;
 use ark_tests::{ArkServer, Cluster, unique_name};
 use futures::{StreamExt, TryStreamExt};
@@ -30,20 +30,6 @@ struct Measured {
     backup: Duration,
     restore: Duration,
     peak_mib: f64,
-}
-
-enum Server {
-    Ark(ArkServer),
-    Velero(VeleroServer),
-}
-
-impl Server {
-    fn peak_rss_mib(&self) -> f64 {
-        match self {
-            Server::Ark(server) => server.peak_rss_mib(),
-            Server::Velero(server) => server.peak_rss_mib(),
-        }
-    }
 }
 
 #[derive(Clone, Copy)]
