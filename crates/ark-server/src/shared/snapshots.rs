@@ -433,7 +433,8 @@ mod tests {
                 "name": name, "uid": "u-1", "resourceVersion": "7",
                 "labels": { "velero.io/backup-name": backup },
                 "annotations": { "snapshot.storage.kubernetes.io/deletion-secret-name": "creds" },
-                "finalizers": ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
+                // A finalizer the recreated content must not carry: nothing would remove it.
+                "finalizers": ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection", "example.com/hold"],
             },
             "spec": {
                 "driver": "hostpath.csi.k8s.io", "deletionPolicy": "Retain",
@@ -532,6 +533,8 @@ mod tests {
                     "generateName": "vsc-",
                     "labels": { "velero.io/backup-name": "b" },
                     "annotations": { "snapshot.storage.kubernetes.io/deletion-secret-name": "creds" },
+                    // The csi-snapshotter's own, so that it sees the content's deletion.
+                    "finalizers": ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
                 },
                 "spec": {
                     "driver": "hostpath.csi.k8s.io", "deletionPolicy": "Delete",
