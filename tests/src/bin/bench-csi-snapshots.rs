@@ -9,7 +9,8 @@
 //!   every claim is Bound; each restored volume is compared with its original;
 //! - each server's peak RSS, and the backup's deletion (untimed) so that the driver's snapshots go;
 //! - the floor, in the same run: the driver's own time, N VolumeSnapshots of the claims created
-//!   at once until all are ready, then N claims from them until all are Bound.
+//!   at once until all are ready; then what a restore makes of their handles (a content, a
+//!   VolumeSnapshot on it and a claim from that, for each) at once until every claim is Bound.
 //!
 //! bash scripts/cluster.sh up
 //! cargo build --release -p ark -p ark-tests --bins
@@ -101,9 +102,9 @@ async fn delete_namespace(client: &Client, name: &str) {
     ark_tests::wait_deleted(namespaces, &namespace, WAIT).await;
 }
 
-/// The driver's own time: a VolumeSnapshot of each claim in `app` at once until all are ready,
-/// then a claim from each in a namespace of its own until all are Bound. Everything it made is
-/// deleted.
+/// The driver's own time: a VolumeSnapshot of each claim in `app` at once until all are ready;
+/// then what a restore makes of each snapshot's handle (a content, a VolumeSnapshot on it, a
+/// claim from that) at once until every claim is Bound. Everything it made is deleted.
 async fn floor(client: &Client, app: &str, claims: &[String]) -> (f64, f64) {
     let snapshots = csi::api(client, Some(app), "VolumeSnapshot");
     let started = Instant::now();
@@ -124,22 +125,60 @@ async fn floor(client: &Client, app: &str, claims: &[String]) -> (f64, f64) {
     .await;
     let snapshot = started.elapsed().as_secs_f64();
 
-    // A claim's data source must be in its own namespace: the copies go beside the originals.
+    // What a restore makes, from the snapshots' handles: a content bound to each (Retain), a
+    // VolumeSnapshot on it and a claim from that, all at once, beside the originals (a claim's
+    // data source is in its own namespace).
+    let contents = csi::api(client, None, "VolumeSnapshotContent");
+    let mut handles = Vec::new();
+    for name in claims {
+        let ready = snapshots.get(&format!("floor-{name}")).await.unwrap();
+        let content = ready.data["status"]["boundVolumeSnapshotContentName"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let content = contents.get(&content).await.unwrap();
+        handles.push(
+            content.data["status"]["snapshotHandle"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
     let copies: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
     let started = Instant::now();
-    for name in claims {
+    for (name, handle) in claims.iter().zip(&handles) {
+        let copy = format!("copy-{name}");
+        let content: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+            "metadata": { "name": format!("{app}-{copy}") },
+            "spec": { "deletionPolicy": "Retain", "driver": "hostpath.csi.ark.test",
+                "volumeSnapshotClassName": csi::CLASS, "source": { "snapshotHandle": handle },
+                "volumeSnapshotRef": { "namespace": app, "name": copy } },
+        }))
+        .unwrap();
+        contents
+            .create(&PostParams::default(), &content)
+            .await
+            .unwrap();
+        let snapshot: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+            "metadata": { "name": copy },
+            "spec": { "source": { "volumeSnapshotContentName": format!("{app}-{copy}") } },
+        }))
+        .unwrap();
+        snapshots
+            .create(&PostParams::default(), &snapshot)
+            .await
+            .unwrap();
         copies
-            .create(
-                &PostParams::default(),
-                &claim(&format!("floor-{name}"), Some(&format!("floor-{name}"))),
-            )
+            .create(&PostParams::default(), &claim(&copy, Some(&copy)))
             .await
             .unwrap();
     }
     until("the floor's claims Bound", async || {
         let list = copies.list(&ListParams::default()).await.unwrap().items;
         list.iter()
-            .filter(|c| c.name_any().starts_with("floor-"))
+            .filter(|c| c.name_any().starts_with("copy-"))
             .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
             .count()
             == claims.len()
@@ -147,13 +186,17 @@ async fn floor(client: &Client, app: &str, claims: &[String]) -> (f64, f64) {
     .await;
     let restore = started.elapsed().as_secs_f64();
     for name in claims {
-        let name = format!("floor-{name}");
+        let copy = format!("copy-{name}");
         copies
-            .delete(&name, &DeleteParams::default())
+            .delete(&copy, &DeleteParams::default())
             .await
             .unwrap();
         snapshots
-            .delete(&name, &DeleteParams::default())
+            .delete(&copy, &DeleteParams::default())
+            .await
+            .unwrap();
+        snapshots
+            .delete(&format!("floor-{name}"), &DeleteParams::default())
             .await
             .unwrap();
     }
@@ -173,6 +216,13 @@ async fn floor(client: &Client, app: &str, claims: &[String]) -> (f64, f64) {
                 == claims.len()
     })
     .await;
+    // The copies' contents are kept (Retain) once their snapshots are gone.
+    for name in claims {
+        contents
+            .delete(&format!("{app}-copy-{name}"), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
     (snapshot, restore)
 }
 
