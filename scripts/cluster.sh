@@ -4,7 +4,11 @@
 # run (scripts/node.sh), with a CSI driver and the snapshot controllers (scripts/csi.sh), and the
 # storage servers (SeaweedFS as S3, Azurite as Azure Blob), all on 127.0.0.1. A second,
 # smaller-footprint cluster beside the first (same storage) is where migration tests restore to.
-#   scripts/cluster.sh up      build (first time only) and start; a no-op when already running
+#   scripts/cluster.sh up      build (first time only) and start; a no-op when already running,
+#                              and a component that stopped (say, a controller-manager that lost
+#                              its lease while etcd paused) is started again
+#   scripts/cluster.sh up demo only what scripts/demo.sh uses: the first cluster and its real node
+#                              (all of `up` when the second cluster runs already)
 #   scripts/cluster.sh down    stop every process `up` started and remove the state
 #   scripts/cluster.sh status  say what runs
 # Tests read $ARK_CLUSTER_STATE/cluster.env and $ARK_CLUSTER_STATE/second/cluster.env (default
@@ -27,7 +31,6 @@ azure_port="${ARK_AZURE_PORT:-10000}"
 # Azurite's well-known development account.
 azure_account=devstoreaccount1
 azure_key=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==
-velero_crds="${ARK_VELERO_CRDS:-$repo/../shared/reference/velero-crds}"
 
 say() { echo "cluster: $*" >&2; }
 fail() {
@@ -44,8 +47,37 @@ apiserver_up() {
 }
 
 
+# Whether process $1 runs: it exists and is no zombie (an exited component whose parent, here
+# perhaps a container's first process, has not reaped it yet).
+runs() { [ -r "/proc/$1/stat" ] && ! awk '{ exit $3 != "Z" }' "/proc/$1/stat"; }
+
+# A component that stopped is started again, as a kubelet restarts a static pod: without its
+# kube-controller-manager (which exits when it loses its leader lease, say while etcd pauses) the
+# cluster makes no ServiceAccounts and deletes no namespaces, and every later test would fail for
+# a reason not its own. kwokctl starts each component whose pid file names no process; it takes a
+# zombie for a running process, so the pid files of stopped components go first.
+restart_stopped_components() {
+  local dir="$1" file stopped=()
+  for file in "$dir"/kwok/clusters/ark/pids/*.pid; do
+    [ -f "$file" ] || continue
+    runs "$(<"$file")" && continue
+    stopped+=("$(basename "$file" .pid)")
+    rm -f "$file"
+  done
+  [ ${#stopped[@]} -gt 0 ] || return 0
+  local log="$dir/kwokctl-restart.log"
+  say "${stopped[*]} of the cluster stopped; starting it again ($dir, log: $log)"
+  kwokctl "$dir" start cluster >"$log" 2>&1 || fail "kwokctl start cluster" "$log"
+  for _ in $(seq 1 120); do
+    apiserver_up "$dir" && return
+    sleep 0.5
+  done
+  fail "the API server did not answer within 60s of starting ${stopped[*]} again" "$log"
+}
+
 start_kubernetes() {
   local dir="$1"
+  [ -d "$dir/kwok" ] && restart_stopped_components "$dir"
   if apiserver_up "$dir"; then
     say "kubernetes already running ($dir)"
     return
@@ -123,28 +155,16 @@ scale_nodes() {
   kwokctl "$1" scale node --replicas "$kwok_nodes" >"$log" 2>&1 || fail "kwokctl scale node" "$log"
 }
 
-# The first cluster gets ark's CRDs (config/crd/); the second gets Velero's reference CRDs exactly as
-# they are (../shared/reference/velero-crds/), then ark's files for the kinds those do not cover,
-# so that every test on the second cluster runs ark on Velero's own CRDs.
+# Both clusters get Velero's CRDs exactly as Velero publishes them (config/crd/), so that every test
+# runs ark on the CRDs of a cluster that runs Velero.
 install_crds() {
-  local kubeconfig="$1/kubeconfig" log="$1/crds.log" dirs=("$repo/config/crd/")
-  if [ "$1" = "$state/second" ]; then
-    [ -d "$velero_crds" ] || fail "Velero's reference CRDs are missing: $velero_crds (set ARK_VELERO_CRDS)"
-    dirs=("$velero_crds/")
-    for file in "$repo"/config/crd/*.yaml; do
-      [ -f "$velero_crds/$(basename "$file")" ] || dirs+=("$file")
-    done
-  fi
+  local kubeconfig="$1/kubeconfig" log="$1/crds.log" dir="$repo/config/crd/"
   {
-    for dir in "${dirs[@]}"; do
-      kubectl --kubeconfig "$kubeconfig" apply --server-side --force-conflicts -f "$dir"
-    done
-    for dir in "${dirs[@]}"; do
-      kubectl --kubeconfig "$kubeconfig" wait --for condition=Established --timeout 60s -f "$dir"
-    done
+    kubectl --kubeconfig "$kubeconfig" apply --server-side --force-conflicts -f "$dir"
+    kubectl --kubeconfig "$kubeconfig" wait --for condition=Established --timeout 60s -f "$dir"
     kubectl --kubeconfig "$kubeconfig" create namespace velero --dry-run=client -o yaml |
       kubectl --kubeconfig "$kubeconfig" apply -f -
-  } >"$log" 2>&1 || fail "installing ark's CRDs" "$log"
+  } >"$log" 2>&1 || fail "installing Velero's CRDs (config/crd/)" "$log"
 }
 
 stop_kubernetes() {
@@ -219,8 +239,9 @@ PY
     fail "creating the Azurite container $s3_bucket" "$state/azurite.log"
 }
 
+# write_env DIR [MORE]: DIR/cluster.env, replaced at once (tests may read it meanwhile), MORE appended.
 write_env() {
-  cat >"$1/cluster.env" <<ENV
+  cat >"$1/cluster.env.tmp" <<ENV
 KUBECONFIG=$1/kubeconfig
 ARK_S3_ENDPOINT=http://127.0.0.1:$s3_port
 ARK_S3_BUCKET=$s3_bucket
@@ -231,26 +252,38 @@ ARK_AZURE_ACCOUNT=$azure_account
 ARK_AZURE_KEY=$azure_key
 ARK_KWOK_NODES=$kwok_nodes
 ENV
+  printf '%s' "${2:-}" >>"$1/cluster.env.tmp"
+  mv "$1/cluster.env.tmp" "$1/cluster.env"
 }
 
 case "${1:-}" in
   up)
     start=$(date +%s)
+    # The demo's part is all of it once the second cluster runs: cluster.env then names it all.
+    demo=0
+    [ "${2:-}" = demo ] && ! apiserver_up "$state/second" && demo=1
     bash "$here/cluster-build.sh"
-    for dir in "$state" "$state/second"; do
+    dirs=("$state")
+    [ $demo = 1 ] || dirs+=("$state/second")
+    for dir in "${dirs[@]}"; do
       start_kubernetes "$dir"
       scale_nodes "$dir"
       install_crds "$dir"
     done
     bash "$here/node.sh" up "$state"
+    node=$(printf 'ARK_REAL_NODE=127.0.0.1\nARK_REAL_NODE_CONTAINERD=%s\nARK_REAL_NODE_PODS=%s\n' \
+      "$state/node/containerd.sock" "$state/node/kubelet/pods")
+    if [ $demo = 1 ]; then
+      write_env "$state" "$node"$'\n'
+      say "the demo's part is ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
+      exit 0
+    fi
     bash "$here/csi.sh" up "$state"
     start_storage
-    write_env "$state"
-    printf 'ARK_REAL_NODE=127.0.0.1\nARK_REAL_NODE_CONTAINERD=%s\nARK_REAL_NODE_PODS=%s\n' \
-      "$state/node/containerd.sock" "$state/node/kubelet/pods" >>"$state/cluster.env"
     csi_bin=$(bash "$here/csi-build.sh" --print-dir)
-    printf 'ARK_CSI_DRIVER=hostpath.csi.ark.test\nARK_CSI_STORAGE_CLASS=ark-csi\nARK_CSI_SNAPSHOT_CLASS=ark-csi\nARK_CSI_SANITY=%s\nARK_CSI_DRIVER_BIN=%s\n' \
-      "$csi_bin/csi-sanity" "$csi_bin/ark-csi-driver" >>"$state/cluster.env"
+    csi=$(printf 'ARK_CSI_DRIVER=hostpath.csi.ark.test\nARK_CSI_STORAGE_CLASS=ark-csi\nARK_CSI_SNAPSHOT_CLASS=ark-csi\nARK_CSI_SANITY=%s\nARK_CSI_DRIVER_BIN=%s\n' \
+      "$csi_bin/csi-sanity" "$csi_bin/ark-csi-driver")
+    write_env "$state" "$node"$'\n'"$csi"$'\n'
     write_env "$state/second"
     say "ready in $(($(date +%s) - start))s: export \$(cat $state/cluster.env)"
     ;;
@@ -280,7 +313,7 @@ case "${1:-}" in
     exit $up
     ;;
   *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up [demo]|down|status" >&2
     exit 2
     ;;
 esac
