@@ -15,10 +15,7 @@ pub fn binary() -> PathBuf {
         Some(dir) => PathBuf::from(dir),
         None => {
             let output = Command::new("bash")
-                .arg(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/../scripts/kopia-build.sh"
-                ))
+                .arg(crate::checkout().join("scripts/kopia-build.sh"))
                 .arg("--print-dir")
                 .output()
                 .expect("run scripts/kopia-build.sh --print-dir");

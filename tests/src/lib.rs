@@ -11,7 +11,10 @@ pub mod kopia;
 pub mod netns;
 pub mod node_agent;
 pub mod proxy;
+pub mod turn;
 pub mod velero;
+
+pub use turn::Turn;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -94,11 +97,31 @@ pub fn output_within(command: &mut std::process::Command, limit: Duration) -> st
 /// The tool image the real node has (built by scripts/cluster-build.sh: there is no registry).
 pub const BUSYBOX: &str = "ark.local/busybox:1";
 
-fn state_dir() -> PathBuf {
-    std::env::var_os("ARK_CLUSTER_STATE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.cluster"),
-        PathBuf::from,
-    )
+/// The checkout the tests run from, found at run time (the package's directory under `cargo
+/// test`, else the working directory, or an ancestor of either holding `scripts/cluster.sh`): a
+/// path compiled in would name the clone the harness was first built in, and the build is kept
+/// between clones (scripts/build-cache.sh).
+pub fn checkout() -> PathBuf {
+    let start = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    start
+        .ancestors()
+        .find(|dir| dir.join("scripts/cluster.sh").is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no checkout of ark at or above {}: run the tests from one",
+                start.display()
+            )
+        })
+        .to_path_buf()
+}
+
+/// Where `scripts/cluster.sh` keeps the local clusters' state: `$ARK_CLUSTER_STATE`, or the
+/// checkout's `.cluster/`.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("ARK_CLUSTER_STATE").map_or_else(|| checkout().join(".cluster"), PathBuf::from)
 }
 
 impl Cluster {
@@ -108,7 +131,7 @@ impl Cluster {
     }
 
     /// The second cluster, beside the first and sharing its S3 server: where migrations go. It runs
-    /// Velero's own CRDs (../shared/reference/velero-crds/, as they are), so every test here runs ark
+    /// Velero's own CRDs (`config/crd/`, Velero's files as they are), so every test here runs ark
     /// on the CRDs of a cluster that runs Velero.
     pub fn second() -> Cluster {
         Self::read(state_dir().join("second/cluster.env"))
@@ -152,7 +175,7 @@ impl Cluster {
         let tarball = dir.path().join("image.tar");
         let mut command = std::process::Command::new("bash");
         command
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/image.sh"))
+            .arg(checkout().join("scripts/image.sh"))
             .arg(&tarball)
             .args(["--tag", tag]);
         for binary in binaries {

@@ -21,10 +21,7 @@ pub fn bin_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     let output = Command::new("bash")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../scripts/velero-build.sh"
-        ))
+        .arg(crate::checkout().join("scripts/velero-build.sh"))
         .arg("--print-dir")
         .output()
         .expect("run scripts/velero-build.sh --print-dir");
@@ -298,12 +295,31 @@ impl VeleroWithAgent {
     }
 
     /// Stops the server and removes the agent, waiting until its pods are gone: they take ports
-    /// of the host's network that another install needs.
+    /// of the host's network that another install needs. The agent goes first, then the
+    /// finalizers Velero put on what it was working on (`velero.io/pod-volume-finalizer` on pod
+    /// volume backups and restores, Velero's on restores): with the agent and the server gone,
+    /// nothing else would remove them and the namespace would stay Terminating.
     pub async fn stop(self, cluster: &Cluster) {
         let VeleroWithAgent { server, ns, agent } = self;
         drop(server);
         let client = cluster.client().await;
+        let daemon_sets = Api::<DaemonSet>::namespaced(client.clone(), &ns.name);
+        if let Some(daemon_set) = daemon_sets.get_opt("node-agent").await.unwrap() {
+            daemon_sets
+                .delete("node-agent", &kube::api::DeleteParams::foreground())
+                .await
+                .unwrap();
+            crate::wait_deleted(
+                daemon_sets,
+                &daemon_set,
+                std::time::Duration::from_secs(120),
+            )
+            .await;
+        }
         release_restores(&client, &ns.name).await;
+        for kind in ["PodVolumeBackup", "PodVolumeRestore"] {
+            release_all(&client, &ns.name, kind).await;
+        }
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
         let namespace = namespaces.get(&ns.name).await.unwrap();
         namespaces
@@ -351,13 +367,13 @@ fn free_port() -> u16 {
 /// restored pods, so a stand-in Deployment runs on the kwok nodes, as `velero install` would make.
 ///
 /// Velero's controller manager always serves its own metrics on `:8080` (Velero has no flag for
-/// it), so two Velero servers cannot run on one machine at once: each holds a lock on a file
-/// for its lifetime, and tests that need one take turns, across test processes too.
+/// it), so two Velero servers cannot run on one machine at once: each holds its turn
+/// ([`crate::Turn::velero_server`]) for its lifetime, across test processes too.
 pub struct VeleroServer {
     child: std::process::Child,
     log: PathBuf,
     _dir: tempfile::TempDir,
-    _turn: std::fs::File,
+    _turn: crate::Turn,
     _network: Option<crate::netns::IsolatedNetwork>,
 }
 
@@ -394,10 +410,7 @@ impl VeleroServer {
         network: Option<crate::netns::IsolatedNetwork>,
         extra: &[&str],
     ) -> VeleroServer {
-        let turn = std::fs::File::create(std::env::temp_dir().join("ark-tests-velero-server.lock"))
-            .expect("the Velero server lock file");
-        // Blocks this test's own runtime thread only: every test has a runtime of its own.
-        turn.lock().expect("lock the Velero server lock file");
+        let turn = crate::Turn::velero_server().await;
         let client = cluster.client().await;
         let deployment: Deployment = serde_json::from_value(serde_json::json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -494,16 +507,29 @@ impl Drop for VeleroServer {
 /// Velero puts a finalizer on its Restores that only its server removes: a test's or a
 /// benchmark's namespace could not go once the server is stopped.
 pub async fn release_restores(client: &kube::Client, ns: &str) {
-    let restores: Api<ark_api::Restore> = Api::namespaced(client.clone(), ns);
-    for restore in restores.list(&Default::default()).await.unwrap() {
-        let name = restore.metadata.name.unwrap();
-        restores
+    release_all(client, ns, "Restore").await;
+}
+
+/// Removes the finalizers of every `velero.io/v1` object of `kind` in `ns`.
+async fn release_all(client: &kube::Client, ns: &str, kind: &str) {
+    let resource =
+        kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk("velero.io", "v1", kind));
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    for object in api.list(&Default::default()).await.unwrap() {
+        let name = object.metadata.name.unwrap();
+        let released = api
             .patch(
                 &name,
                 &PatchParams::default(),
                 &Patch::Merge(serde_json::json!({ "metadata": { "finalizers": null } })),
             )
-            .await
-            .unwrap();
+            .await;
+        match released {
+            // Gone between the list and the patch: nothing holds it.
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            other => {
+                other.unwrap_or_else(|e| panic!("releasing {kind} {ns}/{name}: {e}"));
+            }
+        }
     }
 }

@@ -37,10 +37,12 @@ enum ClusterAction {
 }
 
 fn main() -> anyhow::Result<ExitCode> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    // Read at run time (cargo sets it for `cargo xtask`): the build is kept between clones
+    // (scripts/build-cache.sh), so a path compiled in would name another checkout.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").ok_or_else(|| {
+        anyhow::anyhow!("run xtask as `cargo xtask`, which sets CARGO_MANIFEST_DIR")
+    })?;
+    let root = Path::new(&manifest_dir).parent().unwrap().to_path_buf();
     match Task::parse() {
         Task::Generate { check } => generate(&root, check),
         Task::Cluster { action } => {

@@ -3,7 +3,7 @@
 //! APIService exists, the cluster cannot delete namespaces (its namespace controller cannot
 //! discover every resource), which would stall other tests running beside it.
 
-mod common;
+use crate::common;
 
 use ark_tests::fixtures::object;
 use ark_tests::{ArkServer, Cluster, unique_name};

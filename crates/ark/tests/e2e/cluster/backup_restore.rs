@@ -3,7 +3,7 @@
 //! ServiceAccount goes to the bucket in Velero's file set and comes back, with a file location and
 //! with SeaweedFS S3.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -1,6 +1,6 @@
 //! The `ark` binary as users run it, against the local cluster: exact output and exit codes.
 
-mod common;
+use crate::common;
 
 use ark_api::{Backup, BackupSpec};
 use ark_tests::Cluster;
@@ -46,11 +46,8 @@ fn completion_scripts_are_printed_as_committed() {
     ] {
         let output = ark(None, &["completion", shell]);
         assert!(output.status.success());
-        let committed = std::fs::read(format!(
-            "{}/../../completions/{file}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
+        let committed =
+            std::fs::read(ark_tests::checkout().join("completions").join(file)).unwrap();
         assert_eq!(text(&output.stdout), text(&committed), "{shell}");
     }
     let bash = text(&ark(None, &["completion", "bash"]).stdout);

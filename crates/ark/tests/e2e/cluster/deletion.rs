@@ -1,7 +1,7 @@
 //! Deleting backups through DeleteBackupRequests, end to end with SeaweedFS: Velero's own cases,
 //! and where ark goes further (resumed deletions, snapshots, describe by name and uid).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! Repeatable: `ARK_FAULT_SEED` (printed by each test) replays the same kill points;
 //! `ARK_FAULT_ROUNDS` sets the rounds per test (5 in CI; `docs/reliability.md` runs 20).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

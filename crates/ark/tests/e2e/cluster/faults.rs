@@ -1,6 +1,6 @@
 //! Bad input and faults: each gets a clear error naming the thing, and loses nothing.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

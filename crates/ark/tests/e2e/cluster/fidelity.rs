@@ -1,8 +1,8 @@
 //! Restores come out the way Velero's do: a bound claim and its volume bind again, binding
 //! subjects follow the namespace mapping, and each object is created at the API version it was
-//! backed up in. (A group whose discovery fails: tests/discovery.rs.)
+//! backed up in. (A group whose discovery fails: cluster/discovery.rs.)
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

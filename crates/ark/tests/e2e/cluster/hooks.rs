@@ -2,7 +2,7 @@
 //! Exec runs them on this host), onError, timeouts, missing containers, annotations, counting;
 //! and invalid hooks files refused with line and column before anything is created.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -16,7 +16,11 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 
-const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/hooks");
+/// A file of `examples/hooks/`.
+fn example(file: &str) -> String {
+    let path = ark_tests::checkout().join("examples/hooks").join(file);
+    path.to_string_lossy().into_owned()
+}
 
 fn pod(
     name: &str,
@@ -271,7 +275,7 @@ async fn the_cache_warmup_example_runs_in_every_web_pod() {
     );
     let target = format!("{}-warm", app.name);
     let mapping = format!("{}:{target}", app.name);
-    let hooks = format!("{EXAMPLES}/cache-warmup.yaml");
+    let hooks = example("cache-warmup.yaml");
     ark_ok(
         &cluster,
         &ns.name,
@@ -746,8 +750,8 @@ fn invalid_hooks_files_are_refused_with_line_and_column() {
         "larger than the 1048576 bytes a hooks file may have",
     );
     // The examples are valid: with them, ark goes on to look for the cluster (and finds none).
-    for example in ["database-restore.yaml", "cache-warmup.yaml"] {
-        let path = format!("{EXAMPLES}/{example}");
+    for file in ["database-restore.yaml", "cache-warmup.yaml"] {
+        let path = example(file);
         let output = ark(
             None,
             &[
@@ -761,7 +765,7 @@ fn invalid_hooks_files_are_refused_with_line_and_column() {
         );
         assert!(
             text(&output.stderr).contains("/nonexistent/kubeconfig"),
-            "{example}: {}",
+            "{file}: {}",
             text(&output.stderr)
         );
     }

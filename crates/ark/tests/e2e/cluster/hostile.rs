@@ -1,6 +1,6 @@
 //! Hostile input: whoever can write a backup bucket gains nothing they did not already have.
 
-mod common;
+use crate::common;
 
 use ark_api::Backup;
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_for};

@@ -3,7 +3,7 @@
 //! containers, so it runs here, with the Deployment's own command line), and people bound to
 //! ark's roles, or to none, are told what they may not do.
 
-mod common;
+use crate::common;
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;

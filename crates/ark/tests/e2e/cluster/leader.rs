@@ -3,7 +3,7 @@
 //! past its lease it cannot complete what its successor has ended. A replica that loses its lease
 //! stops its work and stands by; the process lives on and leads again when it may.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

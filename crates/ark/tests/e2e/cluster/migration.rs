@@ -1,7 +1,7 @@
 //! Cluster migration, the reason many run Velero: a second cluster pointed at the same bucket syncs
 //! the backups and restores them there. And sync brings back Backup objects deleted by hand.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

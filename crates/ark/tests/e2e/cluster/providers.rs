@@ -4,7 +4,7 @@
 //! has no stand-in that speaks the XML API object_store uses (see the README): its credentials
 //! are checked here, where no server is needed.
 
-mod common;
+use crate::common;
 
 use ark_api::{BackupStorageLocation, BackupStorageLocationPhase};
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_for};
@@ -117,8 +117,8 @@ async fn a_backup_round_trips_through_azure_blob() {
 
 /// The regression behind locations made by `velero install` being Unavailable under ark, for
 /// Azure: the location names no Secret; the file `AZURE_CREDENTIALS_FILE` names is read as Velero's
-/// Azure plugin reads it. (S3's `AWS_SHARED_CREDENTIALS_FILE`: `velero_interop
-/// a_location_without_a_secret_uses_the_credentials_file_the_environment_names`.)
+/// Azure plugin reads it. (S3's `AWS_SHARED_CREDENTIALS_FILE`:
+/// `velero::interop::a_location_without_a_secret_uses_the_credentials_file_the_environment_names`.)
 #[tokio::test]
 async fn a_backup_round_trips_through_azure_blob_with_the_credentials_file_the_environment_names() {
     let cluster = Cluster::get();

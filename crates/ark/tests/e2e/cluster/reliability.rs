@@ -2,7 +2,7 @@
 //! bucket or a misconfigured location could lose a backup or leave an operation hanging, each on
 //! the real cluster and bucket.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! listed, browsed, restored to the local disk and verified, with the location's credentials and
 //! the repositories' password read as the server reads them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! Schedules on the local cluster: ark's server makes a schedule's backups at its slots, named and
 //! labelled as Velero names and labels them, and none while it is paused.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

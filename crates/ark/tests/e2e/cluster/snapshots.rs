@@ -2,7 +2,7 @@
 //! command's `--help`, and `get` and `describe` of the same objects as a table, as text and as
 //! JSON; and the JSON and YAML `get` prints applied back with kubectl, unchanged.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 

@@ -1,7 +1,7 @@
 //! Provider snapshots through the VolumeSnapshotter interface, with an in-process test double that
 //! injects what a cloud provider can answer: deleted, already gone, refused.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! What a person at a terminal meets, through a real pseudo-terminal: the confirmations of backup
 //! and schedule deletion (answered y, then n) and bash completing backup names from the cluster.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

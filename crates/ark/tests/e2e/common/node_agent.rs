@@ -1,5 +1,5 @@
 //! ark installed with its node agent on the real node from this build, and the pods and waits of
-//! the tests of pod volumes (`pod_volumes.rs`, `velero_pod_volumes.rs`).
+//! the tests of pod volumes (`node/pod_volumes.rs`, `velero/pod_volumes.rs`).
 
 use std::time::Duration;
 
@@ -11,10 +11,6 @@ use kube::Api;
 use kube::api::ListParams;
 
 pub const WAIT: Duration = Duration::from_secs(120);
-
-/// Installed servers and agents take the host's network (the test ground's): one install at a
-/// time, or their ports collide.
-pub static ONE_INSTALL_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// `kubectl ARGS` against the cluster, insisting that it succeeds: its output.
 pub fn kubectl(cluster: &Cluster, args: &[&str]) -> String {

@@ -3,7 +3,7 @@
 //! published into pods by the real kubelet) snapshotted at backup and restored from their
 //! snapshots, with PostgreSQL's rows as the data.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,13 +2,15 @@
 //! `ark`), so that it cannot break unnoticed: it must end with exit code 0 and show what the
 //! README says it shows.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-#[test]
-fn the_demo_runs_end_to_end_on_the_real_node() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/demo.sh");
+#[tokio::test]
+async fn the_demo_runs_end_to_end_on_the_real_node() {
+    // The demo installs ark and its node agent on the real node's host network.
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let script = ark_tests::checkout().join("scripts/demo.sh");
     let mut command = std::process::Command::new("bash");
     command
         .arg(script)

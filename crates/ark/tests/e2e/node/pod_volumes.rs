@@ -3,7 +3,7 @@
 //! real kubelet mounts it, into the kopia repository Velero keeps in the bucket, which the kopia
 //! CLI then reads.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -12,8 +12,8 @@ use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::node_agent::{
-    ONE_INSTALL_AT_A_TIME, WAIT, backup_ended, big_pod, install, install_through, is_ready, keep,
-    kubectl, lose, only_pvb, only_pvr, reading_pvb, request_ended, writer_pod,
+    WAIT, backup_ended, big_pod, install, install_through, is_ready, keep, kubectl, lose, only_pvb,
+    only_pvr, reading_pvb, request_ended, writer_pod,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -21,7 +21,7 @@ use kube::api::{ListParams, PostParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_starts() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -390,13 +390,13 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
 /// rows: those of before the backup.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_dumped_by_a_backup_hook_is_back_before_it_starts() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
     let ns = &installed.ns;
     let app = cluster.namespace("shop").await;
-    let example = include_str!("../../../examples/shop.yaml");
+    let example = include_str!("../../../../../examples/shop.yaml");
     let db: Pod = example
         .split("\n---\n")
         .map(|doc| serde_saphyr::from_str::<serde_json::Value>(doc).unwrap())
@@ -496,7 +496,7 @@ async fn a_database_dumped_by_a_backup_hook_is_back_before_it_starts() {
 
     let dir = tempfile::tempdir().unwrap();
     let hooks = dir.path().join("hooks.yaml");
-    let example_hooks = include_str!("../../../examples/hooks/demo-database.yaml");
+    let example_hooks = include_str!("../../../../../examples/hooks/demo-database.yaml");
     std::fs::write(
         &hooks,
         example_hooks.replace(
@@ -629,7 +629,7 @@ async fn a_volume_on_a_node_without_a_node_agent_is_an_error_not_a_wait() {
 /// it byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -750,7 +750,7 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
 /// never tried again) and the backup waited out its 4 h timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let api = ark_tests::proxy::PausableProxy::start(cluster.api_server_address()).await;
@@ -873,7 +873,7 @@ async fn blobs_of(
 /// the repository and why, and nothing in it is changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repository_with_another_password_fails_the_request_and_is_left_untouched() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -922,7 +922,7 @@ async fn a_repository_with_another_password_fails_the_request_and_is_left_untouc
 /// in `restore-wait`, as Velero's does, rather than starting without its data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -1007,7 +1007,7 @@ async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
 /// a part of the volume is kept, and the repository stays whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -1085,7 +1085,7 @@ async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
 async fn a_claimed_volume_comes_back_in_a_new_volume_of_the_restored_claim() {
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::storage::v1::StorageClass;
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;

@@ -5,7 +5,7 @@
 //! pod's remaining hooks, and a container that crashes or whose image is missing fails its hooks
 //! with the kubelet's reason. And ark's server itself, installed from its own image, runs there.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -418,6 +418,8 @@ async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_replacement_finishes_the_work()
  {
+    // Installed for the test ground, the server takes the real node's host network.
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let image = common::ark_image(&cluster);

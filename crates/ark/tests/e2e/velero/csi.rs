@@ -3,7 +3,7 @@
 //! ground: Velero restores ark's CSI backup, and ark restores Velero's, each claim provisioned
 //! from the snapshot the other tool cut, with its bytes.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

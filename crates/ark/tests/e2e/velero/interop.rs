@@ -5,7 +5,7 @@
 //!
 //! Velero's server runs on the second cluster, whose CRDs are Velero's reference files.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

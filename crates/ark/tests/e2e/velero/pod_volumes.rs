@@ -6,7 +6,7 @@
 //! `velero install --use-node-agent` makes it; ark's is this build's image, installed with
 //! `ark install --use-node-agent`. Only one of them runs at a time: both take the host's network.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
@@ -16,8 +16,7 @@ use ark_tests::velero::{self, VeleroWithAgent, velero_ok};
 use ark_tests::{Cluster, TestNamespace, wait_for};
 use common::ark_ok;
 use common::node_agent::{
-    ONE_INSTALL_AT_A_TIME, WAIT, install, install_at, is_ready, keep, lose, only_pvb, only_pvr,
-    writer_pod,
+    WAIT, install, install_at, is_ready, keep, lose, only_pvb, only_pvr, writer_pod,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -76,7 +75,7 @@ async fn velero_backup_ended(cluster: &Cluster, velero: &VeleroWithAgent, name: 
 /// repository, which kopia verifies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_s_node_agent_restores_ark_s_volume_backup_and_writes_after_it() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -202,7 +201,7 @@ async fn velero_s_node_agent_restores_ark_s_volume_backup_and_writes_after_it() 
 /// it (nothing read again), and restores Velero's snapshot before the pod's own container starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ark_s_node_agent_restores_velero_s_volume_backup_and_writes_after_it() {
-    let _one = ONE_INSTALL_AT_A_TIME.lock().await;
+    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let prefix = ark_tests::unique_name("velero-agent");
