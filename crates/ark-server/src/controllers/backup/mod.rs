@@ -123,13 +123,13 @@ async fn recover_interrupted(kube: &Kube, backup: &DynamicObject) {
         },
         Err(error) => tracing::warn!("backup {name} was left InProgress: {error}"),
     }
-    remove_snapshots_of_failed(kube, &name).await;
+    remove_snapshots_of_failed(kube, &name, &backup.uid().unwrap_or_default()).await;
     operation::fail_interrupted::<Backup>(kube, backup).await;
 }
 
 /// A failed backup keeps no snapshot in the cluster: nothing holds it.
-async fn remove_snapshots_of_failed(kube: &Kube, name: &str) {
-    match volume_snapshots::remove_cut(&kube.client, name).await {
+async fn remove_snapshots_of_failed(kube: &Kube, name: &str, uid: &str) {
+    match volume_snapshots::remove_cut(&kube.client, name, uid).await {
         Ok(0) => {}
         Ok(removed) => {
             tracing::info!("backup {name} failed: removed the {removed} VolumeSnapshots it cut")
@@ -243,7 +243,7 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
     };
     drop(running);
     if outcome.is_err() {
-        remove_snapshots_of_failed(kube, &name).await;
+        remove_snapshots_of_failed(kube, &name, &backup.uid().unwrap_or_default()).await;
     }
     let uploaded = outcome.is_ok();
     let (ended, items, item_errors) = match &outcome {

@@ -102,10 +102,6 @@ impl ClaimSnapshots {
         }
     }
 
-    pub fn backup_name(&self) -> String {
-        self.inner.backup.name_any()
-    }
-
     /// The snapshot of `claim`, cut now unless it was already.
     pub async fn cut(&self, claim: &PersistentVolumeClaim) -> Arc<Cut> {
         self.pending(claim).await
@@ -174,10 +170,13 @@ impl ClaimSnapshots {
     }
 
     /// Whether `object` is a VolumeSnapshot this backup made: written by the action that made it,
-    /// never as a listed item.
+    /// never as a listed item. Matched by uid too: another install's backup may have this name.
     pub fn made_here(&self, object: &DynamicObject) -> bool {
-        object.labels().get(labels::BACKUP_NAME)
-            == Some(&labels::valid_label_value(&self.backup_name()))
+        let backup = &self.inner.backup;
+        let wanted = labels::for_backup(&backup.name_any(), &backup.uid().unwrap_or_default());
+        wanted
+            .iter()
+            .all(|(key, value)| object.labels().get(key) == Some(value))
     }
 
     /// Every claim's outcome, once every cut has ended.
@@ -340,11 +339,14 @@ impl Inner {
 
     /// The VolumeSnapshot Velero's PVC action makes.
     fn volume_snapshot(&self, claim: &PersistentVolumeClaim, class: &str) -> DynamicObject {
+        // The backup's name and uid, as Velero labels the snapshots it looks for again
+        // (`findExistingVSForBackup` in pkg/backup/actions/csi/pvc_action.go): a name alone
+        // would also match another install's backup of that name.
         let mut snapshot_labels = claim.labels().clone();
-        snapshot_labels.insert(
-            labels::BACKUP_NAME.into(),
-            labels::valid_label_value(&self.backup.name_any()),
-        );
+        snapshot_labels.extend(labels::for_backup(
+            &self.backup.name_any(),
+            &self.backup.uid().unwrap_or_default(),
+        ));
         serde_json::from_value(json!({
             "apiVersion": "snapshot.storage.k8s.io/v1",
             "kind": "VolumeSnapshot",
@@ -473,13 +475,11 @@ impl Inner {
 
 /// Deletes the VolumeSnapshots a backup cut, in every namespace, for a backup that failed before
 /// it was uploaded: no backup holds them, and their contents go with them as their classes say.
-/// How many went; none where the cluster serves no snapshots.
-pub async fn remove_cut(client: &Client, backup_name: &str) -> Result<usize, String> {
-    let selector = format!(
-        "{}={}",
-        labels::BACKUP_NAME,
-        labels::valid_label_value(backup_name)
-    );
+/// Chosen by the backup's uid as well as its name: a backup of that name made by another
+/// install (Velero's, a second ark's) keeps its snapshots. How many went; none where the cluster
+/// serves no snapshots.
+pub async fn remove_cut(client: &Client, backup_name: &str, uid: &str) -> Result<usize, String> {
+    let selector = labels::selector_for_backup(backup_name, uid);
     let listed = match csi::all_volume_snapshots(client)
         .list(&ListParams::default().labels(&selector))
         .await

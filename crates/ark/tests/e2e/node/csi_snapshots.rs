@@ -692,6 +692,62 @@ async fn an_interrupted_backup_s_snapshots_are_removed_when_it_is_failed() {
     assert_eq!(left_in(client, app).await, Vec::<String>::new());
 }
 
+/// A failed backup's snapshots are found by its uid as well as its name: another install's
+/// backup of the same name (Velero's, a second ark's, each with its own namespace) keeps its
+/// VolumeSnapshots when this install fails its own interrupted backup. Before, it lost them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_install_s_snapshots_of_a_backup_of_the_same_name_stay_when_one_is_failed() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (client, app) = (&setup.client, &setup.app.name);
+    let interrupted: Backup = serde_json::from_value(json!({
+        "metadata": { "name": "b1", "namespace": setup.ns() },
+        "spec": { "storageLocation": "default", "includedNamespaces": [app] },
+        "status": { "phase": "InProgress", "startTimestamp": "2026-01-01T00:00:00Z" },
+    }))
+    .unwrap();
+    let interrupted = setup
+        .backups()
+        .create(&PostParams::default(), &interrupted)
+        .await
+        .unwrap();
+    let snapshots: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), app, &snapshot_api("VolumeSnapshot"));
+    for (name, uid) in [
+        ("cut-by-this-backup", interrupted.uid().unwrap()),
+        (
+            "cut-by-another-install",
+            "another-install-s-uid".to_string(),
+        ),
+    ] {
+        let snapshot: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+            "metadata": { "name": name, "labels": {
+                "velero.io/backup-name": "b1", "velero.io/backup-uid": uid } },
+            "spec": { "source": { "persistentVolumeClaimName": "data" } },
+        }))
+        .unwrap();
+        snapshots
+            .create(&PostParams::default(), &snapshot)
+            .await
+            .unwrap();
+    }
+
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    let ended = ended(&setup.backups(), "b1").await;
+    assert_eq!(ended.status.unwrap().phase, Some(BackupPhase::Failed));
+    // Deleted: the snapshot controller may hold one a moment longer with its finalizers.
+    let left: Vec<String> = snapshots
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
+        .map(|s| s.name_any())
+        .collect();
+    assert_eq!(left, ["cut-by-another-install"]);
+}
+
 /// A storage snapshot deleted behind the backup's back (in the cloud's console, say): the restore
 /// recreates the claim's snapshot from its handle, the driver cannot find it, and the restore
 /// ends PartiallyFailed naming the claim and the driver's answer, within its bound, rather than
