@@ -15,10 +15,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${ARK_BIN:-}" ]; then
+  echo "demo: building ark (the first time, about 5 minutes on 2 cores)" >&2
   cargo build --quiet -p ark --bin ark
   ARK_BIN=${CARGO_TARGET_DIR:-$PWD/target}/debug/ark
 fi
-bash scripts/cluster.sh up
+# Only what the demo uses: the first cluster and its real node (the first time, their binaries
+# are built: 10 to 25 minutes).
+bash scripts/cluster.sh up demo
 set -a; source .cluster/cluster.env; set +a
 
 ark() { "$ARK_BIN" "$@"; }

@@ -4,13 +4,21 @@
 #   bash scripts/fuzz.sh [target...]                        each target for 15 s (the test command)
 #   ARK_FUZZ_SECONDS=600 bash scripts/fuzz.sh [target...]   the long run
 #
-# Every target is built once (fuzz/target/ is kept between runs). Each starts from its seeds,
+# Every target is built once per change: the build is kept in ~/.cache/ark-target/fuzz between runs
+# and clones (scripts/build-cache.sh; cargo-fuzz builds through a link there to this checkout, so
+# that every clone's build has the same paths). Each starts from its seeds,
 # fuzz/corpus/<target>/, given to libFuzzer as a temporary copy (libFuzzer adds what it finds to
 # its first corpus directory: the checkout stays clean), and replays fuzz/regressions/<target>/,
 # the inputs that once failed. A failure names the input libFuzzer saved (fuzz/artifacts/) and the
 # command that replays it; kept in fuzz/regressions/<target>/, it is replayed on every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/build-cache.sh
+# Held already when scripts/test.sh runs this.
+[ -n "${ARK_FUZZ_TARGET_DIR:-}" ] || use_build_cache
+mkdir -p "$ARK_FUZZ_TARGET_DIR"
+ln -sfn "$PWD" "$ARK_FUZZ_TARGET_DIR/checkout"
+fuzz() { CARGO_TARGET_DIR="$ARK_FUZZ_TARGET_DIR/target" cargo +nightly fuzz "$1" --fuzz-dir "$ARK_FUZZ_TARGET_DIR/checkout/fuzz" "${@:2}"; }
 
 # The cargo-fuzz installed when `cargo fuzz` is missing.
 CARGO_FUZZ_VERSION=0.13.2
@@ -25,7 +33,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 fi
 
-mapfile -t all < <(cargo +nightly fuzz list)
+mapfile -t all < <(fuzz list)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do
@@ -40,7 +48,7 @@ for t in "${targets[@]}"; do
 done
 
 start=$SECONDS
-cargo +nightly fuzz build
+fuzz build
 echo "fuzz: built in $((SECONDS - start)) s; each target runs for $seconds s"
 
 # One of libFuzzer's final statistics (-print_final_stats=1) from the log of the last run.
@@ -59,7 +67,7 @@ for t in "${targets[@]}"; do
   began=$SECONDS
   # libFuzzer prints a crash's stack (files and lines: fuzz/Cargo.toml keeps line tables); Rust's
   # backtraces would only repeat it, and cargo-fuzz's own is noise.
-  if RUST_BACKTRACE=0 cargo +nightly fuzz run "$t" "${dirs[@]}" -- \
+  if RUST_BACKTRACE=0 fuzz run "$t" "${dirs[@]}" -- \
       -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
       >"$log" 2>&1; then
     cov=$(grep -o 'DONE *cov: [0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)
@@ -75,6 +83,7 @@ for t in "${targets[@]}"; do
     tail -n 80 "$log" | sed 's/^/    /'
     grep -A 1 'panicked at' "$log" | sed 's/^/fuzz: /' || true
     input=$(sed -n 's/.*Test unit written to //p' "$log" | tail -n 1)
+    input=${input#"$ARK_FUZZ_TARGET_DIR/checkout/"}
     input=${input#"$PWD/"}
     if [[ -n $input ]]; then
       echo "fuzz: $t failed on $input"

