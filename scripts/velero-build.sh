@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
 # Builds Velero's CLI and server (with its AWS plugin and restore helper) from the Go module proxy,
-# once, into a cache outside the repository, for the interop tests (crates/ark/tests/velero_*.rs)
+# once, into a cache outside the repository, for the interop tests (crates/ark/tests/e2e/velero/)
 # and the side-by-side benchmarks. ark does not depend on Velero; its tests check that it runs beside it.
 #   scripts/velero-build.sh               build if needed, print the bin directory
 #   scripts/velero-build.sh --print-dir   print the bin directory only
+#   scripts/velero-build.sh --print-source [VERSION]
+#                                         fetch Velero's source (VERSION, else the one built)
+#                                         through the Go module proxy and print its directory
 set -euo pipefail
 
 VELERO_VERSION="${VELERO_VERSION:-v1.18.3}"
 AWS_PLUGIN_VERSION="${AWS_PLUGIN_VERSION:-v1.14.3}"
 out="${ARK_VELERO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ark-velero}/$VELERO_VERSION"
+if [ "${1:-}" = --print-source ]; then
+  version=${2:-$VELERO_VERSION}
+  # Outside any module: the download alone, into Go's module cache (read-only files).
+  dir=$(cd / && go mod download -json "github.com/vmware-tanzu/velero@$version" |
+    sed -n 's/^\t*"Dir": "\(.*\)",*$/\1/p')
+  [ -n "$dir" ] && [ -d "$dir" ] ||
+    { echo "velero-build: could not fetch Velero $version's source through the Go module proxy" >&2; exit 1; }
+  echo "$dir"
+  exit 0
+fi
 if [ "${1:-}" = --print-dir ]; then
   echo "$out/bin"
   exit 0

@@ -1,20 +1,65 @@
-//! ark's CRDs against Velero's (../shared/reference/velero-crds/, beside the repository).
+//! ark's CRDs against Velero's, in Velero's source as the Go module proxy serves it.
 //!
-//! ark installs Velero's own CRD files (config/crd/, see its README): they must be identical to
-//! Velero's in everything a client observes (names, scope, printer columns, subresources, schema),
-//! and ark's Rust types must fit in them (every field ark writes exists there with the same type),
-//! so nothing ark writes is pruned and every status write lands on either tool's cluster.
+//! ark installs Velero's own CRD files (config/crd/, see its README): they must be Velero's byte
+//! for byte, and ark's Rust types must fit in them (every field ark writes exists there with the
+//! same type), so nothing ark writes is pruned and every status write lands on either tool's
+//! cluster.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kube::CustomResourceExt;
 use serde_json::Value;
 
-fn velero_crds_dir() -> PathBuf {
-    std::env::var_os("ARK_VELERO_CRDS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/velero-crds"),
-        PathBuf::from,
-    )
+/// The Velero release whose CRDs config/crd/ holds (config/crd/README.md).
+const VELERO_CRDS_VERSION: &str = "v1.18.1";
+
+/// The CRD files of Velero's source at [`VELERO_CRDS_VERSION`] (`config/crd/v1/bases/` and
+/// `config/crd/v2alpha1/bases/`), by file name; fetched by `scripts/velero-build.sh
+/// --print-source`, independently of this repository's copy.
+fn velero_source_crds() -> BTreeMap<String, PathBuf> {
+    let script = installed_crds_dir().join("../../scripts/velero-build.sh");
+    let output = std::process::Command::new("bash")
+        .arg(&script)
+        .args(["--print-source", VELERO_CRDS_VERSION])
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+    assert!(
+        output.status.success(),
+        "Velero {VELERO_CRDS_VERSION}'s source is needed for this check: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let source = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let mut files = BTreeMap::new();
+    for bases in ["config/crd/v1/bases", "config/crd/v2alpha1/bases"] {
+        let dir = source.join(bases);
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                files.insert(
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    path,
+                );
+            }
+        }
+    }
+    files
+}
+
+/// The CRD files of config/crd/, by file name.
+fn installed_crds() -> BTreeMap<String, PathBuf> {
+    let dir = installed_crds_dir();
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .map(|path| {
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                path,
+            )
+        })
+        .collect()
 }
 
 fn schema_of(crd: &Value) -> &Value {
@@ -100,8 +145,11 @@ fn read_crd(path: &Path) -> Value {
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Read at run time: the build is kept between clones (scripts/build-cache.sh).
 fn installed_crds_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../config/crd")
+    let manifest_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR");
+    PathBuf::from(manifest_dir).join("../../config/crd")
 }
 
 /// The parts of a CRD a client can observe, each compared on its own so that a difference is
@@ -157,33 +205,65 @@ fn crd_differences(file: &str, ours: &Value, theirs: &Value) -> Vec<String> {
     problems
 }
 
+/// Where two files first differ: the line number and both lines.
+fn first_difference(ours: &[u8], theirs: &[u8]) -> String {
+    let (ours, theirs) = (
+        String::from_utf8_lossy(ours),
+        String::from_utf8_lossy(theirs),
+    );
+    let (mut our_lines, mut their_lines) = (ours.lines(), theirs.lines());
+    for line in 1.. {
+        match (our_lines.next(), their_lines.next()) {
+            (Some(a), Some(b)) if a == b => continue,
+            (None, None) => return "the line ends differ".into(),
+            (a, b) => {
+                return format!(
+                    "line {line}: ours {:?}, Velero's {:?}",
+                    a.unwrap_or("(end of file)"),
+                    b.unwrap_or("(end of file)")
+                );
+            }
+        }
+    }
+    unreachable!()
+}
+
+/// config/crd/ is Velero's CRD files byte for byte, in both directions: a file of one side
+/// missing from the other fails too. A difference is named by file, by the part a client would
+/// observe where it can be, and by its first line.
 #[test]
-fn ark_crds_match_velero_crds() {
-    let dir = velero_crds_dir();
-    let velero_files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "Velero's CRDs are needed for this check: {}: {e}",
-                dir.display()
-            )
-        })
-        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-        .filter(|name| name.ends_with(".yaml"))
-        .collect();
+fn installed_crds_are_velero_s_files_byte_for_byte() {
+    let (velero, installed) = (velero_source_crds(), installed_crds());
     assert!(
-        velero_files.len() >= 4,
-        "Velero's CRDs in {}: {velero_files:?}",
-        dir.display()
+        velero.len() >= 10,
+        "Velero {VELERO_CRDS_VERSION}'s source has {} CRD files: {velero:?}",
+        velero.len()
     );
     let mut problems = Vec::new();
-    for file in &velero_files {
-        let theirs = read_crd(&dir.join(file));
-        let ours = read_crd(&installed_crds_dir().join(file));
-        problems.extend(crd_differences(file, &ours, &theirs));
+    for file in velero.keys().filter(|f| !installed.contains_key(*f)) {
+        problems.push(format!("{file}: in Velero's source, not in config/crd/"));
+    }
+    for file in installed.keys().filter(|f| !velero.contains_key(*f)) {
+        problems.push(format!("{file}: in config/crd/, not in Velero's source"));
+    }
+    for (file, theirs) in &velero {
+        let Some(ours) = installed.get(file) else {
+            continue;
+        };
+        let (our_bytes, their_bytes) =
+            (std::fs::read(ours).unwrap(), std::fs::read(theirs).unwrap());
+        if our_bytes != their_bytes {
+            let mut parts = crd_differences(file, &read_crd(ours), &read_crd(theirs));
+            parts.push(format!(
+                "{file}: {}",
+                first_difference(&our_bytes, &their_bytes)
+            ));
+            problems.extend(parts);
+        }
     }
     assert!(
         problems.is_empty(),
-        "ark's CRDs differ from Velero's:\n{}",
+        "config/crd/ is not Velero {VELERO_CRDS_VERSION}'s CRDs:\n{}",
         problems.join("\n")
     );
 }
@@ -193,7 +273,7 @@ fn ark_crds_match_velero_crds() {
 /// both reported.
 #[test]
 fn crd_differences_names_subresources_and_printer_columns() {
-    let theirs = read_crd(&velero_crds_dir().join("velero.io_deletebackuprequests.yaml"));
+    let theirs = read_crd(&installed_crds_dir().join("velero.io_deletebackuprequests.yaml"));
     let mut ours = theirs.clone();
     ours["spec"]["versions"][0]["subresources"] = serde_json::json!({ "status": {} });
     ours["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] = "integer".into();
