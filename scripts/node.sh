@@ -14,7 +14,7 @@
 # their addresses. The node is tainted `ark.test/real-node=true:NoSchedule` and labelled `ark.test/real-node=true`, so
 # only pods that ask for it land there.
 #
-# Settings without which this VM refuses (../shared/reference/real-node.md): cgroup v1 allowed,
+# Settings without which this VM refuses: cgroup v1 allowed,
 # the cgroupfs driver, swap allowed, and containerd's restrict_oom_score_adj (the VM lacks
 # CAP_SYS_RESOURCE).
 #
