@@ -117,7 +117,16 @@ async fn an_unreachable_bucket_on_velero_crds_fails_the_backup_and_marks_the_loc
     );
     let output = ark(
         Some(&cluster),
-        &["backup", "create", "b1", "--wait", "-n", &ns.name],
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--wait",
+            "-n",
+            &ns.name,
+            "--include-namespaces",
+            &ns.name,
+        ],
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     assert!(text(&output.stdout).contains("Backup completed with status: Failed."));
@@ -151,7 +160,16 @@ async fn an_unreachable_bucket_on_velero_crds_fails_the_backup_and_marks_the_loc
     // A backup to the location, still down, now fails validation with the reason.
     let output = ark(
         Some(&cluster),
-        &["backup", "create", "b2", "--wait", "-n", &ns.name],
+        &[
+            "backup",
+            "create",
+            "b2",
+            "--wait",
+            "-n",
+            &ns.name,
+            "--include-namespaces",
+            &ns.name,
+        ],
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     let backup = Api::<Backup>::namespaced(client.clone(), &ns.name)
@@ -195,7 +213,16 @@ async fn a_read_only_location_is_never_written() {
     );
     let output = ark(
         Some(&cluster),
-        &["backup", "create", "b1", "--wait", "-n", &ns.name],
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--wait",
+            "-n",
+            &ns.name,
+            "--include-namespaces",
+            &ns.name,
+        ],
     );
     assert_eq!(output.status.code(), Some(1));
     let backup = Api::<Backup>::namespaced(client, &ns.name)

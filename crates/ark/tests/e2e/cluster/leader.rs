@@ -46,7 +46,18 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_dies() {
     second
         .wait_for_log("ark server replica-b starting", Duration::from_secs(30))
         .await;
-    ark_ok(&cluster, &ns.name, &["backup", "create", "b1", "--wait"]);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--wait",
+            "--include-namespaces",
+            &ns.name,
+        ],
+    );
     assert!(first.log().contains("replica-a leads"), "{}", first.log());
     assert!(
         !second.log().contains("replica-b leads"),
@@ -75,7 +86,18 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_dies() {
     .await
     .unwrap();
     assert_eq!(lease.spec.unwrap().lease_transitions, Some(1));
-    ark_ok(&cluster, &ns.name, &["backup", "create", "b2", "--wait"]);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b2",
+            "--wait",
+            "--include-namespaces",
+            &ns.name,
+        ],
+    );
     assert!(second.log().contains("replica-b leads"), "{}", second.log());
 }
 
@@ -254,7 +276,16 @@ async fn a_server_whose_api_server_is_gone_past_its_renew_deadline_stands_by_and
     ark_ok(
         &cluster,
         &ns.name,
-        &["backup", "create", "after", "--wait", "--timeout", "1m"],
+        &[
+            "backup",
+            "create",
+            "after",
+            "--wait",
+            "--timeout",
+            "1m",
+            "--include-namespaces",
+            &ns.name,
+        ],
     );
 }
 
