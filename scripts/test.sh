@@ -110,7 +110,7 @@ for _ in "${groups[@]}"; do
   code=0
   wait -n -p ended "${pids[@]}" || code=$?
   for group in "${groups[@]}"; do
-    [ "${pids[$group]}" = "$ended" ] || continue
+    [ "${pids[$group]:-}" = "$ended" ] || continue
     echo "test.sh: == tests:e2e:$group ended (exit code $code)"
     cat "$logs/tests:e2e:$group.log"
     [ "$code" = 124 ] && echo "test.sh: tests:e2e:$group did not end within $group_limit"
