@@ -20,7 +20,9 @@ began=$SECONDS
 logs=$(mktemp -d "${TMPDIR:-/tmp}/ark-test.XXXXXX")
 
 report() {
-  local code=$? row passed
+  local code=$? row passed pid
+  # Groups still running when the script ends early: each is a process group of its own (timeout's).
+  for pid in ${running_groups:-}; do kill -- "-$pid" 2>/dev/null || true; done
   echo
   echo "test.sh: phases (wall time)"
   printf '  %-32s %8s  %s\n' phase seconds result
@@ -105,6 +107,7 @@ for group in "${groups[@]}"; do
   timeout --kill-after 30s "$group_limit" "${e2e[@]}" "$group::" --test-threads "${threads[$group]}" \
     >"$logs/tests:e2e:$group.log" 2>&1 &
   pids[$group]=$!
+  running_groups="${running_groups:-} $!"
 done
 for _ in "${groups[@]}"; do
   code=0
@@ -116,6 +119,7 @@ for _ in "${groups[@]}"; do
     [ "$code" = 124 ] && echo "test.sh: tests:e2e:$group did not end within $group_limit"
     record "tests:e2e:$group" $((SECONDS - started[$group])) "$code"
     unset "pids[$group]"
+    running_groups=${running_groups/ $ended/}
   done
 done
 
