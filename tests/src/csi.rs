@@ -19,6 +19,31 @@ pub fn api(client: &Client, ns: Option<&str>, kind: &str) -> Api<DynamicObject> 
     }
 }
 
+/// The VolumeSnapshots left in `namespace` once none is, or when `timeout` has passed: a deleted
+/// snapshot stays a moment, until the snapshot controller has removed its finalizers.
+pub async fn volume_snapshots_left(
+    client: &Client,
+    namespace: &str,
+    timeout: std::time::Duration,
+) -> Vec<String> {
+    let snapshots = api(client, Some(namespace), "VolumeSnapshot");
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let left: Vec<String> = snapshots
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|s| s.metadata.name)
+            .collect();
+        if left.is_empty() || tokio::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
 /// A VolumeSnapshot `name` of claim `claim`, of the test driver's class.
 pub fn volume_snapshot(name: &str, claim: &str) -> DynamicObject {
     serde_json::from_value(serde_json::json!({

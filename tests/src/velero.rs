@@ -4,6 +4,7 @@
 //!
 //! A test that finds no Velero build fails and says how to make one: it never skips itself.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -465,6 +466,8 @@ impl VeleroServer {
         .args(extra)
         .env("KUBECONFIG", &cluster.kubeconfig)
         .env("HOME", dir.path())
+        // A group of its own, stopped as a whole: the plugins the server starts would outlive it.
+        .process_group(0)
         // Velero's server logs to stdout.
         .stdout(log_file.try_clone().unwrap())
         .stderr(log_file)
@@ -496,7 +499,8 @@ impl VeleroServer {
 
 impl Drop for VeleroServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SAFETY: a signal to the server's process group, which it leads.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         let _ = self.child.wait();
         if std::thread::panicking() {
             eprintln!("--- velero server log ---\n{}", self.log());

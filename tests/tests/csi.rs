@@ -2,7 +2,7 @@
 //! claim of the `ark-csi` class is provisioned, snapshotted through a VolumeSnapshot and restored
 //! from it with its bytes, owners, modes and links.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,11 +19,7 @@ const WAIT: Duration = Duration::from_secs(120);
 /// `Cluster::get` reads), such as `ARK_CSI_SANITY`.
 fn ground_var(name: &str) -> String {
     Cluster::get();
-    let state = std::env::var_os("ARK_CLUSTER_STATE").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.cluster"),
-        PathBuf::from,
-    );
-    let path = state.join("cluster.env");
+    let path = ark_tests::state_dir().join("cluster.env");
     let text = std::fs::read_to_string(&path).expect("cluster.env");
     text.lines()
         .find_map(|line| line.strip_prefix(&format!("{name}=")))

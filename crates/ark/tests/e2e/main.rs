@@ -51,7 +51,7 @@ mod alone {
 /// Every `.rs` file under `tests/e2e/` is a module above: a file left out would never run.
 #[test]
 fn every_test_file_is_a_module_of_the_binary() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e");
+    let root = ark_tests::checkout().join("crates/ark/tests/e2e");
     let main = std::fs::read_to_string(root.join("main.rs")).unwrap();
     let mut missing = Vec::new();
     for area in ["cluster", "node", "velero", "alone"] {

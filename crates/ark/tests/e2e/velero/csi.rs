@@ -16,9 +16,7 @@ use common::setup::Setup;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::Api;
-use kube::api::{
-    ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(180);
@@ -156,24 +154,6 @@ async fn stand_down_velero(setup: &Setup) {
     .unwrap();
 }
 
-/// The VolumeSnapshots left in `namespace` (neither tool leaves one after its backup).
-async fn snapshots_in(setup: &Setup) -> Vec<String> {
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "snapshot.storage.k8s.io",
-        "v1",
-        "VolumeSnapshot",
-    ));
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(setup.client.clone(), &setup.app.name, &resource);
-    api.list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|s| s.metadata.name)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_restores_ark_s_csi_backup_with_the_claim_s_bytes() {
     let setup = Setup::new(Cluster::get(), None).await;
@@ -255,7 +235,11 @@ async fn ark_restores_velero_s_csi_backup_with_the_claim_s_bytes() {
         velero::release_restores(&setup.client, setup.ns()).await;
     }
     stand_down_velero(&setup).await;
-    assert_eq!(snapshots_in(&setup).await, Vec::<String>::new());
+    // Neither tool leaves one after its backup.
+    assert_eq!(
+        ark_tests::csi::volume_snapshots_left(&setup.client, &setup.app.name, WAIT).await,
+        Vec::<String>::new()
+    );
     lose(&setup.cluster, &setup.app.name).await;
 
     let _ark = ArkServer::start(ARK, &setup.cluster, setup.ns());
