@@ -79,7 +79,7 @@ phase fmt bash -c 'cargo fmt --all -- --check && cargo fmt --all --manifest-path
 phase clippy cargo clippy --workspace --all-targets -- -D warnings
 phase generated-files cargo xtask generate --check
 phase tests:workspace cargo test --workspace --exclude ark --no-fail-fast
-phase tests:ark-unit cargo test -p ark --bins --no-fail-fast
+phase tests:ark-unit cargo test -p ark --lib --bins --no-fail-fast
 
 # ark's end-to-end tests are one binary (crates/ark/tests/e2e/), its areas the groups below: every
 # test must be in exactly one.
