@@ -22,12 +22,13 @@ use_build_cache() {
   # Held until the caller exits: two runs sharing the cache would race on the recorded mtimes. A
   # process of its own holds the lock, so that nothing the caller starts (a cluster's daemons, a
   # test's stray children) inherits it and holds it after the caller is gone.
-  local ready
+  # The shell that called this (not $$, which a subshell shares with its parent).
+  local ready owner=$BASHPID
   ready=$(mktemp -u "${TMPDIR:-/tmp}/ark-build-cache.XXXXXX")
   flock -n "$build_cache/lock" true ||
     echo "build-cache: another test command holds $build_cache/lock; waiting for it" >&2
   flock "$build_cache/lock" bash -c 'touch "$1"; while kill -0 "$2" 2>/dev/null; do sleep 1; done' \
-    build-cache "$ready" $$ </dev/null >/dev/null 2>&1 &
+    build-cache "$ready" "$owner" </dev/null >/dev/null 2>&1 &
   until [ -e "$ready" ]; do sleep 0.1; done
   rm -f "$ready"
   [ -f "$build_cache/sources.tsv" ] || return 0
