@@ -30,26 +30,14 @@ fn velero_source_crds() -> BTreeMap<String, PathBuf> {
         String::from_utf8_lossy(&output.stderr)
     );
     let source = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    let mut files = BTreeMap::new();
-    for bases in ["config/crd/v1/bases", "config/crd/v2alpha1/bases"] {
-        let dir = source.join(bases);
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "yaml") {
-                files.insert(
-                    path.file_name().unwrap().to_string_lossy().into_owned(),
-                    path,
-                );
-            }
-        }
-    }
+    let mut files = yaml_files(&source.join("config/crd/v1/bases"));
+    files.extend(yaml_files(&source.join("config/crd/v2alpha1/bases")));
     files
 }
 
-/// The CRD files of config/crd/, by file name.
-fn installed_crds() -> BTreeMap<String, PathBuf> {
-    let dir = installed_crds_dir();
-    std::fs::read_dir(&dir)
+/// The `*.yaml` files of `dir`, by file name.
+fn yaml_files(dir: &Path) -> BTreeMap<String, PathBuf> {
+    std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
@@ -233,7 +221,7 @@ fn first_difference(ours: &[u8], theirs: &[u8]) -> String {
 /// observe where it can be, and by its first line.
 #[test]
 fn installed_crds_are_velero_s_files_byte_for_byte() {
-    let (velero, installed) = (velero_source_crds(), installed_crds());
+    let (velero, installed) = (velero_source_crds(), yaml_files(&installed_crds_dir()));
     assert!(
         velero.len() >= 10,
         "Velero {VELERO_CRDS_VERSION}'s source has {} CRD files: {velero:?}",
