@@ -4,7 +4,8 @@
 
 use crate::controllers::restore::extract;
 use crate::hooks::annotations;
-use crate::shared::{results, snapshots};
+use crate::domain::snapshots;
+use crate::records::results;
 
 /// The fuzzer's bytes gzipped, as a bucket holds them: the fuzzer mutates what is inside.
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {

@@ -24,12 +24,14 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt as _};
 use serde_json::{Value, json};
 
-use crate::shared::context::Kube;
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::csi::{self, text};
-use crate::shared::objects::{self, Readable};
-use crate::shared::results::{Results, gunzip_json, gzip_json};
-use crate::shared::{archive::TarballWriter, locations, metrics, operation, patch};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::domain::csi::{self, text};
+use crate::runtime::objects::{self, Readable};
+use crate::records::results::{Results, gunzip_json, gzip_json};
+use crate::domain::locations;
+use crate::records::archive::TarballWriter;
+use crate::runtime::{metrics, operation, patch};
 
 /// Velero's default `itemOperationTimeout`, for a backup whose spec has none.
 const ITEM_OPERATION_TIMEOUT: Duration = Duration::from_secs(4 * 3600);

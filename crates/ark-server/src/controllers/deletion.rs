@@ -21,12 +21,13 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::controllers::backup::RunningBackups;
-use crate::shared::context::Kube;
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::locations::{self, LocationError};
-use crate::shared::objects::Readable;
-use crate::shared::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
-use crate::shared::{objects, patch, repositories};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::domain::locations::{self, LocationError};
+use crate::runtime::objects::Readable;
+use crate::domain::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
+use crate::domain::repositories;
+use crate::runtime::{objects, patch};
 
 /// How long a deletion waits for the first listing of Restores.
 const RESTORE_CACHE_WAIT: Duration = Duration::from_secs(30);

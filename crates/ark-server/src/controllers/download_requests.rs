@@ -13,10 +13,11 @@ use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use crate::shared::context::Kube;
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::Readable;
-use crate::shared::{locations, objects, patch};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::Readable;
+use crate::domain::locations;
+use crate::runtime::{objects, patch};
 
 /// How long a download URL is valid, and an unanswered request kept (Velero's `DownloadURLTTL`).
 const URL_TTL: Duration = Duration::from_secs(600);

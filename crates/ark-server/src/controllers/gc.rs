@@ -11,10 +11,10 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::shared::context::Kube;
-use crate::shared::locations::{self, LocationError};
-use crate::shared::objects::Readable;
-use crate::shared::{objects, periodic};
+use crate::runtime::context::Kube;
+use crate::domain::locations::{self, LocationError};
+use crate::runtime::objects::Readable;
+use crate::runtime::{objects, periodic};
 
 pub struct Ctx {
     pub kube: Kube,

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use ark_api::{BackupStorageLocation, BackupStorageLocationPhase, BackupStorageLocationStatus};
 
-use crate::shared::context::Kube;
-use crate::shared::objects::{self, Readable};
-use crate::shared::{locations, patch, periodic};
+use crate::runtime::context::Kube;
+use crate::runtime::objects::{self, Readable};
+use crate::domain::locations;
+use crate::runtime::{patch, periodic};
 
 pub struct Ctx {
     pub kube: Kube,

@@ -1,6 +1,7 @@
 //! The controllers: each reads its objects, decides with pure functions, and writes the outcome.
-//! What they share (reading objects, conditional writes, the operation and periodic loops,
-//! storage locations, leader election) is in `shared`.
+//! What they run on (reading objects, conditional writes, the operation and periodic loops) is in
+//! `runtime`, what they write about a backup or a restore in `records`, and Velero's concepts
+//! (locations, repositories, snapshots, filters) in `domain`.
 
 pub mod backup;
 pub mod backup_operations;

@@ -18,10 +18,10 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource};
 use serde_json::json;
 
-use crate::shared::context::Kube;
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::{self, Phase, Readable};
-use crate::shared::patch;
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::patch;
 
 /// How often a due schedule looks again while one of its backups runs.
 const WHILE_A_BACKUP_RUNS: Duration = Duration::from_secs(5);

@@ -13,10 +13,10 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 
-use crate::shared::context::Kube;
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::{self, Readable};
-use crate::shared::patch;
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Readable};
+use crate::runtime::patch;
 
 /// How long an answered request is kept (Velero's `ttl` for them).
 const ANSWERED_TTL: Duration = Duration::from_secs(60);

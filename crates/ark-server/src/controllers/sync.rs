@@ -12,9 +12,10 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::controllers::gc;
-use crate::shared::context::Kube;
-use crate::shared::objects::Readable;
-use crate::shared::{locations, objects, periodic};
+use crate::runtime::context::Kube;
+use crate::runtime::objects::Readable;
+use crate::domain::locations;
+use crate::runtime::{objects, periodic};
 
 pub struct Ctx {
     pub kube: Kube,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{DEFAULT_EXEC_TIMEOUT, ExecHook, PodSelector, annotations, command, first_container};
-use crate::shared::filter::IncludesExcludes;
+use crate::domain::filter::IncludesExcludes;
 
 /// A Backup's `spec.hooks`, read once by its validation.
 #[derive(Clone, Debug, Default)]

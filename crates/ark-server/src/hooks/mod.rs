@@ -16,7 +16,7 @@ use ark_api::{HookErrorMode, RestoreHooks};
 use k8s_openapi::api::core::v1::Container;
 use serde_json::Value;
 
-use crate::shared::filter::IncludesExcludes;
+use crate::domain::filter::IncludesExcludes;
 
 /// Velero's volume-restore helpers (current and legacy names): init containers that wait for a pod
 /// volume restore. One left in a backed-up pod would wait for data that this restore does not

@@ -18,9 +18,9 @@ use serde_json::json;
 
 use super::volume_path;
 use super::{Ctx, ProgressReport, progress};
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::{self, Phase, Readable};
-use crate::shared::patch;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::patch;
 
 /// Velero's message for a volume with nothing in it: no snapshot is taken.
 pub const EMPTY_VOLUME: &str = "volume was empty so no snapshot was taken";

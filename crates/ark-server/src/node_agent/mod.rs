@@ -22,11 +22,10 @@ use futures::FutureExt as _;
 use kube::ResourceExt as _;
 use serde_json::json;
 
-use crate::ServerError;
-use crate::process::{self, Process, Term, TermEnd};
-use crate::shared::context::Kube;
-use crate::shared::objects::{self, Phase};
-use crate::shared::patch;
+use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
+use crate::runtime::context::Kube;
+use crate::runtime::objects::{self, Phase};
+use crate::runtime::patch;
 use open_repositories::OpenRepositories;
 
 pub use backup::EMPTY_VOLUME;
@@ -107,36 +106,20 @@ impl AsRef<Kube> for Ctx {
 }
 
 /// Runs the agent until it is told to stop.
-pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), ServerError> {
+pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), ServingFailed> {
     tracing::info!(
         "ark node agent starting on node {} for namespace {}, volumes under {}",
         options.node,
         options.namespace,
         options.host_pods.display()
     );
-    let metrics = Arc::new(crate::shared::metrics::Metrics::default());
-    let serving = {
-        let metrics = metrics.clone();
-        async move {
-            match options.metrics_address {
-                Some(address) => crate::shared::metrics::serve(address, metrics)
-                    .await
-                    .map_err(|e| ServerError::Metrics(address, e)),
-                None => std::future::pending().await,
-            }
-        }
-    };
-    let mut process = Process {
-        metrics: metrics.clone(),
-        serving: Box::pin(serving),
-        shutdown: Box::pin(process::shutdown_signal()),
-    };
+    let mut process = Process::start(options.metrics_address);
     let identity = format!("node-agent-{}", options.node);
     let (kube, stop) = Kube::new(
         client.clone(),
         options.namespace.clone(),
         &identity,
-        metrics,
+        process.metrics.clone(),
     );
     let ctx = Arc::new(Ctx {
         repositories: OpenRepositories::new(client, options.namespace.clone()),

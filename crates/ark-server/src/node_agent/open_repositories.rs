@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ark_kopia::Repository;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use crate::shared::repositories::{self, RepositoryError};
+use crate::domain::repositories::{self, RepositoryError};
 
 type Key = (String, String);
 

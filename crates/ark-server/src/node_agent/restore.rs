@@ -18,9 +18,9 @@ use serde_json::json;
 
 use super::volume_path;
 use super::{Ctx, ProgressReport, progress};
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::{self, Phase, Readable};
-use crate::shared::patch;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::patch;
 
 /// Velero's restore helper's init container, which the agent waits to run.
 const RESTORE_WAIT: &str = "restore-wait";

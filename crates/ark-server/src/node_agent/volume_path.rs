@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSIDriver;
 use kube::{Api, Client};
 
-use crate::shared::objects;
+use crate::runtime::objects;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VolumePathError {

@@ -17,10 +17,10 @@ use super::actions::{Actions, ItemRef};
 use super::pod_work::{PodWork, Ready};
 use super::volume_snapshots::{ClaimSnapshots, Cut};
 use super::writer::{self, ItemWriter, Page};
-use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
-use crate::shared::operation_log::{Level, OperationLog};
-use crate::shared::resource_list;
-use crate::shared::results::Results;
+use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::records::operation_log::{Level, OperationLog};
+use crate::records::resource_list;
+use crate::records::results::Results;
 
 /// Items per list page: the API server's page is counted in items, but memory is spent in bytes.
 /// A first small page measures the items' size (4 of the largest objects etcd takes, 1.5 MiB,
@@ -620,7 +620,7 @@ async fn plan(
         .collect();
     let cluster_wide = namespaces.len() * 2 >= existing && !namespaces.is_empty();
 
-    let served = crate::shared::discovery::discover(client)
+    let served = crate::domain::discovery::discover(client)
         .await
         .map_err(EngineError::Discovery)?;
     for skipped in served.skipped {

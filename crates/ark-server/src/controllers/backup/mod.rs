@@ -25,14 +25,15 @@ use serde_json::json;
 pub use tracker::RunningBackups;
 use validate::{Durations, ValidatedBackup};
 
-use crate::shared::context::Kube;
-use crate::shared::controller::ReconcileError;
-use crate::shared::locations::{self, OpenLocation};
-use crate::shared::objects::Readable;
-use crate::shared::operation::{self, Rejected};
-use crate::shared::operation_log::{Level, OperationLog};
-use crate::shared::results::gzip_json;
-use crate::shared::{metrics, objects, patch, unhonoured};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::ReconcileError;
+use crate::domain::locations::{self, OpenLocation};
+use crate::runtime::objects::Readable;
+use crate::runtime::operation::{self, Rejected};
+use crate::records::operation_log::{Level, OperationLog};
+use crate::records::results::gzip_json;
+use crate::domain::unhonoured;
+use crate::runtime::{metrics, objects, patch};
 
 /// The backup controller's settings.
 #[derive(Clone, Debug)]

@@ -18,7 +18,8 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, ResourceExt as _};
 use tokio::sync::watch;
 
-use crate::shared::{objects, repositories};
+use crate::domain::repositories;
+use crate::runtime::objects;
 
 /// Velero's pod annotations naming the volumes to back up, or (when every volume is backed up by
 /// default) those not to.

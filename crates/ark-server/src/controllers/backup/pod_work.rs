@@ -22,8 +22,8 @@ use super::volume_snapshots::ClaimSnapshots;
 use super::writer::Page;
 use crate::hooks::ExecHook;
 use crate::hooks::backup::{self, BackupHookSpecs};
-use crate::shared::operation_log::{Level, OperationLog};
-use crate::shared::results::Results;
+use crate::records::operation_log::{Level, OperationLog};
+use crate::records::results::Results;
 
 pub struct PodWork {
     client: Client,

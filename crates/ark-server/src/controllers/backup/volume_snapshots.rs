@@ -22,8 +22,8 @@ use kube::{Api, Client, ResourceExt as _};
 use serde_json::{Value, json};
 
 use super::pod_volumes;
-use crate::shared::csi::{self, text};
-use crate::shared::{objects, patch};
+use crate::domain::csi::{self, text};
+use crate::runtime::{objects, patch};
 
 /// How often a snapshot is looked at while its handle is awaited (Velero: every 5s).
 const POLL: Duration = Duration::from_millis(500);

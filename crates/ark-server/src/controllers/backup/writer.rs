@@ -10,8 +10,8 @@ use ark_storage::tarball::{item_path, preferred_version_path};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::shared::archive::{GzipMember, OWN_MEMBER_BYTES, TarballWriter};
-use crate::shared::resource_list::ResourceListWriter;
+use crate::records::archive::{GzipMember, OWN_MEMBER_BYTES, TarballWriter};
+use crate::records::resource_list::ResourceListWriter;
 
 /// Items of one resource, as listed together.
 pub struct Page {
@@ -152,7 +152,7 @@ fn compress_large(items: &[Item]) -> io::Result<Vec<Option<GzipMember>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::archive::{entries, entry_names, gunzip};
+    use crate::records::archive::{entries, entry_names, gunzip};
 
     fn page(key: &str, names: &[&str]) -> Page {
         Page {

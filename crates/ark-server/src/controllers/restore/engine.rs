@@ -22,11 +22,11 @@ use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
 use crate::hooks::{self, PodHooks};
-use crate::shared::csi;
-use crate::shared::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
-use crate::shared::operation_log::{Level, OperationLog};
-use crate::shared::resource_list::ResourceListWriter;
-use crate::shared::results::Results;
+use crate::domain::csi;
+use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::records::operation_log::{Level, OperationLog};
+use crate::records::resource_list::ResourceListWriter;
+use crate::records::results::Results;
 
 pub struct Restored {
     pub results: Results,
@@ -159,7 +159,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         include_cluster_scoped(selection.include_cluster_resources, namespace_filter);
     let mapping = spec.namespace_mapping.clone().unwrap_or_default();
 
-    let discovered = crate::shared::discovery::discover(client).await?;
+    let discovered = crate::domain::discovery::discover(client).await?;
     for skipped in discovered.skipped {
         log.log(Level::Warning, &skipped);
         results.warnings.add(None, skipped);
@@ -457,7 +457,7 @@ async fn served_once_defined(
     let deadline = tokio::time::Instant::now() + DEFINITION_SERVED_TIMEOUT;
     let mut latest = served;
     loop {
-        if let Ok(discovered) = crate::shared::discovery::discover(client).await {
+        if let Ok(discovered) = crate::domain::discovery::discover(client).await {
             latest = by_group_resource(discovered.resources);
             if latest.contains_key(gr) {
                 log.info(&format!("{gr} is served: its definition was restored"));
@@ -708,7 +708,7 @@ async fn create(
         served,
         prepared.candidate.get("apiVersion").and_then(Value::as_str),
     );
-    let key = crate::shared::resource_list::key(resource);
+    let key = crate::records::resource_list::key(resource);
     let api: Api<DynamicObject> = match (caps.scope.clone(), &prepared.target_ns) {
         (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, resource),
         _ => Api::all_with(client.clone(), resource),

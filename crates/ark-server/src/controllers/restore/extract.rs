@@ -34,7 +34,7 @@ impl Default for Limits {
 pub struct Extracted {
     pub dir: TempDir,
     /// One line per refused entry, naming it and why (the first `MAX_LISTED`, the rest counted).
-    pub rejected: crate::shared::results::Result,
+    pub rejected: crate::records::results::Result,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +76,7 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
         .tempdir_in(scratch)
         .map_err(ExtractError::Io)?;
     let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(BufReader::new(tarball)));
-    let mut rejected = crate::shared::results::Result::default();
+    let mut rejected = crate::records::results::Result::default();
     let mut total = 0u64;
     let mut entries = 0u64;
     // Items come folder by folder: one create_dir_all per folder, not per item.

@@ -25,15 +25,16 @@ use serde_json::json;
 use validate::ValidatedRestore;
 
 use crate::hooks;
-use crate::shared::context::Kube;
-use crate::shared::controller::ReconcileError;
-use crate::shared::locations::{self, OpenLocation};
-use crate::shared::objects::Readable;
-use crate::shared::operation::{self, Rejected};
-use crate::shared::operation_log::{Level, OperationLog};
-use crate::shared::resource_list::ResourceListWriter;
-use crate::shared::results::gzip_json;
-use crate::shared::{metrics, patch, unhonoured};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::ReconcileError;
+use crate::domain::locations::{self, OpenLocation};
+use crate::runtime::objects::Readable;
+use crate::runtime::operation::{self, Rejected};
+use crate::records::operation_log::{Level, OperationLog};
+use crate::records::resource_list::ResourceListWriter;
+use crate::records::results::gzip_json;
+use crate::domain::unhonoured;
+use crate::runtime::{metrics, patch};
 
 /// The restore controller's settings.
 #[derive(Clone, Debug)]
@@ -203,7 +204,7 @@ async fn restore_from(
         .await
     {
         // Velero writes `null` for a backup without any.
-        Ok(bytes) => crate::shared::results::gunzip_json::<Option<_>>(
+        Ok(bytes) => crate::records::results::gunzip_json::<Option<_>>(
             &bytes,
             "the backup's pod volume backups",
         )
@@ -359,7 +360,7 @@ async fn run_hooks(
     ctx: &Ctx,
     restore_name: &str,
     pods: Vec<engine::PodWithHooks>,
-    results: &mut crate::shared::results::Results,
+    results: &mut crate::records::results::Results,
     log: &mut OperationLog,
 ) -> Vec<ark_api::hooks::PodHookResults> {
     if pods.is_empty() {

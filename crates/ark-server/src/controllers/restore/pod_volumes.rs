@@ -19,7 +19,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, ResourceExt as _};
 use serde_json::{Value, json};
 
-use crate::shared::objects;
+use crate::runtime::objects;
 
 /// The init container that holds a restored pod until its volumes hold their data (Velero's name;
 /// `restic-wait` is its older one).

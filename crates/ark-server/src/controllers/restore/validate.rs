@@ -10,10 +10,11 @@ use kube::Api;
 use super::Config;
 use super::actions::ResourceModifiers;
 use super::engine::{ExistingResourcePolicy, Selection};
-use crate::shared::context::Kube;
-use crate::shared::filter::IncludesExcludes;
-use crate::shared::operation::Rejected;
-use crate::shared::{objects, unhonoured};
+use crate::runtime::context::Kube;
+use crate::domain::filter::IncludesExcludes;
+use crate::runtime::operation::Rejected;
+use crate::domain::unhonoured;
+use crate::runtime::objects;
 
 /// A restore ready to run.
 pub(super) struct ValidatedRestore {

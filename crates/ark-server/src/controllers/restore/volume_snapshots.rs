@@ -19,8 +19,8 @@ use tokio::time::Instant;
 
 use super::actions::is_backed_up_snapshot;
 use super::engine::{child_dirs, json_files};
-use crate::shared::csi::{self, text};
-use crate::shared::objects;
+use crate::domain::csi::{self, text};
+use crate::runtime::objects;
 
 /// How long a restored snapshot may take to be ready: Velero's default `csiSnapshotTimeout`.
 const READY_WITHIN: Duration = Duration::from_secs(10 * 60);

@@ -9,6 +9,7 @@
 mod persistent_volume_claim;
 mod pod;
 mod service_account;
+mod quantity;
 mod volume_snapshot;
 
 use std::collections::BTreeSet;

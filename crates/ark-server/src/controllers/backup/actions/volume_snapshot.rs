@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::{BackupItemAction, Executed, ItemRef};
 use crate::controllers::backup::volume_snapshots::{ClaimSnapshots, Snapshot};
-use crate::shared::csi::{self, text};
-use crate::shared::quantity;
+use crate::domain::csi::{self, text};
+use super::quantity;
 
 const CLAIMS: &str = "persistentvolumeclaims";
 

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use super::{ItemCx, Output, RestoreCx, RestoreItemAction, spec_mut};
-use crate::shared::csi::{self, text};
+use crate::domain::csi::{self, text};
 
 pub struct VolumeSnapshotAction;
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{ItemCx, Output, RestoreCx, RestoreItemAction};
-use crate::shared::filter::{IncludesExcludes, glob_matches_separated};
+use crate::domain::filter::{IncludesExcludes, glob_matches_separated};
 
 mod strategic;
 

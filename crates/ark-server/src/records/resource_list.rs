@@ -5,7 +5,7 @@ use std::path::Path;
 
 use kube::api::ApiResource;
 
-use crate::shared::archive::{Gz, gz_file};
+use crate::records::archive::{Gz, gz_file};
 
 /// A resource's key in a resource list: `v1/ConfigMap`, `apps/v1/Deployment`.
 pub fn key(resource: &ApiResource) -> String {
@@ -89,7 +89,7 @@ impl ResourceListWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::archive::gunzip;
+    use crate::records::archive::gunzip;
 
     #[test]
     fn resource_list_is_valid_json_grouped_by_kind() {

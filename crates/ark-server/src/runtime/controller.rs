@@ -13,8 +13,8 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::watcher;
 
-use crate::shared::context::Kube;
-use crate::shared::objects::{self, Readable};
+use crate::runtime::context::Kube;
+use crate::runtime::objects::{self, Readable};
 use serde::de::DeserializeOwned;
 
 #[derive(Debug, thiserror::Error)]

@@ -18,7 +18,7 @@ use kube::runtime::wait::await_condition;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::shared::csi::{VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents};
+use crate::domain::csi::{VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents};
 
 /// What deleting one snapshot came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,7 +197,7 @@ impl Recorded {
     }
 }
 
-pub use crate::shared::results::{MAX_LIST_BYTES, gunzip_json};
+pub use crate::records::results::{MAX_LIST_BYTES, gunzip_json};
 
 /// Parses the two gzip'd JSON lists (either may be absent, or `null` as Velero writes "none").
 pub fn parse_recorded(provider: Option<&[u8]>, csi: Option<&[u8]>) -> Result<Recorded, String> {

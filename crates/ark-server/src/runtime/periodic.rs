@@ -13,9 +13,9 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 
-use crate::shared::context::Kube;
-use crate::shared::controller;
-use crate::shared::objects::Readable;
+use crate::runtime::context::Kube;
+use crate::runtime::controller;
+use crate::runtime::objects::Readable;
 use serde::de::DeserializeOwned;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;

@@ -7,7 +7,7 @@ use std::io::Write;
 pub struct OperationLog {
     /// `backup=velero/nightly`, appended to every line.
     subject: String,
-    writer: Option<crate::shared::archive::Gz>,
+    writer: Option<crate::records::archive::Gz>,
     file: File,
 }
 
@@ -20,7 +20,7 @@ pub enum Level {
 
 impl OperationLog {
     pub fn create(scratch: &std::path::Path, subject: String) -> std::io::Result<Self> {
-        let (file, writer) = crate::shared::archive::gz_file(scratch)?;
+        let (file, writer) = crate::records::archive::gz_file(scratch)?;
         Ok(Self {
             subject,
             writer: Some(writer),

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 
-use crate::shared::locations::{self, LocationError};
-use crate::shared::{objects, patch};
+use crate::domain::locations::{self, LocationError};
+use crate::runtime::{objects, patch};
 
 /// How often Velero maintains a kopia repository (`lib_repo.go`), as its objects say it.
 pub const MAINTENANCE_FREQUENCY: &str = "1h0m0s";

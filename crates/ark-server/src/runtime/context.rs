@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use crate::shared::events::Events;
-use crate::shared::metrics::Metrics;
+use crate::runtime::events::Events;
+use crate::runtime::metrics::Metrics;
 
 #[derive(Clone)]
 pub struct Kube {

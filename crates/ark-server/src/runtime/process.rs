@@ -7,14 +7,22 @@
 //!
 //! On SIGTERM a term takes no new work and waits, up to its grace, for what runs.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::ServerError;
-use crate::shared::metrics::Metrics;
+use std::net::SocketAddr;
+
+use crate::runtime::metrics::{self, Metrics};
+
+/// Serving metrics and health failed: the process ends with it.
+#[derive(Debug, thiserror::Error)]
+#[error("serving metrics on {address}: {source}")]
+pub struct ServingFailed {
+    pub address: SocketAddr,
+    pub source: std::io::Error,
+}
 
 /// One term's controllers, started by [`run_term`].
 pub(crate) struct Term {
@@ -37,22 +45,53 @@ pub(crate) enum TermEnd {
     /// Cut off while stopping: end at once.
     CutOffWhileStopping,
     /// The process is to end with this result: its controllers ended, or serving failed.
-    Ended(Result<(), ServerError>),
+    Ended(Result<(), ServingFailed>),
 }
 
 /// What the process holds for its whole life: its metrics (served, with health, by `serving`)
 /// and the signal to stop.
-pub(crate) struct Process<S, T> {
+pub(crate) struct Process {
     pub metrics: Arc<Metrics>,
-    pub serving: Pin<Box<S>>,
-    pub shutdown: Pin<Box<T>>,
+    serving: BoxFuture<'static, Result<(), ServingFailed>>,
+    shutdown: BoxFuture<'static, ()>,
 }
 
-impl<S, T> Process<S, T>
-where
-    S: Future<Output = Result<(), ServerError>>,
-    T: Future<Output = ()>,
-{
+impl Process {
+    /// Starts serving metrics and health at `metrics_address` (if any) for the process's whole
+    /// life, standing by too: its probes must answer. Listens for SIGTERM.
+    pub fn start(metrics_address: Option<SocketAddr>) -> Process {
+        let metrics = Arc::new(Metrics::default());
+        let serving = {
+            let metrics = metrics.clone();
+            async move {
+                match metrics_address {
+                    Some(address) => metrics::serve(address, metrics)
+                        .await
+                        .map_err(|source| ServingFailed { address, source }),
+                    None => std::future::pending().await,
+                }
+            }
+        };
+        Process {
+            metrics,
+            serving: Box::pin(serving),
+            shutdown: Box::pin(shutdown_signal()),
+        }
+    }
+
+    /// Waits for `work` while serving; ends early if serving fails (`Err`) or the process is told
+    /// to stop (`Ok(None)`).
+    pub async fn stand_by<W: Future>(
+        &mut self,
+        work: W,
+    ) -> Result<Option<W::Output>, ServingFailed> {
+        tokio::select! {
+            output = work => Ok(Some(output)),
+            result = &mut self.serving => result.map(|()| None),
+            () = &mut self.shutdown => Ok(None),
+        }
+    }
+
     /// Runs `term` until its controllers end, the process is told to stop (then it waits up to
     /// `grace` for them, and says what it leaves behind), or `cut_off` resolves (then it drops
     /// every piece of work at once). A per-node process passes a cut-off that never comes.
@@ -110,7 +149,7 @@ where
 }
 
 /// SIGTERM (Kubernetes stopping the pod) or SIGINT.
-pub(crate) async fn shutdown_signal() {
+async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = match signal(SignalKind::terminate()) {
         Ok(terminate) => terminate,

@@ -17,10 +17,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::shared::context::Kube;
-use crate::shared::controller::{self, ReconcileError};
-use crate::shared::objects::{self, Phase, Readable};
-use crate::shared::patch;
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::patch;
 
 pub trait Operation:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>

@@ -5,7 +5,7 @@ use ark_storage::BackupStore;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 
-use crate::shared::objects;
+use crate::runtime::objects;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LocationError {
@@ -32,7 +32,7 @@ pub enum LocationError {
         error: kube::Error,
     },
     #[error("backup storage location {0:?} cannot be read: {1}")]
-    Unfit(String, crate::shared::objects::Unfit),
+    Unfit(String, crate::runtime::objects::Unfit),
     #[error(transparent)]
     Storage(#[from] ark_storage::StorageError),
 }
@@ -66,7 +66,7 @@ pub async fn get(
     namespace: &str,
     name: &str,
 ) -> Result<BackupStorageLocation, LocationError> {
-    crate::shared::objects::get::<BackupStorageLocation>(client, namespace, name)
+    crate::runtime::objects::get::<BackupStorageLocation>(client, namespace, name)
         .await
         .map_err(|e| LocationError::Api(name.to_string(), e))?
         .ok_or_else(|| LocationError::NotFound(name.to_string()))?
@@ -75,7 +75,7 @@ pub async fn get(
 
 /// The location marked default, else the one named `default` (Velero's convention).
 pub async fn default_name(client: &Client, namespace: &str) -> Result<String, LocationError> {
-    let locations = crate::shared::objects::list::<BackupStorageLocation>(
+    let locations = crate::runtime::objects::list::<BackupStorageLocation>(
         client,
         namespace,
         &Default::default(),
