@@ -1,6 +1,9 @@
 //! `cargo xtask generate [--check]`: shell completions and man pages from the code. (The CRDs in
 //! config/crd/ are Velero's own files, not generated: see config/crd/README.md.)
 //! `cargo xtask cluster up|down|status`: the local test cluster (scripts/cluster.sh).
+//! `cargo xtask shape [--check]`: long functions, import circles and the like (shape.rs).
+
+mod shape;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +27,9 @@ enum Task {
         #[command(subcommand)]
         action: ClusterAction,
     },
+    /// Report long functions, functions taking the log and the results, import circles between
+    /// files and imports from the crate root, per crate
+    Shape(shape::ShapeArgs),
 }
 
 #[derive(Subcommand)]
@@ -45,6 +51,7 @@ fn main() -> anyhow::Result<ExitCode> {
     let root = Path::new(&manifest_dir).parent().unwrap().to_path_buf();
     match Task::parse() {
         Task::Generate { check } => generate(&root, check),
+        Task::Shape(args) => shape::run(&root, args),
         Task::Cluster { action } => {
             let action = match action {
                 ClusterAction::Up => "up",
