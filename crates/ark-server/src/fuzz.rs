@@ -3,8 +3,8 @@
 //! in `fuzz/corpus/<target>/`, `scripts/fuzz.sh`).
 
 use crate::controllers::restore::extract;
-use crate::hooks::annotations;
 use crate::domain::snapshots;
+use crate::hooks::annotations;
 use crate::records::results;
 
 /// The fuzzer's bytes gzipped, as a bucket holds them: the fuzzer mutates what is inside.

@@ -24,13 +24,13 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt as _};
 use serde_json::{Value, json};
 
-use crate::runtime::context::Kube;
-use crate::runtime::controller::{self, ReconcileError};
 use crate::domain::csi::{self, text};
-use crate::runtime::objects::{self, Readable};
-use crate::records::results::{Results, gunzip_json, gzip_json};
 use crate::domain::locations;
 use crate::records::archive::TarballWriter;
+use crate::records::results::{Results, gunzip_json, gzip_json};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Readable};
 use crate::runtime::{metrics, operation, patch};
 
 /// Velero's default `itemOperationTimeout`, for a backup whose spec has none.

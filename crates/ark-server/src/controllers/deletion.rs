@@ -21,12 +21,12 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::controllers::backup::RunningBackups;
+use crate::domain::locations::{self, LocationError};
+use crate::domain::repositories;
+use crate::domain::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
-use crate::domain::locations::{self, LocationError};
 use crate::runtime::objects::Readable;
-use crate::domain::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
-use crate::domain::repositories;
 use crate::runtime::{objects, patch};
 
 /// How long a deletion waits for the first listing of Restores.

@@ -13,10 +13,10 @@ use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
+use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::Readable;
-use crate::domain::locations;
 use crate::runtime::{objects, patch};
 
 /// How long a download URL is valid, and an unanswered request kept (Velero's `DownloadURLTTL`).

@@ -11,8 +11,8 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::runtime::context::Kube;
 use crate::domain::locations::{self, LocationError};
+use crate::runtime::context::Kube;
 use crate::runtime::objects::Readable;
 use crate::runtime::{objects, periodic};
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use ark_api::{BackupStorageLocation, BackupStorageLocationPhase, BackupStorageLocationStatus};
 
+use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::objects::{self, Readable};
-use crate::domain::locations;
 use crate::runtime::{patch, periodic};
 
 pub struct Ctx {

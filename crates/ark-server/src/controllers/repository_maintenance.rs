@@ -12,9 +12,9 @@ use ark_api::BackupRepository;
 use ark_kopia::maintenance::Safety;
 use serde_json::{Value, json};
 
+use crate::domain::repositories;
 use crate::runtime::context::Kube;
 use crate::runtime::objects::{self, Readable};
-use crate::domain::repositories;
 use crate::runtime::{patch, periodic};
 
 /// Runs Velero keeps in `recentMaintenance`.

@@ -12,9 +12,9 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::controllers::gc;
+use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::objects::Readable;
-use crate::domain::locations;
 use crate::runtime::{objects, periodic};
 
 pub struct Ctx {

@@ -22,10 +22,10 @@ use futures::FutureExt as _;
 use kube::ResourceExt as _;
 use serde_json::json;
 
-use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
 use crate::runtime::context::Kube;
 use crate::runtime::objects::{self, Phase};
 use crate::runtime::patch;
+use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
 use open_repositories::OpenRepositories;
 
 pub use backup::EMPTY_VOLUME;

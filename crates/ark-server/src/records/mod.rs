@@ -3,5 +3,6 @@
 
 pub mod archive;
 pub mod operation_log;
+pub mod recorder;
 pub mod resource_list;
 pub mod results;

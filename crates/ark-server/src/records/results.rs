@@ -85,6 +85,12 @@ pub fn gzip_json<T: Serialize>(value: &T) -> std::io::Result<bytes::Bytes> {
     Ok(encoder.finish()?.into())
 }
 
+/// gzip of the JSON of `values`, or nothing when there are none: the file is left out of the
+/// bucket, as Velero leaves it out.
+pub fn gzip_json_unless_empty<T: Serialize>(values: &[T]) -> std::io::Result<Option<bytes::Bytes>> {
+    (!values.is_empty()).then(|| gzip_json(&values)).transpose()
+}
+
 /// A list a backup uploads (its snapshots, its pod volume backups) unpacks to a few MiB at most;
 /// more is refused, not held (and no more is read of the packed file either).
 pub const MAX_LIST_BYTES: u64 = 64 << 20;

@@ -12,17 +12,17 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
+use crate::controllers::backup::Config as BackupConfig;
+use crate::controllers::deletion::Config as DeletionConfig;
+use crate::controllers::restore::Config as RestoreConfig;
 use crate::controllers::{
     backup, backup_operations, deletion, download_requests, gc, location_validation,
     repository_maintenance, restore, schedule, server_status, sync,
 };
+use crate::domain::snapshots::VolumeSnapshotter;
 use crate::runtime::context::Kube;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
-use crate::controllers::backup::Config as BackupConfig;
-use crate::controllers::deletion::Config as DeletionConfig;
-use crate::controllers::restore::Config as RestoreConfig;
-use crate::domain::snapshots::VolumeSnapshotter;
 
 /// How the server is run: the process's settings, then each controller's.
 #[derive(Clone)]
@@ -77,12 +77,8 @@ pub enum ServerError {
 pub async fn run(client: kube::Client, options: ServerOptions) -> Result<(), ServerError> {
     let scratch = scratch::Scratch::create(&options.scratch_dir)
         .map_err(|e| ServerError::Scratch(options.scratch_dir.clone(), e))?;
-    velero_server::ensure_absent(
-        &client,
-        &options.namespace,
-        options.velero_answer_timeout,
-    )
-    .await?;
+    velero_server::ensure_absent(&client, &options.namespace, options.velero_answer_timeout)
+        .await?;
     tracing::info!(
         "ark server {} starting in namespace {}",
         options.identity,

@@ -8,7 +8,7 @@ use ark_api::labels;
 use ark_storage::tarball::group_resource;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{ApiResource, DynamicObject, ListParams, TypeMeta};
+use kube::api::{ApiResource, DynamicObject, ListParams, ObjectList, TypeMeta};
 use kube::core::Selector;
 use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client, ResourceExt};
@@ -18,9 +18,8 @@ use super::pod_work::{PodWork, Ready};
 use super::volume_snapshots::{ClaimSnapshots, Cut};
 use super::writer::{self, ItemWriter, Page};
 use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
-use crate::records::operation_log::{Level, OperationLog};
+use crate::records::recorder::Recorder;
 use crate::records::resource_list;
-use crate::records::results::Results;
 
 /// Items per list page: the API server's page is counted in items, but memory is spent in bytes.
 /// A first small page measures the items' size (4 of the largest objects etcd takes, 1.5 MiB,
@@ -42,25 +41,6 @@ fn next_page_size(items: usize, bytes: usize) -> u32 {
 
 /// First pages asked for at once (each at most `FIRST_PAGE_SIZE` items).
 const LISTS_AT_ONCE: usize = 8;
-
-/// One list of a backup: a resource, in one namespace or across the cluster.
-struct Listing<'a> {
-    resource: &'a ApiResource,
-    caps: &'a ApiCapabilities,
-    gr: String,
-    /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
-    key: String,
-    namespace: Option<&'a str>,
-}
-
-impl Listing<'_> {
-    fn api(&self, client: &Client) -> Api<DynamicObject> {
-        match self.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, self.resource),
-            None => Api::all_with(client.clone(), self.resource),
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -84,7 +64,6 @@ pub struct Selection {
 pub struct Collected {
     pub tarball: std::fs::File,
     pub resource_list: std::fs::File,
-    pub results: Results,
     pub items: i64,
     /// Every pod that had hooks, with each hook's outcome.
     pub hook_results: Vec<ark_api::hooks::PodHookResults>,
@@ -102,80 +81,109 @@ struct Plan {
     cluster_wide: bool,
     resources: Vec<(ApiResource, ApiCapabilities)>,
     cluster_scoped: bool,
-    namespace_resource_included: bool,
 }
 
-pub async fn collect(
-    client: &Client,
-    selection: &Selection,
-    mut pod_work: PodWork,
-    snapshots: ClaimSnapshots,
-    scratch: &Path,
-    log: &mut OperationLog,
-    progress: &tokio::sync::watch::Sender<(i64, i64)>,
-) -> Result<Collected, EngineError> {
-    let mut results = Results::default();
-    let selector = &selection.selector;
-    let plan = plan(client, selection, log, &mut results).await?;
-    let included: BTreeSet<&str> = plan.namespaces.iter().map(String::as_str).collect();
+/// What a backup is collected from: its selection, its pods' work and claims' snapshots, where
+/// its files are written, and its record.
+pub struct Collection<'a> {
+    pub client: &'a Client,
+    pub selection: &'a Selection,
+    pub pod_work: PodWork,
+    pub snapshots: ClaimSnapshots,
+    pub scratch: &'a Path,
+    pub record: &'a mut Recorder,
+    pub progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
+}
+
+/// Collects the backup: a plan (the namespaces and resources to list), the listings in the
+/// tarball's order, each item through the item actions as it is written, then the items they
+/// named, and what the backup's pods and claims came to.
+pub async fn collect(collection: Collection<'_>) -> Result<Collected, EngineError> {
+    let Collection {
+        client,
+        selection,
+        pod_work,
+        snapshots,
+        scratch,
+        record,
+        progress,
+    } = collection;
+    let plan = plan(client, selection, record).await?;
     let actions = Actions::for_backup(snapshots.clone());
     let mut added_later = actions.adds();
     added_later.insert(CUSTOM_RESOURCE_DEFINITIONS);
     // A pod with hooks is written once its pre hooks end, after other pods.
     added_later.insert(PODS);
-    let mut writer = ItemWriter::start(scratch, added_later.clone())?;
-    let mut items = 0i64;
-    let mut related = Related {
-        wanted: VecDeque::new(),
-        written: BTreeSet::new(),
-        added_later,
-        backed_up: BTreeSet::new(),
+    let mut run = Run {
+        client,
+        selector: &selection.selector,
+        included: plan.namespaces.iter().cloned().collect(),
+        writer: ItemWriter::start(scratch, added_later.clone())?,
+        related: Related {
+            wanted: VecDeque::new(),
+            written: BTreeSet::new(),
+            added_later,
+            backed_up: BTreeSet::new(),
+        },
+        actions,
+        pod_work,
+        snapshots,
+        record,
+        progress,
     };
+    run.namespaces(&plan).await?;
+    run.listings(&listings(&plan)).await?;
+    run.pods_ready(true).await?;
+    run.related(&plan, selection.include_cluster_resources)
+        .await?;
+    run.finish().await
+}
 
-    // What to list, in the tarball's order; the Namespace objects (first) written on the way.
+/// One list of a backup: a resource, in one namespace or across the cluster.
+struct Listing<'a> {
+    resource: &'a ApiResource,
+    caps: &'a ApiCapabilities,
+    gr: String,
+    /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
+    key: String,
+    namespace: Option<&'a str>,
+}
+
+impl Listing<'_> {
+    fn api(&self, client: &Client) -> Api<DynamicObject> {
+        match self.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, self.resource),
+            None => Api::all_with(client.clone(), self.resource),
+        }
+    }
+
+    fn page(&self, capacity: usize) -> Page {
+        Page {
+            gr: self.gr.clone(),
+            version: self.resource.version.clone(),
+            key: self.key.clone(),
+            items: Vec::with_capacity(capacity),
+        }
+    }
+}
+
+/// What to list, in the tarball's order: every planned resource in each included namespace (or
+/// once across the cluster), cluster-scoped ones when the backup takes them; claims last, as a
+/// claim is snapshotted as its item is written, and the snapshot of a pod's claim is cut after
+/// the pod's pre hooks (Velero's order), which have all run by then. The Namespace objects are
+/// not listed: [`Run::namespaces`] writes them.
+fn listings(plan: &Plan) -> Vec<Listing<'_>> {
     let mut listings = Vec::new();
     for (resource, caps) in &plan.resources {
-        let gr = group_resource(&resource.group, &resource.plural);
-        let key = resource_list::key(resource);
         let scopes: Vec<Option<&str>> = match caps.scope {
             Scope::Namespaced if plan.cluster_wide => vec![None],
             Scope::Namespaced => plan.namespaces.iter().map(|ns| Some(ns.as_str())).collect(),
-            Scope::Cluster if resource.group.is_empty() && resource.plural == "namespaces" => {
-                // The Namespace objects of the namespaces backed up, whatever the selector says:
-                // a restore needs them.
-                if plan.namespace_resource_included {
-                    let mut page = Page {
-                        gr: gr.clone(),
-                        version: resource.version.clone(),
-                        key: key.clone(),
-                        items: Vec::new(),
-                    };
-                    for name in &plan.namespaces {
-                        let api: Api<Namespace> = Api::all(client.clone());
-                        match api.get_opt(name).await {
-                            // Serialized with its apiVersion and kind, as Velero writes it.
-                            Ok(Some(namespace)) => page.items.push(writer::Item {
-                                namespace: None,
-                                name: name.clone(),
-                                json: serde_json::to_vec(&namespace)
-                                    .map_err(std::io::Error::from)?,
-                            }),
-                            Ok(None) => {}
-                            Err(error) => {
-                                let message = format!("getting namespace {name}: {error}");
-                                log.log(Level::Error, &message);
-                                results.errors.add(Some(name), message);
-                            }
-                        }
-                    }
-                    items += page.items.len() as i64;
-                    writer = writer.write(page).await?;
-                }
-                continue;
-            }
+            Scope::Cluster if is_namespaces(resource) => continue,
             Scope::Cluster if plan.cluster_scoped => vec![None],
             Scope::Cluster => continue,
         };
+        let gr = group_resource(&resource.group, &resource.plural);
+        let key = resource_list::key(resource);
         for namespace in scopes {
             listings.push(Listing {
                 resource,
@@ -186,201 +194,307 @@ pub async fn collect(
             });
         }
     }
-    // Claims last: a claim is snapshotted as its item is written, and the snapshot of a pod's
-    // claim is cut after the pod's pre hooks (Velero's order), which have all run by then.
     listings.sort_by_key(|listing| listing.gr == CLAIMS);
-    let mut pre_hooks_ended = false;
-    // The first pages are asked for several at a time: most resources have one page or none,
-    // and a backup of one namespace lists dozens of them. They are written in order, each
-    // listing's next pages asked for as it is written.
-    let first_params = || {
-        ListParams::default()
-            .limit(FIRST_PAGE_SIZE)
-            .labels_from(selector)
-    };
-    // The futures own what they use (not a borrowed `Listing`), so the stream stays `Send`.
-    let mut first_pages = futures::stream::iter(0..listings.len())
-        .map(|index| {
-            let params = first_params();
-            let api = listings[index].api(client);
-            async move {
-                let page = api.list(&params).await;
-                (index, api, params, page)
-            }
-        })
-        .buffered(LISTS_AT_ONCE);
-    while let Some((index, api, mut params, mut page)) = first_pages.next().await {
-        let Listing {
-            resource,
-            caps,
-            gr,
-            key,
-            namespace,
-        } = &listings[index];
-        let namespace = *namespace;
-        if gr == CLAIMS && !pre_hooks_ended {
-            pre_hooks_ended = true;
-            for Ready { page, then } in pod_work.rest(log, &mut results).await {
-                writer = writer.write(page).await?;
-                pod_work.written(then);
-                items += 1;
+    listings
+}
+
+fn is_namespaces(resource: &ApiResource) -> bool {
+    resource.group.is_empty() && resource.plural == "namespaces"
+}
+
+/// A backup being collected: where its items go, what it has written, and its record.
+struct Run<'a> {
+    client: &'a Client,
+    selector: &'a Selector,
+    included: BTreeSet<String>,
+    writer: ItemWriter,
+    related: Related,
+    actions: Actions,
+    pod_work: PodWork,
+    snapshots: ClaimSnapshots,
+    record: &'a mut Recorder,
+    progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
+}
+
+impl Run<'_> {
+    /// The Namespace objects of the namespaces backed up, first, whatever the selector says: a
+    /// restore needs them.
+    async fn namespaces(&mut self, plan: &Plan) -> Result<(), EngineError> {
+        let Some((resource, _)) = plan.resources.iter().find(|(r, _)| is_namespaces(r)) else {
+            return Ok(());
+        };
+        let mut page = Page {
+            gr: group_resource(&resource.group, &resource.plural),
+            version: resource.version.clone(),
+            key: resource_list::key(resource),
+            items: Vec::new(),
+        };
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        for name in &plan.namespaces {
+            match api.get_opt(name).await {
+                // Serialized with its apiVersion and kind, as Velero writes it.
+                Ok(Some(namespace)) => page.items.push(writer::Item {
+                    namespace: None,
+                    name: name.clone(),
+                    json: serde_json::to_vec(&namespace).map_err(std::io::Error::from)?,
+                }),
+                Ok(None) => {}
+                Err(error) => self
+                    .record
+                    .error(Some(name), format!("getting namespace {name}: {error}")),
             }
         }
+        Ok(self.writer.write(page).await?)
+    }
+
+    /// Every listing, in order. The first pages are asked for several at a time: most resources
+    /// have one page or none, and a backup of one namespace lists dozens of them. They are written
+    /// in order, each listing's next pages asked for as it is written.
+    async fn listings(&mut self, listings: &[Listing<'_>]) -> Result<(), EngineError> {
+        let selector = self.selector;
+        let client = self.client;
+        // The futures own what they use (not a borrowed `Listing`), so the stream stays `Send`.
+        let mut first_pages = futures::stream::iter(0..listings.len())
+            .map(|index| {
+                let params = ListParams::default()
+                    .limit(FIRST_PAGE_SIZE)
+                    .labels_from(selector);
+                let api = listings[index].api(client);
+                async move {
+                    let page = api.list(&params).await;
+                    (index, api, params, page)
+                }
+            })
+            .buffered(LISTS_AT_ONCE);
+        let mut pre_hooks_ended = false;
+        while let Some((index, api, params, page)) = first_pages.next().await {
+            let listing = &listings[index];
+            if listing.gr == CLAIMS && !pre_hooks_ended {
+                pre_hooks_ended = true;
+                self.pods_ready(true).await?;
+            }
+            self.listing(listing, api, params, page).await?;
+        }
+        Ok(())
+    }
+
+    /// One listing, page after page from its first.
+    async fn listing(
+        &mut self,
+        listing: &Listing<'_>,
+        api: Api<DynamicObject>,
+        mut params: ListParams,
+        mut page: kube::Result<ObjectList<DynamicObject>>,
+    ) -> Result<(), EngineError> {
         // Items kept per namespace (the key None for cluster-scoped ones), for the log.
         let mut seen: BTreeMap<Option<String>, i64> = BTreeMap::new();
         loop {
-            let listed_page = match page {
-                Ok(page) => page,
+            let listed = match page {
+                Ok(listed) => listed,
                 Err(error) => {
-                    let message = format!("listing {gr}: {error}");
-                    log.log(Level::Error, &message);
-                    results.errors.add(namespace, message);
+                    let message = format!("listing {}: {error}", listing.gr);
+                    self.record.error(listing.namespace, message);
                     break;
                 }
             };
-            let next = listed_page
-                .metadata
-                .continue_
-                .clone()
-                .filter(|c| !c.is_empty());
-            let (listed, mut bytes) = (listed_page.items.len(), 0);
-            let mut written = Page {
-                gr: gr.clone(),
-                version: resource.version.clone(),
-                key: key.clone(),
-                items: Vec::with_capacity(listed),
-            };
-            let mut ready: Vec<Ready> = Vec::new();
-            if gr == CLAIMS {
-                // Cut at once, each awaited as its item is written.
-                snapshots.start(&listed_page.items);
-            }
-            for mut object in listed_page.items {
-                // Listed across the cluster, a namespaced item says its namespace itself.
-                let item_namespace = match (namespace, &caps.scope) {
-                    (None, Scope::Namespaced) => match object.metadata.namespace.clone() {
-                        Some(ns) if included.contains(ns.as_str()) => Some(ns),
-                        _ => continue,
-                    },
-                    (namespace, _) => namespace.map(str::to_string),
-                };
-                object.types = Some(TypeMeta {
-                    api_version: resource.api_version.clone(),
-                    kind: resource.kind.clone(),
-                });
-                if actions.made_here(gr, &object) {
-                    continue;
-                }
-                related
-                    .found(&actions, gr, &mut object, client, log, &mut results)
-                    .await;
-                let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
-                bytes += json.len();
-                let mut item = writer::Item {
-                    namespace: item_namespace.clone(),
-                    name: object.metadata.name.take().unwrap_or_default(),
-                    json,
-                };
-                if gr == PODS && pod_work.may_take(&object) {
-                    let pod = serde_json::from_slice(&item.json).map_err(std::io::Error::from)?;
-                    let page = Page {
-                        gr: gr.clone(),
-                        version: resource.version.clone(),
-                        key: key.clone(),
-                        items: vec![item],
-                    };
-                    match pod_work.take(&pod, page, log, &mut results).await {
-                        Ok(now) => {
-                            ready.extend(now);
-                            continue;
-                        }
-                        Err(mut page) => item = page.items.remove(0),
-                    }
-                }
-                items += 1;
-                *seen.entry(item_namespace).or_default() += 1;
-                written.items.push(item);
-            }
-            writer = writer.write(written).await?;
-            ready.extend(pod_work.ready_now(log, &mut results));
-            for Ready { page, then } in ready {
-                writer = writer.write(page).await?;
-                pod_work.written(then);
-                items += 1;
-            }
-            progress.send_replace((items, items));
+            let next = listed.metadata.continue_.clone().filter(|c| !c.is_empty());
+            let (count, bytes) = self.page(listing, listed.items, &mut seen).await?;
             match next {
                 Some(token) => {
                     params = params
                         .continue_token(&token)
-                        .limit(next_page_size(listed, bytes));
+                        .limit(next_page_size(count, bytes));
                     page = api.list(&params).await;
                 }
                 None => break,
             }
         }
         if !seen.is_empty() {
-            related.backed_up.insert(gr.clone());
+            self.related.backed_up.insert(listing.gr.clone());
         }
         for (namespace, count) in seen {
-            log.info(&format!(
-                "backed up {count} {gr}{}",
-                namespace
-                    .map(|ns| format!(" in namespace {ns}"))
-                    .unwrap_or_default()
-            ));
+            let in_namespace = namespace
+                .map(|ns| format!(" in namespace {ns}"))
+                .unwrap_or_default();
+            self.record
+                .info(&format!("backed up {count} {}{in_namespace}", listing.gr));
         }
+        Ok(())
     }
-    for Ready { page, then } in pod_work.rest(log, &mut results).await {
-        writer = writer.write(page).await?;
-        pod_work.written(then);
-        items += 1;
+
+    /// One listed page: each item through the actions, written (a pod with work, once its pre
+    /// hooks end); the page's item count and bytes, which size the next page.
+    async fn page(
+        &mut self,
+        listing: &Listing<'_>,
+        objects: Vec<DynamicObject>,
+        seen: &mut BTreeMap<Option<String>, i64>,
+    ) -> Result<(usize, usize), EngineError> {
+        let (listed, mut bytes) = (objects.len(), 0);
+        let mut written = listing.page(listed);
+        let mut ready = Vec::new();
+        if listing.gr == CLAIMS {
+            // Cut at once, each awaited as its item is written.
+            self.snapshots.start(&objects);
+        }
+        for object in objects {
+            let Some(item) = self.item(listing, object).await? else {
+                continue;
+            };
+            bytes += item.json.len();
+            if listing.gr == PODS {
+                let mut page = listing.page(1);
+                page.items.push(item);
+                match self.pod(page).await? {
+                    Ok(now) => {
+                        ready.extend(now);
+                        continue;
+                    }
+                    Err(mut page) => written.items.push(page.items.remove(0)),
+                }
+            } else {
+                written.items.push(item);
+            }
+            let namespace = written.items.last().and_then(|i| i.namespace.clone());
+            *seen.entry(namespace).or_default() += 1;
+        }
+        self.writer.write(written).await?;
+        self.write_ready(ready).await?;
+        self.pods_ready(false).await?;
+        Ok((listed, bytes))
     }
-    progress.send_replace((items, items));
-    let context = RelatedContext {
-        client,
-        plan: &plan,
-        included: &included,
-        include_cluster_resources: selection.include_cluster_resources,
-        actions: &actions,
-    };
-    let writer = related
-        .back_up(&context, writer, log, &mut results, &mut items)
-        .await?;
-    let written = writer.finish().await?;
-    let pod_volume_backups = pod_work.volume_backups(log, &mut results).await;
-    let hook_results = pod_work.finish(log, &mut results).await;
-    let snapshots = snapshots.finish().await;
-    for cut in &snapshots {
-        let namespace = cut.skipped.as_ref().map(|s| s.pvc_namespace.as_str());
-        if let Some(warning) = &cut.warning {
-            log.log(Level::Warning, warning);
-            results.warnings.add(namespace, warning.clone());
+
+    /// A listed object as its item, after the actions ran on it; None when it is not the
+    /// backup's (another included namespace's, listed across the cluster, or made by an action).
+    async fn item(
+        &mut self,
+        listing: &Listing<'_>,
+        mut object: DynamicObject,
+    ) -> Result<Option<writer::Item>, EngineError> {
+        // Listed across the cluster, a namespaced item says its namespace itself.
+        let namespace = match (listing.namespace, &listing.caps.scope) {
+            (None, Scope::Namespaced) => match object.metadata.namespace.clone() {
+                Some(ns) if self.included.contains(&ns) => Some(ns),
+                _ => return Ok(None),
+            },
+            (namespace, _) => namespace.map(str::to_string),
+        };
+        object.types = Some(TypeMeta {
+            api_version: listing.resource.api_version.clone(),
+            kind: listing.resource.kind.clone(),
+        });
+        if self.actions.made_here(&listing.gr, &object) {
+            return Ok(None);
         }
-        if let Some(error) = &cut.error {
-            log.log(Level::Error, error);
-            results.errors.add(None, error.clone());
-        }
-        if let Some(snapshot) = &cut.snapshot {
-            log.info(&format!(
-                "claim {}/{}: VolumeSnapshot {} cut with class {}, handle {}",
-                snapshot.namespace,
-                snapshot.claim,
-                snapshot.volume_snapshot,
-                snapshot.class,
-                snapshot.handle
-            ));
-        }
+        self.related
+            .found(
+                &self.actions,
+                &listing.gr,
+                &mut object,
+                self.client,
+                self.record,
+            )
+            .await;
+        Ok(Some(writer::Item {
+            namespace,
+            json: serde_json::to_vec(&object).map_err(std::io::Error::from)?,
+            name: object.metadata.name.take().unwrap_or_default(),
+        }))
     }
-    Ok(Collected {
-        tarball: written.tarball,
-        resource_list: written.resource_list,
-        results,
-        items,
-        hook_results,
-        pod_volume_backups,
-        snapshots,
-    })
+
+    /// A pod's item (alone in `page`): taken by the pod work when it has hooks or volumes (then
+    /// written once its pre hooks end), given back otherwise. The pods whose pre hooks ended
+    /// meanwhile come back to be written.
+    async fn pod(&mut self, page: Page) -> Result<Result<Vec<Ready>, Page>, EngineError> {
+        let item = &page.items[0];
+        let object: DynamicObject =
+            serde_json::from_slice(&item.json).map_err(std::io::Error::from)?;
+        if !self.pod_work.may_take(&object) {
+            return Ok(Err(page));
+        }
+        let pod = serde_json::from_slice(&item.json).map_err(std::io::Error::from)?;
+        Ok(self.pod_work.take(&pod, page, self.record).await)
+    }
+
+    /// Writes the pods whose pre hooks have ended (`all`: waits for every one).
+    async fn pods_ready(&mut self, all: bool) -> Result<(), EngineError> {
+        let ready = match all {
+            true => self.pod_work.rest(self.record).await,
+            false => self.pod_work.ready_now(self.record),
+        };
+        self.write_ready(ready).await
+    }
+
+    async fn write_ready(&mut self, ready: Vec<Ready>) -> Result<(), EngineError> {
+        for Ready { page, then } in ready {
+            self.writer.write(page).await?;
+            self.pod_work.written(then);
+        }
+        let items = self.writer.items();
+        self.progress.send_replace((items, items));
+        Ok(())
+    }
+
+    /// The items the backup's items named, not written yet.
+    async fn related(
+        &mut self,
+        plan: &Plan,
+        include_cluster_resources: Option<bool>,
+    ) -> Result<(), EngineError> {
+        let cx = RelatedContext {
+            client: self.client,
+            plan,
+            included: &self.included,
+            include_cluster_resources,
+            actions: &self.actions,
+        };
+        self.related
+            .back_up(&cx, &mut self.writer, self.record)
+            .await
+    }
+
+    /// The written files, and what the backup's pods and claims came to.
+    async fn finish(self) -> Result<Collected, EngineError> {
+        let Run {
+            writer,
+            pod_work,
+            snapshots,
+            record,
+            ..
+        } = self;
+        let items = writer.items();
+        let written = writer.finish().await?;
+        let pod_volume_backups = pod_work.volume_backups(record).await;
+        let hook_results = pod_work.finish(record).await;
+        let snapshots = snapshots.finish().await;
+        for cut in &snapshots {
+            let namespace = cut.skipped.as_ref().map(|s| s.pvc_namespace.as_str());
+            if let Some(warning) = &cut.warning {
+                record.warning(namespace, warning.clone());
+            }
+            if let Some(error) = &cut.error {
+                record.error(None, error.clone());
+            }
+            if let Some(snapshot) = &cut.snapshot {
+                record.info(&format!(
+                    "claim {}/{}: VolumeSnapshot {} cut with class {}, handle {}",
+                    snapshot.namespace,
+                    snapshot.claim,
+                    snapshot.volume_snapshot,
+                    snapshot.class,
+                    snapshot.handle
+                ));
+            }
+        }
+        Ok(Collected {
+            tarball: written.tarball,
+            resource_list: written.resource_list,
+            items,
+            hook_results,
+            pod_volume_backups,
+            snapshots,
+        })
+    }
 }
 
 const CLAIMS: &str = "persistentvolumeclaims";
@@ -401,7 +515,7 @@ struct Related {
 struct RelatedContext<'a> {
     client: &'a Client,
     plan: &'a Plan,
-    included: &'a BTreeSet<&'a str>,
+    included: &'a BTreeSet<String>,
     include_cluster_resources: Option<bool>,
     actions: &'a Actions,
 }
@@ -415,8 +529,7 @@ impl Related {
         gr: &str,
         object: &mut DynamicObject,
         client: &Client,
-        log: &mut OperationLog,
-        results: &mut Results,
+        record: &mut Recorder,
     ) {
         if self.added_later.contains(gr) {
             self.written.insert(ItemRef {
@@ -432,10 +545,7 @@ impl Related {
         self.wanted.extend(named);
         for error in errors {
             let message = format!("{gr} {}: {error}", shown(object));
-            log.log(Level::Error, &message);
-            results
-                .errors
-                .add(object.metadata.namespace.as_deref(), message);
+            record.error(object.metadata.namespace.as_deref(), message);
         }
     }
 
@@ -444,13 +554,11 @@ impl Related {
     /// is taken without its label), but the resource and namespace filters, `includeClusterResources:
     /// false` and the exclude label do.
     async fn back_up(
-        mut self,
+        &mut self,
         cx: &RelatedContext<'_>,
-        mut writer: ItemWriter,
-        log: &mut OperationLog,
-        results: &mut Results,
-        items: &mut i64,
-    ) -> Result<ItemWriter, EngineError> {
+        writer: &mut ItemWriter,
+        record: &mut Recorder,
+    ) -> Result<(), EngineError> {
         let mut definitions_looked_for = false;
         loop {
             while let Some(wanted) = self.wanted.pop_front() {
@@ -463,7 +571,7 @@ impl Related {
                         group_resource(&r.group, &r.plural) == wanted.group_resource
                     })
                 else {
-                    log.info(&format!(
+                    record.info(&format!(
                         "not backing up {wanted}, which a backed-up item needs: the backup's                          resource filters leave it out"
                     ));
                     continue;
@@ -474,7 +582,7 @@ impl Related {
                     _ => false,
                 };
                 if !allowed {
-                    log.info(&format!(
+                    record.info(&format!(
                         "not backing up {wanted}, which a backed-up item needs: the backup leaves                          its namespace or cluster-scoped resources out"
                     ));
                     continue;
@@ -489,15 +597,13 @@ impl Related {
                         if wanted.group_resource != CUSTOM_RESOURCE_DEFINITIONS {
                             let message =
                                 format!("{wanted}, which a backed-up item needs, was not found");
-                            log.log(Level::Warning, &message);
-                            results.warnings.add(wanted.namespace.as_deref(), message);
+                            record.warning(wanted.namespace.as_deref(), message);
                         }
                         continue;
                     }
                     Err(error) => {
                         let message = format!("getting {wanted}: {error}");
-                        log.log(Level::Error, &message);
-                        results.errors.add(wanted.namespace.as_deref(), message);
+                        record.error(wanted.namespace.as_deref(), message);
                         continue;
                     }
                 };
@@ -519,12 +625,11 @@ impl Related {
                         .await;
                     self.wanted.extend(named);
                     for error in errors {
-                        log.log(Level::Error, &error);
-                        results.errors.add(wanted.namespace.as_deref(), error);
+                        record.error(wanted.namespace.as_deref(), error);
                     }
                 }
                 let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
-                writer = writer
+                writer
                     .write(Page {
                         gr: wanted.group_resource.clone(),
                         version: resource.version.clone(),
@@ -536,12 +641,11 @@ impl Related {
                         }],
                     })
                     .await?;
-                *items += 1;
-                log.info(&format!("backed up {wanted}, which a backed-up item needs"));
+                record.info(&format!("backed up {wanted}, which a backed-up item needs"));
                 self.backed_up.insert(wanted.group_resource);
             }
             if definitions_looked_for {
-                return Ok(writer);
+                return Ok(());
             }
             // A custom resource's definition goes with it (Velero's backupCRD): a definition's
             // name is its group-resource, and only a group with a dot can be a custom one.
@@ -571,8 +675,7 @@ fn shown(object: &DynamicObject) -> String {
 async fn plan(
     client: &Client,
     selection: &Selection,
-    log: &mut OperationLog,
-    results: &mut Results,
+    record: &mut Recorder,
 ) -> Result<Plan, EngineError> {
     let namespace_filter = &selection.namespaces;
     let resource_filter = &selection.resources;
@@ -599,8 +702,7 @@ async fn plan(
     }
     for wanted in namespace_filter.unmatched_includes(&all_namespaces) {
         let message = format!("namespace {wanted} not found: nothing backed up from it");
-        log.log(Level::Warning, &message);
-        results.warnings.add(Some(wanted), message);
+        record.warning(Some(wanted), message);
     }
     let existing = all_namespaces.len();
     let namespaces: Vec<String> = all_namespaces
@@ -610,7 +712,7 @@ async fn plan(
             // As if in excludedNamespaces, as Velero's backup controller makes it.
             let out = labelled_out.contains(ns);
             if out {
-                log.info(&format!(
+                record.info(&format!(
                     "namespace {ns} is labelled {}=true: left out with all it holds",
                     labels::EXCLUDE_FROM_BACKUP
                 ));
@@ -624,11 +726,9 @@ async fn plan(
         .await
         .map_err(EngineError::Discovery)?;
     for skipped in served.skipped {
-        log.log(Level::Warning, &skipped);
-        results.warnings.add(None, skipped);
+        record.warning(None, skipped);
     }
     let mut resources = Vec::new();
-    let mut namespace_resource_included = false;
     for (resource, caps) in served.resources {
         if !caps.supports_operation(verbs::LIST) {
             continue;
@@ -637,9 +737,6 @@ async fn plan(
         let kind = resource.kind.to_lowercase();
         if !resource_filter.should_include_any(&resource_names(&resource.plural, &gr, &kind)) {
             continue;
-        }
-        if gr == "namespaces" {
-            namespace_resource_included = true;
         }
         resources.push((resource, caps));
     }
@@ -658,7 +755,6 @@ async fn plan(
             selection.include_cluster_resources,
             namespace_filter,
         ),
-        namespace_resource_included,
     })
 }
 

@@ -22,17 +22,18 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use engine::Collected;
 pub use tracker::RunningBackups;
 use validate::{Durations, ValidatedBackup};
 
+use crate::domain::locations::{self, OpenLocation};
+use crate::domain::unhonoured;
+use crate::records::recorder::Recorder;
+use crate::records::results::{gzip_json, gzip_json_unless_empty};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::ReconcileError;
-use crate::domain::locations::{self, OpenLocation};
 use crate::runtime::objects::Readable;
 use crate::runtime::operation::{self, Rejected};
-use crate::records::operation_log::{Level, OperationLog};
-use crate::records::results::gzip_json;
-use crate::domain::unhonoured;
 use crate::runtime::{metrics, objects, patch};
 
 /// The backup controller's settings.
@@ -312,123 +313,230 @@ async fn back_up(
     validated: &ValidatedBackup,
     ctx: &Ctx,
 ) -> Result<BackupStatus, String> {
-    let store = &open.store;
-    let location = open.name();
-    let mut log = OperationLog::create(
+    let mut record = Recorder::create(
         &ctx.scratch,
         format!("backup={}/{name}", ctx.kube.namespace),
     )
     .map_err(|e| format!("creating the backup log: {e}"))?;
-    log.info(&format!("starting backup to location {location}"));
+    record.info(&format!("starting backup to location {}", open.name()));
     let current: Backup = objects::typed(&api.get(name).await.map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
-    // Velero's rule: a backup never replaces another of its name in the bucket (one whose Backup
-    // object was deleted and not yet synced back, or another cluster's on the same prefix).
-    match store.backup_exists(name).await {
-        Ok(false) => {}
-        Ok(true) => return Err("backup already exists in object storage".into()),
-        Err(error) => {
-            return Err(format!(
-                "backup storage location {location:?}: checking whether the backup already exists in object storage: {error}"
-            ));
-        }
-    }
-
-    let (progress, reporter) =
-        operation::ProgressReporter::start::<Backup>(api.clone(), name.to_string());
-    let pod_volume_timeout = current
-        .annotations()
-        .get(POD_VOLUME_TIMEOUT_ANNOTATION)
-        .and_then(|t| {
-            ark_api::duration::parse_or_default(Some(t), ctx.config.pod_volume_timeout).ok()
-        })
-        .unwrap_or(ctx.config.pod_volume_timeout);
-    let pod_volumes = pod_volumes::PodVolumes::new(
-        ctx.kube.client.clone(),
-        ctx.kube.namespace.clone(),
-        current.clone(),
-        location.clone(),
-        validated.volumes_by_default,
-        pod_volume_timeout,
-    );
-    let snapshots = volume_snapshots::ClaimSnapshots::new(
-        ctx.kube.client.clone(),
-        current.clone(),
-        validated.volumes_by_default,
-        validated.durations.csi_snapshot_timeout,
-    );
-    let pod_work = pod_work::PodWork::new(
-        ctx.kube.client.clone(),
-        validated.hooks.clone(),
-        pod_volumes,
-        snapshots.clone(),
-        ctx.config.hook_pods_at_once,
-    );
-    let collected = engine::collect(
-        &ctx.kube.client,
-        &validated.selection,
-        pod_work,
-        snapshots,
-        &ctx.scratch,
-        &mut log,
-        &progress,
-    )
-    .await;
-    drop(reporter);
-    let mut collected = match collected {
+    let attempt = Attempt {
+        api,
+        name,
+        open,
+        current: &current,
+        validated,
+        ctx,
+    };
+    attempt.not_in_bucket().await?;
+    let collected = match attempt.collect(&mut record).await {
         Ok(collected) => collected,
         Err(error) => {
-            log.log(Level::Error, &error.to_string());
+            record.failure(&error.to_string());
             return Err(error.to_string());
         }
     };
     for ignored in unhonoured::ignored(&current.spec.unmodelled, unhonoured::BACKUP_BEHAVIOURS) {
-        log.log(Level::Warning, &ignored);
-        collected.results.warnings.add_general(ignored);
+        record.general_warning(ignored);
     }
-    let errors = collected.results.errors.count();
-    let warnings = collected.results.warnings.count();
     let operations = volume_snapshots::operations(&current, &collected.snapshots);
-    let volume_info = volume_snapshots::volume_info(&collected.snapshots);
-    // With snapshots not ready to use yet, the backup is uploaded and waits for them
-    // (`operations`); it is finalized once they end.
-    let phase = match (errors > 0, operations.is_empty()) {
+    let final_status = final_status(
+        collected.items,
+        record.errors(),
+        record.warnings(),
+        &collected.hook_results,
+        operations.len(),
+    );
+    record.info(&format!(
+        "backup {:?} with {} items, {} errors, {} warnings",
+        final_status.phase.unwrap_or(BackupPhase::Completed),
+        collected.items,
+        record.errors(),
+        record.warnings()
+    ));
+    attempt
+        .upload(record, collected, &operations, &final_status)
+        .await?;
+    Ok(final_status)
+}
+
+/// One attempt at a backup, claimed InProgress: what it reads and where it writes.
+struct Attempt<'a> {
+    api: &'a Api<DynamicObject>,
+    name: &'a str,
+    open: &'a OpenLocation,
+    /// The Backup as claimed.
+    current: &'a Backup,
+    validated: &'a ValidatedBackup,
+    ctx: &'a Ctx,
+}
+
+impl Attempt<'_> {
+    /// Velero's rule: a backup never replaces another of its name in the bucket (one whose Backup
+    /// object was deleted and not yet synced back, or another cluster's on the same prefix).
+    async fn not_in_bucket(&self) -> Result<(), String> {
+        match self.open.store.backup_exists(self.name).await {
+            Ok(false) => Ok(()),
+            Ok(true) => Err("backup already exists in object storage".into()),
+            Err(error) => Err(format!(
+                "backup storage location {:?}: checking whether the backup already exists in object storage: {error}",
+                self.open.name()
+            )),
+        }
+    }
+
+    /// The backup's items, pod volumes and snapshots, collected into scratch files, its progress
+    /// reported on the way.
+    async fn collect(&self, record: &mut Recorder) -> Result<Collected, engine::EngineError> {
+        let (ctx, validated, current) = (self.ctx, self.validated, self.current);
+        let (progress, _reporter) =
+            operation::ProgressReporter::start::<Backup>(self.api.clone(), self.name.to_string());
+        let pod_volume_timeout = current
+            .annotations()
+            .get(POD_VOLUME_TIMEOUT_ANNOTATION)
+            .and_then(|t| {
+                ark_api::duration::parse_or_default(Some(t), ctx.config.pod_volume_timeout).ok()
+            })
+            .unwrap_or(ctx.config.pod_volume_timeout);
+        let pod_volumes = pod_volumes::PodVolumes::new(
+            ctx.kube.client.clone(),
+            ctx.kube.namespace.clone(),
+            current.clone(),
+            self.open.name(),
+            validated.volumes_by_default,
+            pod_volume_timeout,
+        );
+        let snapshots = volume_snapshots::ClaimSnapshots::new(
+            ctx.kube.client.clone(),
+            current.clone(),
+            validated.volumes_by_default,
+            validated.durations.csi_snapshot_timeout,
+        );
+        let pod_work = pod_work::PodWork::new(
+            ctx.kube.client.clone(),
+            validated.hooks.clone(),
+            pod_volumes,
+            snapshots.clone(),
+            ctx.config.hook_pods_at_once,
+        );
+        engine::collect(engine::Collection {
+            client: &ctx.kube.client,
+            selection: &validated.selection,
+            pod_work,
+            snapshots,
+            scratch: &ctx.scratch,
+            record,
+            progress: &progress,
+        })
+        .await
+    }
+
+    /// Uploads Velero's file set, the backup's metadata (`velero-backup.json`, with its final
+    /// status) last: only while the backup is still this server's.
+    async fn upload(
+        &self,
+        record: Recorder,
+        collected: Collected,
+        operations: &[ark_api::BackupOperation],
+        final_status: &BackupStatus,
+    ) -> Result<(), String> {
+        let (api, name) = (self.api, self.name);
+        let gzip_error = |e: std::io::Error| e.to_string();
+        let (log, results) = record
+            .finish()
+            .map_err(|e| format!("finishing the backup log: {e}"))?;
+        let volume_info = volume_snapshots::volume_info(&collected.snapshots);
+        let none: [(); 0] = [];
+        let files = BackupFiles {
+            log,
+            contents: collected.tarball,
+            resource_list: collected.resource_list,
+            results: gzip_json(&results).map_err(gzip_error)?,
+            volume_snapshots: gzip_json(&none).map_err(gzip_error)?,
+            // Its CSI entries tell deletion that the tarball holds snapshots to delete.
+            volume_info: gzip_json(&volume_info).map_err(gzip_error)?,
+            item_operations: gzip_json_unless_empty(operations).map_err(gzip_error)?,
+            hook_results: gzip_json_unless_empty(&collected.hook_results).map_err(gzip_error)?,
+            pod_volume_backups: gzip_json_unless_empty(&collected.pod_volume_backups)
+                .map_err(gzip_error)?,
+            metadata: uploaded_metadata(self.current, final_status)?,
+        };
+        // The metadata is what makes the backup exist: not if another server has ended it
+        // meanwhile (this one paused past its lease, say). The end is checked again afterwards.
+        let still_ours = async {
+            let claim = patch::status_in_phase(
+                api,
+                name,
+                BackupPhase::InProgress,
+                &BackupStatus::default(),
+            )
+            .await
+            .map_err(|e| format!("checking that the backup is still InProgress: {e}"))?;
+            match claim {
+                patch::Claim::Won => Ok(()),
+                patch::Claim::Lost => {
+                    Err("the backup was ended elsewhere while it was uploaded".to_string())
+                }
+            }
+        };
+        self.open
+            .store
+            .put_backup(name, files, still_ours)
+            .await
+            .map_err(|error| match error {
+                PutBackupError::Upload(error) => {
+                    format!("backup storage location {:?}: {error}", self.open.name())
+                }
+                PutBackupError::Refused(reason) => reason,
+            })
+    }
+}
+
+/// The backup's final status, from what it did. With snapshots not ready to use yet
+/// (`operations` of them), the backup is uploaded and waits for them (`backup_operations`); it is
+/// finalized once they end. Hooks are counted as Velero counts them: every hook is attempted,
+/// those that ran and failed are failed; zero counts are left out (`omitempty`), and the hook
+/// status is always there.
+fn final_status(
+    items: i64,
+    errors: i64,
+    warnings: i64,
+    hook_results: &[ark_api::hooks::PodHookResults],
+    operations: usize,
+) -> BackupStatus {
+    let phase = match (errors > 0, operations == 0) {
         (false, true) => BackupPhase::Completed,
         (true, true) => BackupPhase::PartiallyFailed,
         (false, false) => BackupPhase::WaitingForPluginOperations,
         (true, false) => BackupPhase::WaitingForPluginOperationsPartiallyFailed,
     };
-    let counted = |n: usize| (n > 0).then_some(n as i64);
-    let items = collected.items;
-    // As Velero counts them: every hook is attempted, those that ran and failed are failed;
-    // zero counts are left out (`omitempty`), and the status is always there.
-    let hooks = collected.hook_results.iter().flat_map(|pod| &pod.hooks);
+    let counted = |n: i64| (n > 0).then_some(n);
+    let hooks = hook_results.iter().flat_map(|pod| &pod.hooks);
     let attempted = hooks.clone().count() as i64;
     let failed = hooks.filter(|hook| hook.error.is_some()).count() as i64;
-    let hook_status = HookStatus {
-        hooks_attempted: (attempted > 0).then_some(attempted),
-        hooks_failed: (failed > 0).then_some(failed),
-    };
-    let final_status = BackupStatus {
+    BackupStatus {
         phase: Some(phase),
         completion_timestamp: phase.is_terminal().then(patch::now),
-        csi_volume_snapshots_attempted: counted(operations.len()),
-        backup_item_operations_attempted: counted(operations.len()),
+        csi_volume_snapshots_attempted: counted(operations as i64),
+        backup_item_operations_attempted: counted(operations as i64),
         progress: Some(BackupProgress {
             items_backed_up: Some(items),
             total_items: Some(items),
         }),
-        errors: Some(errors as i64),
-        warnings: Some(warnings as i64),
-        hook_status: Some(hook_status),
+        errors: Some(errors),
+        warnings: Some(warnings),
+        hook_status: Some(HookStatus {
+            hooks_attempted: counted(attempted),
+            hooks_failed: counted(failed),
+        }),
         ..Default::default()
-    };
-    log.info(&format!(
-        "backup {phase:?} with {} items, {errors} errors, {warnings} warnings",
-        collected.items
-    ));
+    }
+}
 
-    // The backup object as uploaded: the final status in it, as Velero writes velero-backup.json.
+/// The backup object as uploaded (`velero-backup.json`): the final status in it, as Velero
+/// writes it.
+fn uploaded_metadata(current: &Backup, final_status: &BackupStatus) -> Result<Bytes, String> {
     let mut uploaded = current.clone();
     let status = uploaded.status.get_or_insert_with(Default::default);
     status.phase = final_status.phase;
@@ -441,56 +549,64 @@ async fn back_up(
     status.backup_item_operations_attempted = final_status.backup_item_operations_attempted;
     uploaded.metadata.managed_fields = None;
     let metadata = serde_json::to_value(&uploaded).map_err(|e| e.to_string())?;
+    Ok(Bytes::from(
+        serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?,
+    ))
+}
 
-    let gzip_error = |e: std::io::Error| e.to_string();
-    let none: [(); 0] = [];
-    let no_snapshots = gzip_json(&none).map_err(gzip_error)?;
-    let files = BackupFiles {
-        log: log
-            .finish()
-            .map_err(|e| format!("finishing the backup log: {e}"))?,
-        contents: collected.tarball,
-        resource_list: collected.resource_list,
-        results: gzip_json(&collected.results).map_err(gzip_error)?,
-        volume_snapshots: no_snapshots,
-        // Its CSI entries tell deletion that the tarball holds snapshots to delete.
-        volume_info: gzip_json(&volume_info).map_err(gzip_error)?,
-        item_operations: (!operations.is_empty())
-            .then(|| gzip_json(&operations))
-            .transpose()
-            .map_err(gzip_error)?,
-        hook_results: (!collected.hook_results.is_empty())
-            .then(|| gzip_json(&collected.hook_results))
-            .transpose()
-            .map_err(gzip_error)?,
-        pod_volume_backups: (!collected.pod_volume_backups.is_empty())
-            .then(|| gzip_json(&collected.pod_volume_backups))
-            .transpose()
-            .map_err(gzip_error)?,
-        metadata: Bytes::from(serde_json::to_vec_pretty(&metadata).map_err(|e| e.to_string())?),
-    };
-    // The metadata is what makes the backup exist: not if another server has ended it meanwhile
-    // (this one paused past its lease, say). The end is checked again afterwards.
-    let still_ours = async {
-        let claim =
-            patch::status_in_phase(api, name, BackupPhase::InProgress, &BackupStatus::default())
-                .await
-                .map_err(|e| format!("checking that the backup is still InProgress: {e}"))?;
-        match claim {
-            patch::Claim::Won => Ok(()),
-            patch::Claim::Lost => {
-                Err("the backup was ended elsewhere while it was uploaded".to_string())
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_api::hooks::{HookResult, PodHookResults};
+
+    fn pod_with_hooks(failed: usize, succeeded: usize) -> PodHookResults {
+        let hook = |error: Option<&str>| HookResult {
+            error: error.map(str::to_string),
+            ..Default::default()
+        };
+        PodHookResults {
+            hooks: std::iter::repeat_with(|| hook(Some("exit 1")))
+                .take(failed)
+                .chain(std::iter::repeat_with(|| hook(None)).take(succeeded))
+                .collect(),
+            ..Default::default()
         }
-    };
-    store
-        .put_backup(name, files, still_ours)
-        .await
-        .map_err(|error| match error {
-            PutBackupError::Upload(error) => {
-                format!("backup storage location {location:?}: {error}")
-            }
-            PutBackupError::Refused(reason) => reason,
-        })?;
-    Ok(final_status)
+    }
+
+    #[test]
+    fn a_backup_ends_by_its_errors_and_its_snapshots_still_to_be_ready() {
+        let phase = |errors, operations| final_status(3, errors, 0, &[], operations).phase;
+        assert_eq!(phase(0, 0), Some(BackupPhase::Completed));
+        assert_eq!(phase(1, 0), Some(BackupPhase::PartiallyFailed));
+        assert_eq!(phase(0, 2), Some(BackupPhase::WaitingForPluginOperations));
+        assert_eq!(
+            phase(1, 2),
+            Some(BackupPhase::WaitingForPluginOperationsPartiallyFailed)
+        );
+        // Only an ended backup has its completion time.
+        assert!(final_status(3, 0, 0, &[], 0).completion_timestamp.is_some());
+        assert!(final_status(3, 0, 0, &[], 1).completion_timestamp.is_none());
+    }
+
+    #[test]
+    fn hooks_and_operations_are_counted_as_velero_counts_them() {
+        let status = final_status(7, 1, 2, &[pod_with_hooks(1, 2), pod_with_hooks(0, 1)], 2);
+        let hooks = status.hook_status.unwrap();
+        assert_eq!(
+            (hooks.hooks_attempted, hooks.hooks_failed),
+            (Some(4), Some(1))
+        );
+        assert_eq!(status.csi_volume_snapshots_attempted, Some(2));
+        assert_eq!(status.backup_item_operations_attempted, Some(2));
+        assert_eq!((status.errors, status.warnings), (Some(1), Some(2)));
+        let progress = status.progress.unwrap();
+        assert_eq!(
+            (progress.items_backed_up, progress.total_items),
+            (Some(7), Some(7))
+        );
+        // Zero counts are left out; the hook status is always there.
+        let none = final_status(0, 0, 0, &[], 0);
+        assert_eq!(none.hook_status, Some(HookStatus::default()));
+        assert_eq!(none.csi_volume_snapshots_attempted, None);
+    }
 }

@@ -22,8 +22,7 @@ use super::volume_snapshots::ClaimSnapshots;
 use super::writer::Page;
 use crate::hooks::ExecHook;
 use crate::hooks::backup::{self, BackupHookSpecs};
-use crate::records::operation_log::{Level, OperationLog};
-use crate::records::results::Results;
+use crate::records::recorder::Recorder;
 
 pub struct PodWork {
     client: Client,
@@ -103,15 +102,13 @@ impl PodWork {
         &mut self,
         pod: &Value,
         page: Page,
-        log: &mut OperationLog,
-        results: &mut Results,
+        record: &mut Recorder,
     ) -> Result<Vec<Ready>, Page> {
         let (pre, mut warnings) = self.specs.for_pod(pod, HookPhase::Pre);
         let (post, post_warnings) = self.specs.for_pod(pod, HookPhase::Post);
         warnings.extend(post_warnings);
         for warning in warnings {
-            log.log(Level::Warning, &warning);
-            results.warnings.add(namespace(pod), warning);
+            record.warning(namespace(pod), warning);
         }
         let typed: Option<Pod> = serde_json::from_value(pod.clone()).ok();
         let has_volumes = typed.as_ref().is_some_and(|p| self.volumes.may_take(p));
@@ -120,7 +117,7 @@ impl PodWork {
         }
         let mut ready = Vec::new();
         while self.pre.len() >= self.at_once {
-            ready.extend(self.next_pre(log, results).await);
+            ready.extend(self.next_pre(record).await);
         }
         let (client, slots, pod) = (self.client.clone(), self.slots.clone(), pod.clone());
         let (volumes, snapshots) = (self.volumes.clone(), self.snapshots.clone());
@@ -156,25 +153,25 @@ impl PodWork {
     }
 
     /// The pods whose pre hooks have ended, without waiting.
-    pub fn ready_now(&mut self, log: &mut OperationLog, results: &mut Results) -> Vec<Ready> {
+    pub fn ready_now(&mut self, record: &mut Recorder) -> Vec<Ready> {
         let mut ready = Vec::new();
         while let Some(done) = self.pre.try_join_next() {
-            ready.extend(self.settle(done, log, results));
+            ready.extend(self.settle(done, record));
         }
         ready
     }
 
     /// Waits for the next pod's pre hooks to end: the pod to write, unless they left it out.
-    async fn next_pre(&mut self, log: &mut OperationLog, results: &mut Results) -> Option<Ready> {
+    async fn next_pre(&mut self, record: &mut Recorder) -> Option<Ready> {
         let done = self.pre.join_next().await?;
-        self.settle(done, log, results)
+        self.settle(done, record)
     }
 
     /// Waits for every pod's pre hooks to end: the pods to write.
-    pub async fn rest(&mut self, log: &mut OperationLog, results: &mut Results) -> Vec<Ready> {
+    pub async fn rest(&mut self, record: &mut Recorder) -> Vec<Ready> {
         let mut ready = Vec::new();
         while !self.pre.is_empty() {
-            ready.extend(self.next_pre(log, results).await);
+            ready.extend(self.next_pre(record).await);
         }
         ready
     }
@@ -182,35 +179,30 @@ impl PodWork {
     fn settle(
         &mut self,
         done: Result<PreDone, tokio::task::JoinError>,
-        log: &mut OperationLog,
-        results: &mut Results,
+        record: &mut Recorder,
     ) -> Option<Ready> {
         let done = match done {
             Ok(done) => done,
             Err(error) => {
                 // A panic in a hook task: the pod it held cannot be named, the backup says so.
                 let message = format!("a pod's pre hooks stopped: {error}");
-                log.log(Level::Error, &message);
-                results.errors.add(None, message);
+                record.error(None, message);
                 return None;
             }
         };
         let mut pod_results = done.results;
         for warning in done.volumes.warnings {
-            log.log(Level::Warning, &warning);
-            results.warnings.add(Some(&pod_results.namespace), warning);
+            record.warning(Some(&pod_results.namespace), warning);
         }
         for error in done.volumes.errors {
-            log.log(Level::Error, &error);
-            results.errors.add(Some(&pod_results.namespace), error);
+            record.error(Some(&pod_results.namespace), error);
         }
         if let Some(reason) = done.failed {
             let message = format!(
                 "pod {}/{} is left out of the backup: {reason}",
                 pod_results.namespace, pod_results.pod
             );
-            log.log(Level::Error, &message);
-            results.errors.add(Some(&pod_results.namespace), message);
+            record.error(Some(&pod_results.namespace), message);
             pod_results.left_out = Some(reason);
             self.done.push(pod_results);
             return None;
@@ -267,63 +259,30 @@ impl PodWork {
 
     /// Waits for every PodVolumeBackup the backup made to end: each as it ended, for the
     /// backup's file of them; those that failed, or did not end in time, are its errors.
-    pub async fn volume_backups(
-        &self,
-        log: &mut OperationLog,
-        results: &mut Results,
-    ) -> Vec<PodVolumeBackup> {
+    pub async fn volume_backups(&self, record: &mut Recorder) -> Vec<PodVolumeBackup> {
         let (pvbs, errors) = self.volumes.finish().await;
         for (namespace, error) in errors {
-            log.log(Level::Error, &error);
             let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
-            results.errors.add(namespace, error);
+            record.error(namespace, error);
         }
         pvbs
     }
 
     /// Waits for every post hook, then logs each hook's outcome (failures are the backup's errors,
     /// as Velero logs them) and returns every pod's results, by namespace and name.
-    pub async fn finish(
-        mut self,
-        log: &mut OperationLog,
-        results: &mut Results,
-    ) -> Vec<PodHookResults> {
+    pub async fn finish(mut self, record: &mut Recorder) -> Vec<PodHookResults> {
         while let Some(done) = self.post.join_next().await {
             match done {
                 Ok(pod_results) => self.done.push(pod_results),
                 Err(error) => {
                     let message = format!("a pod's post hooks stopped: {error}");
-                    log.log(Level::Error, &message);
-                    results.errors.add(None, message);
+                    record.error(None, message);
                 }
             }
         }
         let mut done = self.done;
         done.sort_by(|a, b| (&a.namespace, &a.pod).cmp(&(&b.namespace, &b.pod)));
-        for pod in &done {
-            for hook in &pod.hooks {
-                let what = format!(
-                    "{} hook {:?} ({}) in container {} of pod {}/{}",
-                    hook.phase.map(|p| p.to_string()).unwrap_or_default(),
-                    hook.command.join(" "),
-                    hook.source,
-                    hook.container,
-                    pod.namespace,
-                    pod.pod
-                );
-                match (&hook.error, &hook.skipped) {
-                    (Some(error), _) => {
-                        let message = format!("{what} failed: {error}");
-                        log.log(Level::Error, &message);
-                        results.errors.add(Some(&pod.namespace), message);
-                    }
-                    (None, Some(skipped)) => log.info(&format!("{what} skipped: {skipped}")),
-                    (None, None) => {
-                        log.info(&format!("{what} succeeded in {}ms", hook.duration_ms))
-                    }
-                }
-            }
-        }
+        record.hook_outcomes(&done);
         done
     }
 }

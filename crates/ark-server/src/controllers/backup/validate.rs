@@ -11,13 +11,13 @@ use serde_json::json;
 
 use super::Config;
 use super::engine::Selection;
-use crate::hooks::backup::BackupHookSpecs;
-use crate::runtime::context::Kube;
 use crate::domain::filter::IncludesExcludes;
 use crate::domain::locations::{self, LocationError};
-use crate::runtime::operation::Rejected;
 use crate::domain::unhonoured;
+use crate::hooks::backup::BackupHookSpecs;
+use crate::runtime::context::Kube;
 use crate::runtime::objects;
+use crate::runtime::operation::Rejected;
 
 /// Velero's CSI snapshot timeout, for a backup that sets none (Velero has no flag for it).
 const CSI_SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(10 * 60);

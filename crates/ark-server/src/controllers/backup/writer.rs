@@ -37,6 +37,8 @@ pub struct Written {
 pub struct ItemWriter {
     pages: mpsc::Sender<Page>,
     thread: JoinHandle<io::Result<Written>>,
+    /// Items handed over so far.
+    items: i64,
 }
 
 impl ItemWriter {
@@ -85,19 +87,34 @@ impl ItemWriter {
                 resource_list: resource_list.finish()?,
             })
         });
-        Ok(Self { pages, thread })
+        Ok(Self {
+            pages,
+            thread,
+            items: 0,
+        })
     }
 
-    /// Hands `page` to the writing thread; its error if it has stopped on one.
-    pub async fn write(self, page: Page) -> io::Result<Self> {
-        match self.pages.send(page).await {
-            Ok(()) => Ok(self),
-            // The thread drops its receiver only when it returns, and returns early only on an
-            // error.
-            Err(_) => Err(self.finish().await.err().unwrap_or_else(|| {
-                io::Error::other("the tarball writer stopped before the backup ended")
-            })),
+    /// Hands `page` to the writing thread; its error if it has stopped on one (then the writer
+    /// is done with: the backup fails).
+    pub async fn write(&mut self, page: Page) -> io::Result<()> {
+        let items = page.items.len() as i64;
+        if self.pages.send(page).await.is_ok() {
+            self.items += items;
+            return Ok(());
         }
+        // The thread drops its receiver only when it returns, and returns early only on an error.
+        let ended = (&mut self.thread).await;
+        Err(ended
+            .unwrap_or_else(|panic| Err(io::Error::other(panic)))
+            .err()
+            .unwrap_or_else(|| {
+                io::Error::other("the tarball writer stopped before the backup ended")
+            }))
+    }
+
+    /// Items handed over so far.
+    pub fn items(&self) -> i64 {
+        self.items
     }
 
     /// The finished files, once every page handed over is written.
@@ -173,12 +190,13 @@ mod tests {
     #[tokio::test]
     async fn pages_are_written_in_order_to_both_files() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
-        let writer = writer
+        let mut writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
+        writer
             .write(page("v1/ConfigMap", &["a", "b"]))
             .await
             .unwrap();
-        let writer = writer.write(page("v1/ConfigMap", &["c"])).await.unwrap();
+        writer.write(page("v1/ConfigMap", &["c"])).await.unwrap();
+        assert_eq!(writer.items(), 3);
         let written = writer.finish().await.unwrap();
 
         let list: serde_json::Value =
@@ -235,8 +253,8 @@ mod tests {
                 .map(|path| (path, item.json.clone()))
             })
             .collect();
-        let writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
-        let writer = writer
+        let mut writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
+        writer
             .write(Page {
                 items,
                 ..page("v1/ConfigMap", &[])
@@ -250,7 +268,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_error_on_the_thread_is_the_error_of_the_next_page() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
+        let mut writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
         // A name the tar format cannot hold: the thread stops on it.
         let bad = Page {
             items: vec![Item {
@@ -260,11 +278,10 @@ mod tests {
             }],
             ..page("v1/ConfigMap", &[])
         };
-        let mut writer = writer.write(bad).await.unwrap();
+        writer.write(bad).await.unwrap();
         let error = loop {
-            match writer.write(page("v1/ConfigMap", &["a"])).await {
-                Ok(next) => writer = next,
-                Err(error) => break error,
+            if let Err(error) = writer.write(page("v1/ConfigMap", &["a"])).await {
+                break error;
             }
         };
         assert!(error.to_string().contains("nul"), "{error}");

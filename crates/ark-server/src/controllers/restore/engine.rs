@@ -1,6 +1,6 @@
 //! Putting an unpacked backup into the cluster, resource by resource in restore order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,22 +14,20 @@ use kube::{Api, Client};
 use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::actions::{
-    Actions, ItemCx, ResourceModifiers, RestoreCx, is_backed_up_snapshot, is_restored_volume,
-};
+use super::actions::{Actions, ItemCx, PlanCx, ResourceModifiers, RestoreCx, Skip};
+use super::extract::{child_dirs, json_files};
 use super::order::{is_restorable, restore_order};
 use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
-use crate::hooks::{self, PodHooks};
 use crate::domain::csi;
 use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
-use crate::records::operation_log::{Level, OperationLog};
+use crate::hooks::{self, PodHooks};
+use crate::records::recorder::Recorder;
 use crate::records::resource_list::ResourceListWriter;
-use crate::records::results::Results;
 
+#[derive(Default)]
 pub struct Restored {
-    pub results: Results,
     pub items: i64,
     /// Restored pods that have hooks: their exec hooks run once everything is restored.
     pub pods_with_hooks: Vec<PodWithHooks>,
@@ -56,30 +54,6 @@ const BYTES_IN_FLIGHT: usize = 4 << 20;
 struct Item {
     namespace: Option<String>,
     path: PathBuf,
-}
-
-pub(super) fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
-        .collect();
-    files.sort();
-    files
-}
-
-pub(super) fn child_dirs(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    names
 }
 
 /// What a restore takes from its backup, and how, as its validation read the spec.
@@ -111,7 +85,7 @@ pub struct RestoreInput<'a> {
     pub restore_uid: &'a str,
     pub unpacked: &'a Path,
     pub resource_list: &'a mut ResourceListWriter,
-    pub log: &'a mut OperationLog,
+    pub record: &'a mut Recorder,
     pub progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
     /// How many items of one resource are created at once.
     pub items_at_once: usize,
@@ -128,6 +102,9 @@ pub enum EngineError {
     ResourceList(std::io::Error),
 }
 
+/// Restores the unpacked backup: a plan (the item files to restore, resource by resource, in
+/// Velero's order, with what the actions leave out), then each resource's items created
+/// concurrently through the item actions, then recorded in order.
 pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     let RestoreInput {
         client,
@@ -137,41 +114,104 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         restore_uid,
         unpacked,
         resource_list,
-        log,
+        record,
         progress,
         items_at_once,
         resource_modifiers,
         volume_data,
     } = input;
+    for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
+        record.warning(None, warning);
+    }
+    let discovered = crate::domain::discovery::discover(client).await?;
+    for skipped in discovered.skipped {
+        record.warning(None, skipped);
+    }
+    let served = by_group_resource(discovered.resources);
+    let snapshots = BackedUpSnapshots::read(&unpacked.join("resources"), spec);
+    let snapshot_classes = snapshot_classes(client, &served).await;
+    let actions = Actions::built_in();
     // Claims whose data the node agent writes back are provisioned anew: their volumes are not
     // restored (Velero's `hasPodVolumeBackup`).
     let claims_with_data = volume_data
         .map(|d| d.backed_up.claims())
         .unwrap_or_default();
-    let mut results = Results::default();
-    for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
-        log.log(Level::Warning, &warning);
-        results.warnings.add(None, warning);
-    }
-    let namespace_filter = &selection.namespaces;
-    let resource_filter = &selection.resources;
-    let cluster_scoped =
-        include_cluster_scoped(selection.include_cluster_resources, namespace_filter);
+    let plan_cx = PlanCx {
+        restore_pvs: snapshots.restore_pvs,
+        claims_from_snapshots: &snapshots.claims,
+        claims_with_data: &claims_with_data,
+    };
+    let plan = plan(
+        unpacked, selection, &served, &snapshots, &actions, &plan_cx, record,
+    );
     let mapping = spec.namespace_mapping.clone().unwrap_or_default();
-
-    let discovered = crate::domain::discovery::discover(client).await?;
-    for skipped in discovered.skipped {
-        log.log(Level::Warning, &skipped);
-        results.warnings.add(None, skipped);
+    let restore_cx = RestoreCx {
+        spec,
+        namespace_mapping: &mapping,
+        restored_volumes: &plan.restored_volumes,
+        resource_modifiers,
+        volume_data,
+        restore_uid,
+        snapshot_classes: &snapshot_classes,
+    };
+    let total: i64 = plan
+        .resources
+        .iter()
+        .map(|(_, items)| items.len() as i64)
+        .sum();
+    progress.send_replace((0, total));
+    let mut run = Run {
+        shared: Shared {
+            client,
+            restore: &restore_cx,
+            actions: &actions,
+            restore_name,
+            selector: &selection.selector,
+            unpacked,
+            update_existing: selection.existing == ExistingResourcePolicy::Update,
+            namespaces: EnsuredNamespaces::default(),
+            in_flight: Semaphore::new(BYTES_IN_FLIGHT),
+            items_at_once: items_at_once.max(1),
+        },
+        served,
+        record: Record {
+            record,
+            resource_list,
+            progress,
+            total,
+            restored: Restored::default(),
+            definitions_created: false,
+        },
+    };
+    for (gr, items) in plan.resources {
+        run.resource(gr, items).await?;
     }
-    let mut served = by_group_resource(discovered.resources);
-    let snapshots = BackedUpSnapshots::read(&unpacked.join("resources"), spec);
-    let snapshot_classes = snapshot_classes(client, &served).await;
+    Ok(run.record.restored)
+}
 
-    // The plan: every item file to restore, resource by resource.
+/// What a restore restores, in order, and the volumes among it.
+struct Plan {
+    resources: Vec<(String, Vec<Item>)>,
+    /// The PersistentVolumes the restore creates again (their claims keep their `volumeName`).
+    restored_volumes: BTreeSet<String>,
+}
+
+/// Every item file to restore, resource by resource in Velero's order: those the filters take,
+/// less those an item action leaves out (each logged with its reason).
+fn plan(
+    unpacked: &Path,
+    selection: &Selection,
+    served: &BTreeMap<String, (ApiResource, ApiCapabilities)>,
+    snapshots: &BackedUpSnapshots,
+    actions: &Actions,
+    plan_cx: &PlanCx<'_>,
+    record: &mut Recorder,
+) -> Plan {
     let resources_dir = unpacked.join("resources");
-    let mut plan: Vec<(String, Vec<Item>)> = Vec::new();
-    let mut restored_volumes = std::collections::BTreeSet::new();
+    let mut plan = Plan {
+        resources: Vec::new(),
+        restored_volumes: BTreeSet::new(),
+    };
     for gr in restore_order(child_dirs(&resources_dir)) {
         if !is_restorable(&gr) {
             continue;
@@ -181,250 +221,241 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             .get(&gr)
             .map(|(r, _)| r.kind.to_lowercase())
             .unwrap_or_default();
-        if !resource_filter.should_include_any(&resource_names(&plural, &gr, &kind)) {
+        if !selection
+            .resources
+            .should_include_any(&resource_names(&plural, &gr, &kind))
+        {
             continue;
         }
-        let dir = resources_dir.join(&gr);
-        let mut items = Vec::new();
-        for ns in child_dirs(&dir.join("namespaces")) {
-            if namespace_filter.should_include(&ns) {
-                for path in json_files(&dir.join("namespaces").join(&ns)) {
-                    items.push(Item {
-                        namespace: Some(ns.clone()),
-                        path,
-                    });
+        let mut items = items_of(&resources_dir.join(&gr), &gr, selection, snapshots);
+        if actions.skip_some(&gr) {
+            items.retain(|item| {
+                let backed_up: Value = std::fs::read(&item.path)
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                    .unwrap_or_default();
+                if let Some(Skip(reason)) = actions.skip(&gr, &backed_up, plan_cx) {
+                    record.info(&reason);
+                    return false;
                 }
-            }
+                if gr == "persistentvolumes" {
+                    let name = backed_up.pointer("/metadata/name").and_then(Value::as_str);
+                    plan.restored_volumes
+                        .insert(name.unwrap_or_default().to_string());
+                }
+                true
+            });
         }
-        for path in json_files(&dir.join("cluster")) {
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_string();
-            // A namespace's own object comes with its namespace; other cluster-scoped items only
-            // when cluster resources are part of the restore.
-            let wanted = if gr == "namespaces" {
-                namespace_filter.should_include(&name)
-            } else if gr == csi::VOLUME_SNAPSHOT_CONTENTS && snapshots.contents.contains(&name) {
-                // A backed-up snapshot's content comes with its snapshot.
-                snapshots.restore_pvs
-            } else {
-                cluster_scoped
-            };
-            if wanted {
+        if !items.is_empty() {
+            plan.resources.push((gr, items));
+        }
+    }
+    plan
+}
+
+/// The item files of one resource (its folder `dir`) that the restore's filters take.
+fn items_of(
+    dir: &Path,
+    gr: &str,
+    selection: &Selection,
+    snapshots: &BackedUpSnapshots,
+) -> Vec<Item> {
+    let namespace_filter = &selection.namespaces;
+    let cluster_scoped =
+        include_cluster_scoped(selection.include_cluster_resources, namespace_filter);
+    let mut items = Vec::new();
+    for ns in child_dirs(&dir.join("namespaces")) {
+        if namespace_filter.should_include(&ns) {
+            for path in json_files(&dir.join("namespaces").join(&ns)) {
                 items.push(Item {
-                    namespace: None,
+                    namespace: Some(ns.clone()),
                     path,
                 });
             }
         }
-        if gr == csi::VOLUME_SNAPSHOTS && !snapshots.restore_pvs {
-            items.retain(|item| {
-                let snapshot: Value = std::fs::read(&item.path)
-                    .ok()
-                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                    .unwrap_or_default();
-                !is_backed_up_snapshot(&snapshot)
+    }
+    for path in json_files(&dir.join("cluster")) {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        // A namespace's own object comes with its namespace; other cluster-scoped items only
+        // when cluster resources are part of the restore.
+        let wanted = if gr == "namespaces" {
+            namespace_filter.should_include(name)
+        } else if gr == csi::VOLUME_SNAPSHOT_CONTENTS && snapshots.contents.contains(name) {
+            // A backed-up snapshot's content comes with its snapshot.
+            snapshots.restore_pvs
+        } else {
+            cluster_scoped
+        };
+        if wanted {
+            items.push(Item {
+                namespace: None,
+                path,
             });
-        }
-        if gr == "persistentvolumes" {
-            items.retain(|item| {
-                let volume: Value = std::fs::read(&item.path)
-                    .ok()
-                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                    .unwrap_or_default();
-                let claim = |field: &str| {
-                    volume
-                        .pointer(&format!("/spec/claimRef/{field}"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                if snapshots
-                    .claims
-                    .contains(&(claim("namespace"), claim("name")))
-                {
-                    log.info(&format!(
-                        "not restoring persistent volume {}: its claim was backed up as a CSI \
-                         snapshot and is provisioned anew from it",
-                        item.path
-                            .file_stem()
-                            .and_then(|s| s.to_str())
-                            .unwrap_or_default()
-                    ));
-                    return false;
-                }
-                if claims_with_data.contains(&(claim("namespace"), claim("name"))) {
-                    log.info(&format!(
-                        "not restoring persistent volume {}: the node agent writes its claim's \
-                         data back from the backup; the claim is provisioned anew",
-                        item.path
-                            .file_stem()
-                            .and_then(|s| s.to_str())
-                            .unwrap_or_default()
-                    ));
-                    return false;
-                }
-                let restored = is_restored_volume(&volume);
-                if restored {
-                    let name = volume.pointer("/metadata/name").and_then(Value::as_str);
-                    restored_volumes.insert(name.unwrap_or_default().to_string());
-                } else {
-                    log.info(&format!(
-                        "not restoring persistent volume {}: its reclaim policy is Delete and the \
-                         backup holds no snapshot of it; its claim is provisioned anew",
-                        item.path
-                            .file_stem()
-                            .and_then(|s| s.to_str())
-                            .unwrap_or_default()
-                    ));
-                }
-                restored
-            });
-        }
-        if !items.is_empty() {
-            plan.push((gr, items));
         }
     }
-    let restore_cx = RestoreCx {
-        spec,
-        namespace_mapping: &mapping,
-        restored_volumes: &restored_volumes,
-        resource_modifiers,
-        volume_data,
-        restore_uid,
-        snapshot_classes: &snapshot_classes,
-    };
-    let actions = Actions::built_in();
-    let total: i64 = plan.iter().map(|(_, items)| items.len() as i64).sum();
-    let mut done = 0i64;
-    let namespaces = EnsuredNamespaces::default();
-    let in_flight = Semaphore::new(BYTES_IN_FLIGHT);
-    let mut pods_with_hooks = Vec::new();
-    let mut pods_with_volume_data = Vec::new();
-    let mut claims_from_snapshots = Vec::new();
-    let mut definitions_created = false;
-    progress.send_replace((0, total));
+    items
+}
 
-    for (gr, items) in plan {
-        if definitions_created && !served.contains_key(&gr) {
-            served = served_once_defined(client, &gr, served, log).await;
+/// What every item of the restore is restored with.
+struct Shared<'a> {
+    client: &'a Client,
+    restore: &'a RestoreCx<'a>,
+    actions: &'a Actions,
+    restore_name: &'a str,
+    selector: &'a Option<kube::core::Selector>,
+    unpacked: &'a Path,
+    update_existing: bool,
+    namespaces: EnsuredNamespaces,
+    in_flight: Semaphore,
+    items_at_once: usize,
+}
+
+/// A restore under way: what it restores with, what the cluster serves, and its record.
+struct Run<'a> {
+    shared: Shared<'a>,
+    served: BTreeMap<String, (ApiResource, ApiCapabilities)>,
+    record: Record<'a>,
+}
+
+impl Run<'_> {
+    /// Restores the items of one resource. They are independent of each other: up to
+    /// `items_at_once` are created at a time, each starting as soon as one ends, and recorded in
+    /// their order (the resource list, the log and the results read the same as one by one).
+    /// Resources stay one after another.
+    async fn resource(&mut self, gr: String, items: Vec<Item>) -> Result<(), EngineError> {
+        if self.record.definitions_created && !self.served.contains_key(&gr) {
+            let served = std::mem::take(&mut self.served);
+            self.served =
+                served_once_defined(self.shared.client, &gr, served, self.record.record).await;
         }
-        let Some((resource, caps)) = served.get(&gr) else {
-            let message = format!(
+        let Some((resource, caps)) = self.served.get(&gr) else {
+            self.record.record.general_error(format!(
                 "{gr}: the cluster does not serve this resource; {} items not restored",
                 items.len()
-            );
-            log.log(Level::Error, &message);
-            results.errors.add_general(message);
-            done += items.len() as i64;
-            continue;
+            ));
+            self.record.done(items.len() as i64);
+            return Ok(());
         };
-        // Items of one resource are independent of each other: up to `items_at_once` are created
-        // at a time, each starting as soon as one ends, and recorded in their order (the resource
-        // list, the log and the results read the same as one by one). Resources stay one after
-        // another.
-        let shared = ItemContext {
-            client,
+        let cx = ItemContext {
+            shared: &self.shared,
             resource,
             caps,
             gr: &gr,
-            restore: &restore_cx,
-            actions: &actions,
-            restore_name,
-            selector: &selection.selector,
-            unpacked,
-            update_existing: selection.existing == ExistingResourcePolicy::Update,
-            namespaces: &namespaces,
-            in_flight: &in_flight,
         };
         // Outcomes arrive as items end and are recorded in the items' order: those that end
         // early wait, small (the objects themselves are dropped once created).
         let mut outcomes = futures::stream::iter(items.into_iter().enumerate())
             .map(|(index, item)| {
-                let shared = &shared;
-                async move { (index, restore_item(item, shared).await) }
+                let cx = &cx;
+                async move { (index, restore_item(item, cx).await) }
             })
-            .buffer_unordered(items_at_once.max(1));
+            .buffer_unordered(self.shared.items_at_once);
         let (mut waiting, mut next) = (BTreeMap::new(), 0);
         while let Some((index, outcome)) = outcomes.next().await {
             waiting.insert(index, outcome);
             while let Some(outcome) = waiting.remove(&next) {
                 next += 1;
-                done += 1;
-                progress.send_replace((done, total));
-                let attempt = match outcome {
-                    Outcome::Filtered => continue,
-                    Outcome::Unrestorable { namespace, message } => {
-                        log.log(Level::Error, &message);
-                        results.errors.add(namespace.as_deref(), message);
-                        continue;
-                    }
-                    Outcome::Attempted(attempt) => *attempt,
-                };
-                let Attempt {
-                    target_ns,
-                    name,
-                    shown,
-                    pod_hooks,
-                    volume_data,
-                    from_snapshot,
-                    created,
-                    namespace_error,
-                    action_errors,
-                } = attempt;
-                for error in namespace_error.into_iter().chain(action_errors) {
-                    log.log(Level::Error, &error);
-                    results.errors.add(target_ns.as_deref(), error);
-                }
-                if let Some(warning) = created.warning {
-                    log.log(Level::Warning, &warning);
-                    results.warnings.add(target_ns.as_deref(), warning);
-                }
-                if let Some(error) = created.error {
-                    log.log(Level::Error, &error);
-                    results.errors.add(target_ns.as_deref(), error);
-                }
-                resource_list
-                    .add(&created.key, &format!("{shown}({})", created.outcome))
-                    .map_err(EngineError::ResourceList)?;
-                if created.outcome == "created" {
-                    if gr == "namespaces" {
-                        namespaces.created(&name);
-                    }
-                    definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
-                    if let Some(snapshot) = from_snapshot {
-                        let namespace = target_ns.clone().unwrap_or_default();
-                        claims_from_snapshots.push((namespace, name.clone(), snapshot));
-                    }
-                    if !volume_data.is_empty() {
-                        pods_with_volume_data.push(PodWithVolumeData {
-                            namespace: target_ns.clone().unwrap_or_default(),
-                            name: name.clone(),
-                            backups: volume_data,
-                        });
-                    }
-                    if !pod_hooks.is_empty() {
-                        pods_with_hooks.push(PodWithHooks {
-                            namespace: target_ns.unwrap_or_default(),
-                            name,
-                            hooks: pod_hooks,
-                            created: created.at,
-                        });
-                    }
-                }
+                self.record.outcome(&gr, outcome, &self.shared.namespaces)?;
             }
         }
-        log.info(&format!("restored {gr}"));
+        self.record.record.info(&format!("restored {gr}"));
+        Ok(())
     }
-    Ok(Restored {
-        results,
-        items: done,
-        pods_with_hooks,
-        pods_with_volume_data,
-        claims_from_snapshots,
-    })
+}
+
+/// What a restore writes down of each item, in order: the log and results, the resource list, the
+/// progress, and what comes after the items (hooks, volume data, snapshots to wait for).
+struct Record<'a> {
+    record: &'a mut Recorder,
+    resource_list: &'a mut ResourceListWriter,
+    progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
+    total: i64,
+    restored: Restored,
+    definitions_created: bool,
+}
+
+impl Record<'_> {
+    fn done(&mut self, items: i64) {
+        self.restored.items += items;
+        self.progress
+            .send_replace((self.restored.items, self.total));
+    }
+
+    fn outcome(
+        &mut self,
+        gr: &str,
+        outcome: Outcome,
+        namespaces: &EnsuredNamespaces,
+    ) -> Result<(), EngineError> {
+        self.done(1);
+        let attempt = match outcome {
+            Outcome::Filtered => return Ok(()),
+            Outcome::Unrestorable { namespace, message } => {
+                self.record.error(namespace.as_deref(), message);
+                return Ok(());
+            }
+            Outcome::Attempted(attempt) => *attempt,
+        };
+        let Attempt {
+            target_ns,
+            name,
+            shown,
+            pod_hooks,
+            volume_data,
+            from_snapshot,
+            created,
+            namespace_error,
+            action_errors,
+        } = attempt;
+        for error in namespace_error.into_iter().chain(action_errors) {
+            self.record.error(target_ns.as_deref(), error);
+        }
+        if let Some(warning) = created.warning {
+            self.record.warning(target_ns.as_deref(), warning);
+        }
+        if let Some(error) = created.error {
+            self.record.error(target_ns.as_deref(), error);
+        }
+        self.resource_list
+            .add(
+                &created.key,
+                &format!("{shown}({})", created.outcome.as_str()),
+            )
+            .map_err(EngineError::ResourceList)?;
+        if created.outcome != CreateOutcome::Created {
+            return Ok(());
+        }
+        if gr == "namespaces" {
+            namespaces.created(&name);
+        }
+        self.definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
+        let restored = &mut self.restored;
+        let namespace = target_ns.unwrap_or_default();
+        if let Some(snapshot) = from_snapshot {
+            restored
+                .claims_from_snapshots
+                .push((namespace.clone(), name.clone(), snapshot));
+        }
+        if !volume_data.is_empty() {
+            restored.pods_with_volume_data.push(PodWithVolumeData {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                backups: volume_data,
+            });
+        }
+        if !pod_hooks.is_empty() {
+            restored.pods_with_hooks.push(PodWithHooks {
+                namespace,
+                name,
+                hooks: pod_hooks,
+                created: created.at,
+            });
+        }
+        Ok(())
+    }
 }
 
 const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensions.k8s.io";
@@ -452,7 +483,7 @@ async fn served_once_defined(
     client: &Client,
     gr: &str,
     served: BTreeMap<String, (ApiResource, ApiCapabilities)>,
-    log: &mut OperationLog,
+    record: &mut Recorder,
 ) -> BTreeMap<String, (ApiResource, ApiCapabilities)> {
     let deadline = tokio::time::Instant::now() + DEFINITION_SERVED_TIMEOUT;
     let mut latest = served;
@@ -460,7 +491,7 @@ async fn served_once_defined(
         if let Ok(discovered) = crate::domain::discovery::discover(client).await {
             latest = by_group_resource(discovered.resources);
             if latest.contains_key(gr) {
-                log.info(&format!("{gr} is served: its definition was restored"));
+                record.info(&format!("{gr} is served: its definition was restored"));
                 return latest;
             }
         }
@@ -473,18 +504,10 @@ async fn served_once_defined(
 
 /// What every item of one resource is restored with.
 struct ItemContext<'a> {
-    client: &'a Client,
+    shared: &'a Shared<'a>,
     resource: &'a ApiResource,
     caps: &'a ApiCapabilities,
     gr: &'a str,
-    restore: &'a RestoreCx<'a>,
-    actions: &'a Actions,
-    restore_name: &'a str,
-    selector: &'a Option<kube::core::Selector>,
-    unpacked: &'a Path,
-    update_existing: bool,
-    namespaces: &'a EnsuredNamespaces,
-    in_flight: &'a Semaphore,
 }
 
 /// What restoring one item came to.
@@ -515,13 +538,13 @@ struct Attempt {
     action_errors: Vec<String>,
 }
 
-async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
+async fn restore_item(item: Item, cx: &ItemContext<'_>) -> Outcome {
     // The item is read only once its bytes fit in the budget (one larger than it alone).
     let weight = std::fs::metadata(&item.path)
         .map_or(1, |m| m.len().clamp(1, BYTES_IN_FLIGHT as u64) as u32);
     // The semaphore is never closed; were it, the item would go on unbounded rather than fail.
-    let _permit = shared.in_flight.acquire_many(weight).await.ok();
-    let prepared = match prepare(&item, shared) {
+    let _permit = cx.shared.in_flight.acquire_many(weight).await.ok();
+    let prepared = match prepare(&item, cx) {
         Ok(Some(prepared)) => prepared,
         Ok(None) => return Outcome::Filtered,
         Err(message) => {
@@ -532,18 +555,10 @@ async fn restore_item(item: Item, shared: &ItemContext<'_>) -> Outcome {
         }
     };
     let namespace_error = match &prepared.target_ns {
-        Some(ns) => shared.namespaces.ensure(shared.client, ns).await,
+        Some(ns) => cx.shared.namespaces.ensure(cx.shared.client, ns).await,
         None => None,
     };
-    let created = create(
-        shared.client,
-        shared.resource,
-        shared.caps,
-        &prepared,
-        shared.gr,
-        shared.update_existing,
-    )
-    .await;
+    let created = create(cx, &prepared).await;
     Outcome::Attempted(Box::new(Attempt {
         target_ns: prepared.target_ns,
         name: prepared.name,
@@ -609,15 +624,14 @@ struct Prepared {
 
 /// The item as it is to be created; None when the label selector leaves it out; the error to
 /// record when it cannot be restored.
-fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, String> {
-    let ItemContext {
-        gr,
-        caps,
+fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String> {
+    let ItemContext { gr, caps, .. } = cx;
+    let Shared {
         restore,
         selector,
         unpacked,
         ..
-    } = shared;
+    } = cx.shared;
     let source_ns = item.namespace.as_deref();
     let target_ns = source_ns.map(|ns| restore.target_namespace(ns).to_string());
     let shown_path = item.path.strip_prefix(unpacked).unwrap_or(&item.path);
@@ -645,7 +659,7 @@ fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, St
         }
     }
     let status = transform::strip_and_map(restore, gr, &mut candidate);
-    let actions = shared.actions.run(
+    let actions = cx.shared.actions.run(
         &mut candidate,
         restore,
         &ItemCx {
@@ -657,7 +671,7 @@ fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, St
     transform::label(
         &mut candidate,
         &restore.spec.backup_name,
-        shared.restore_name,
+        cx.shared.restore_name,
     );
     let name = candidate
         .pointer("/metadata/name")
@@ -683,10 +697,29 @@ fn prepare(item: &Item, shared: &ItemContext<'_>) -> Result<Option<Prepared>, St
     }))
 }
 
+/// What creating one item came to, as Velero's resource list says it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum CreateOutcome {
+    Created,
+    Updated,
+    Skipped,
+    Failed,
+}
+
+impl CreateOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            CreateOutcome::Created => "created",
+            CreateOutcome::Updated => "updated",
+            CreateOutcome::Skipped => "skipped",
+            CreateOutcome::Failed => "failed",
+        }
+    }
+}
+
 /// What creating one item came to.
 struct Created {
-    /// `created`, `updated`, `skipped` or `failed`, as Velero's resource list says it.
-    outcome: &'static str,
+    outcome: CreateOutcome,
     /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
     key: String,
     warning: Option<String>,
@@ -696,14 +729,14 @@ struct Created {
 }
 
 /// Creates the item; one that exists already is left, or patched under the `update` policy.
-async fn create(
-    client: &Client,
-    served: &ApiResource,
-    caps: &ApiCapabilities,
-    prepared: &Prepared,
-    gr: &str,
-    update_existing: bool,
-) -> Created {
+async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
+    let ItemContext {
+        resource: served,
+        caps,
+        gr,
+        ..
+    } = cx;
+    let (client, update_existing) = (cx.shared.client, cx.shared.update_existing);
     let resource = &at_version(
         served,
         prepared.candidate.get("apiVersion").and_then(Value::as_str),
@@ -723,18 +756,18 @@ async fn create(
         at,
     };
     match api.create(&PostParams::default(), &prepared.object).await {
-        Ok(_) => created("created", None, None),
+        Ok(_) => created(CreateOutcome::Created, None, None),
         Err(kube::Error::Api(status)) if status.code == 409 => match api.get(name).await {
             Ok(existing) => {
                 let existing_value = serde_json::to_value(&existing).unwrap_or_default();
                 if !differs(&existing_value, &prepared.candidate) {
-                    created("skipped", None, None)
+                    created(CreateOutcome::Skipped, None, None)
                 } else if update_existing {
                     let patch = Patch::Merge(&prepared.candidate);
                     match api.patch(name, &PatchParams::default(), &patch).await {
-                        Ok(_) => created("updated", None, None),
+                        Ok(_) => created(CreateOutcome::Updated, None, None),
                         Err(error) => created(
-                            "failed",
+                            CreateOutcome::Failed,
                             Some(format!("could not update {gr} {shown}: {error}")),
                             None,
                         ),
@@ -744,11 +777,11 @@ async fn create(
                         "could not restore, {} {shown} already exists. Warning: the in-cluster version is different than the backed-up version",
                         resource.kind
                     );
-                    created("skipped", Some(message), None)
+                    created(CreateOutcome::Skipped, Some(message), None)
                 }
             }
             Err(error) => created(
-                "failed",
+                CreateOutcome::Failed,
                 None,
                 Some(format!("error restoring {gr} {shown}: {error}")),
             ),
@@ -760,7 +793,7 @@ async fn create(
             if status.code == 404 && status.details.as_ref().is_none_or(|d| d.name.is_empty()) =>
         {
             created(
-                "failed",
+                CreateOutcome::Failed,
                 None,
                 Some(format!(
                     "error restoring {gr} {shown}: the cluster does not serve {} (group {:?}, \
@@ -770,7 +803,7 @@ async fn create(
             )
         }
         Err(error) => created(
-            "failed",
+            CreateOutcome::Failed,
             None,
             Some(format!("error restoring {gr} {shown}: {error}")),
         ),

@@ -144,6 +144,32 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
     Ok(Extracted { dir, rejected })
 }
 
+/// The item files (`*.json`) directly in `dir` of an unpacked backup, sorted.
+pub(super) fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// The folders directly in `dir` of an unpacked backup, sorted by name.
+pub(super) fn child_dirs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

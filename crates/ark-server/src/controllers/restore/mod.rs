@@ -24,16 +24,16 @@ use serde_json::json;
 
 use validate::ValidatedRestore;
 
+use crate::domain::locations::{self, OpenLocation};
+use crate::domain::unhonoured;
 use crate::hooks;
+use crate::records::recorder::Recorder;
+use crate::records::resource_list::ResourceListWriter;
+use crate::records::results::{gunzip_json, gzip_json, gzip_json_unless_empty};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::ReconcileError;
-use crate::domain::locations::{self, OpenLocation};
 use crate::runtime::objects::Readable;
 use crate::runtime::operation::{self, Rejected};
-use crate::records::operation_log::{Level, OperationLog};
-use crate::records::resource_list::ResourceListWriter;
-use crate::records::results::gzip_json;
-use crate::domain::unhonoured;
 use crate::runtime::{metrics, patch};
 
 /// The restore controller's settings.
@@ -143,7 +143,7 @@ async fn process(restore: &Restore, ctx: &Ctx) -> Result<(), kube::Error> {
         .clone()
         .unwrap_or_default();
     let outcome = match locations::open_named(&kube.client, &kube.namespace, &location).await {
-        Ok(open) => restore_from(&api, restore, &name, &open, &validated, ctx).await,
+        Ok(open) => restore_from(&api, restore, &open, &validated, ctx).await,
         Err(error) => Err(error.to_string()),
     };
     let ended = match &outcome {
@@ -160,65 +160,29 @@ async fn process(restore: &Restore, ctx: &Ctx) -> Result<(), kube::Error> {
     Ok(())
 }
 
+/// Downloads and unpacks the backup, restores its items, then what follows them (pod volume data,
+/// exec hooks, snapshots becoming ready), and uploads the restore's records; the final status on
+/// success, the failure reason otherwise.
 async fn restore_from(
     api: &Api<DynamicObject>,
     restore: &Restore,
-    name: &str,
     open: &OpenLocation,
     validated: &ValidatedRestore,
     ctx: &Ctx,
 ) -> Result<RestoreStatus, String> {
-    let store = &open.store;
+    let name = restore.name_any();
     let backup_name = &restore.spec.backup_name;
-    let mut log = OperationLog::create(
+    let mut record = Recorder::create(
         &ctx.scratch,
         format!("restore={}/{name}", ctx.kube.namespace),
     )
     .map_err(|e| format!("creating the restore log: {e}"))?;
-    log.info(&format!(
+    record.info(&format!(
         "starting restore from backup {backup_name} in location {}",
         open.name()
     ));
-
-    let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
-    store
-        .download_backup_contents(backup_name, &tarball)
-        .await
-        .map_err(|e| {
-            format!(
-                "backup storage location {:?}: downloading the backup: {e}",
-                open.name()
-            )
-        })?;
-    let scratch = ctx.scratch.clone();
-    let extracted = tokio::task::spawn_blocking(move || {
-        extract::extract(tarball, &scratch, extract::Limits::default())
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("backup {backup_name}: {e}"))?;
-
-    // The backup's pod volume backups, as it uploaded them (a backup without any has no file).
-    let pod_volume_backups: Vec<ark_api::PodVolumeBackup> = match store
-        .get(&store.layout.backup_pod_volume_backups(backup_name))
-        .await
-    {
-        // Velero writes `null` for a backup without any.
-        Ok(bytes) => crate::records::results::gunzip_json::<Option<_>>(
-            &bytes,
-            "the backup's pod volume backups",
-        )
-        .map_err(|e| format!("backup {backup_name}: {e}"))?
-        .unwrap_or_default(),
-        Err(error) if error.is_not_found() => Vec::new(),
-        Err(error) => {
-            return Err(format!(
-                "backup storage location {:?}: reading the backup's pod volume backups: {error}",
-                open.name()
-            ));
-        }
-    };
-    let backed_up = pod_volumes::BackedUp::new(pod_volume_backups);
+    let extracted = download(open, backup_name, &ctx.scratch).await?;
+    let backed_up = pod_volumes::BackedUp::new(pod_volume_backups(open, backup_name).await?);
     let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
     let volume_data = pod_volumes::VolumeData {
         backed_up: &backed_up,
@@ -228,16 +192,16 @@ async fn restore_from(
     let mut resource_list =
         ResourceListWriter::create(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
     let (progress, reporter) =
-        operation::ProgressReporter::start::<Restore>(api.clone(), name.to_string());
+        operation::ProgressReporter::start::<Restore>(api.clone(), name.clone());
     let restored = engine::restore(engine::RestoreInput {
         client: &ctx.kube.client,
         spec: &restore.spec,
         selection: &validated.selection,
-        restore_name: name,
-        restore_uid: restore.metadata.uid.as_deref().unwrap_or_default(),
+        restore_name: &name,
+        restore_uid: &restore_uid,
         unpacked: extracted.dir.path(),
         resource_list: &mut resource_list,
-        log: &mut log,
+        record: &mut record,
         progress: &progress,
         items_at_once: ctx.config.items_at_once.max(1).into(),
         resource_modifiers: validated.resource_modifiers.as_ref(),
@@ -245,89 +209,24 @@ async fn restore_from(
     })
     .await;
     drop(reporter);
-    let mut restored = restored.map_err(|e| format!("restoring: {e}"))?;
+    let restored = restored.map_err(|e| format!("restoring: {e}"))?;
     for rejected in &extracted.rejected.velero {
-        log.log(Level::Error, rejected);
-        restored.results.errors.add_general(rejected.clone());
+        record.general_error(rejected.clone());
     }
-    restored.results.errors.omitted += extracted.rejected.omitted;
+    record.omitted_errors(extracted.rejected.omitted);
     for ignored in unhonoured::ignored(&restore.spec.unmodelled, unhonoured::RESTORE_BEHAVIOURS) {
-        log.log(Level::Warning, &ignored);
-        restored.results.warnings.add_general(ignored);
+        record.general_warning(ignored);
     }
-    // Exec hooks wait for their containers, which start once the volumes hold their data.
-    let location = open.name();
-    let volume_restores = pod_volumes::restore(
-        &ctx.kube.client,
-        &ctx.kube.namespace,
-        restore,
-        &location,
-        std::mem::take(&mut restored.pods_with_volume_data),
-        ctx.config.pod_volume_timeout,
-    );
-    let hooks = run_hooks(
-        ctx,
-        name,
-        std::mem::take(&mut restored.pods_with_hooks),
-        &mut restored.results,
-        &mut log,
-    );
-    let snapshots = volume_snapshots::wait_ready(
-        &ctx.kube.client,
-        std::mem::take(&mut restored.claims_from_snapshots),
-    );
-    let ((pod_volume_restores, volume_errors), hook_results, snapshot_errors) =
-        tokio::join!(volume_restores, hooks, snapshots);
-    for pvr in &pod_volume_restores {
-        let phase = pvr.status.as_ref().and_then(|s| s.phase);
-        log.info(&format!(
-            "pod volume restore {} of pod {}/{} volume {}: {phase:?}",
-            pvr.name_any(),
-            pvr.spec.pod.namespace,
-            pvr.spec.pod.name,
-            pvr.spec.volume
-        ));
-    }
-    for (namespace, error) in volume_errors.into_iter().chain(snapshot_errors) {
-        log.log(Level::Error, &error);
-        let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
-        restored.results.errors.add(namespace, error);
-    }
-    let attempted: usize = hook_results.iter().map(|p| p.hooks.len()).sum();
-    let failed: usize = hook_results
-        .iter()
-        .flat_map(|p| &p.hooks)
-        .filter(|h| !h.succeeded)
-        .count();
-    let errors = restored.results.errors.count();
-    let warnings = restored.results.warnings.count();
-    let phase = if errors > 0 {
-        RestorePhase::PartiallyFailed
-    } else {
-        RestorePhase::Completed
-    };
-    log.info(&format!(
-        "restore {phase:?}: {} items, {errors} errors, {warnings} warnings",
-        restored.items
-    ));
-
     let items = restored.items;
-    let final_status = RestoreStatus {
-        phase: Some(phase),
-        completion_timestamp: Some(patch::now()),
-        progress: Some(RestoreProgress {
-            items_restored: Some(items),
-            total_items: Some(items),
-        }),
-        errors: Some(errors as i64),
-        warnings: Some(warnings as i64),
-        // Velero omits zero counts (`omitempty`): a restore without failed hooks has no hooksFailed.
-        hook_status: (attempted > 0).then(|| HookStatus {
-            hooks_attempted: Some(attempted as i64),
-            hooks_failed: (failed > 0).then_some(failed as i64),
-        }),
-        ..Default::default()
-    };
+    let hook_results = after_items(ctx, restore, open, restored, &mut record).await;
+    let final_status = final_status(items, record.errors(), record.warnings(), &hook_results);
+    let phase = final_status.phase.map(|p| format!("{p:?}"));
+    record.info(&format!(
+        "restore {}: {items} items, {} errors, {} warnings",
+        phase.unwrap_or_default(),
+        record.errors(),
+        record.warnings()
+    ));
     if open.location.is_read_only() {
         // A ReadOnly location is never written, not even with this restore's logs.
         tracing::info!(
@@ -336,32 +235,163 @@ async fn restore_from(
         );
         return Ok(final_status);
     }
-    let files = RestoreFiles {
-        log: log
-            .finish()
-            .map_err(|e| format!("finishing the restore log: {e}"))?,
-        results: gzip_json(&restored.results).map_err(|e| e.to_string())?,
-        resource_list: resource_list.finish().map_err(|e| e.to_string())?,
-        hook_results: (!hook_results.is_empty())
-            .then(|| gzip_json(&hook_results))
-            .transpose()
-            .map_err(|e| e.to_string())?,
-    };
-    store
-        .put_restore_outputs(name, files)
-        .await
-        .map_err(|e| format!("backup storage location {:?}: {e}", open.name()))?;
+    upload(open, &name, record, resource_list, &hook_results).await?;
     Ok(final_status)
 }
 
+/// The backup's tarball, downloaded to scratch and unpacked there (safely: see `extract`).
+async fn download(
+    open: &OpenLocation,
+    backup_name: &str,
+    scratch: &std::path::Path,
+) -> Result<extract::Extracted, String> {
+    let tarball = tempfile::tempfile_in(scratch).map_err(|e| format!("scratch file: {e}"))?;
+    open.store
+        .download_backup_contents(backup_name, &tarball)
+        .await
+        .map_err(|e| {
+            format!(
+                "backup storage location {:?}: downloading the backup: {e}",
+                open.name()
+            )
+        })?;
+    let scratch = scratch.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        extract::extract(tarball, &scratch, extract::Limits::default())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("backup {backup_name}: {e}"))
+}
+
+/// The backup's pod volume backups, as it uploaded them (a backup without any has no file).
+async fn pod_volume_backups(
+    open: &OpenLocation,
+    backup_name: &str,
+) -> Result<Vec<ark_api::PodVolumeBackup>, String> {
+    let store = &open.store;
+    match store
+        .get(&store.layout.backup_pod_volume_backups(backup_name))
+        .await
+    {
+        // Velero writes `null` for a backup without any.
+        Ok(bytes) => Ok(
+            gunzip_json::<Option<_>>(&bytes, "the backup's pod volume backups")
+                .map_err(|e| format!("backup {backup_name}: {e}"))?
+                .unwrap_or_default(),
+        ),
+        Err(error) if error.is_not_found() => Ok(Vec::new()),
+        Err(error) => Err(format!(
+            "backup storage location {:?}: reading the backup's pod volume backups: {error}",
+            open.name()
+        )),
+    }
+}
+
+/// What follows the items, side by side: the node agent writes the pod volumes' data back, the
+/// exec hooks run (they wait for their containers, which start once the volumes hold their data),
+/// and the restored snapshots become ready. Each hook's outcome is returned.
+async fn after_items(
+    ctx: &Ctx,
+    restore: &Restore,
+    open: &OpenLocation,
+    restored: engine::Restored,
+    record: &mut Recorder,
+) -> Vec<ark_api::hooks::PodHookResults> {
+    let location = open.name();
+    let volume_restores = pod_volumes::restore(
+        &ctx.kube.client,
+        &ctx.kube.namespace,
+        restore,
+        &location,
+        restored.pods_with_volume_data,
+        ctx.config.pod_volume_timeout,
+    );
+    let restore_name = restore.name_any();
+    let hooks = run_hooks(ctx, &restore_name, restored.pods_with_hooks);
+    let snapshots = volume_snapshots::wait_ready(&ctx.kube.client, restored.claims_from_snapshots);
+    let ((pod_volume_restores, volume_errors), hook_results, snapshot_errors) =
+        tokio::join!(volume_restores, hooks, snapshots);
+    for pvr in &pod_volume_restores {
+        let phase = pvr.status.as_ref().and_then(|s| s.phase);
+        record.info(&format!(
+            "pod volume restore {} of pod {}/{} volume {}: {phase:?}",
+            pvr.name_any(),
+            pvr.spec.pod.namespace,
+            pvr.spec.pod.name,
+            pvr.spec.volume
+        ));
+    }
+    for (namespace, error) in volume_errors.into_iter().chain(snapshot_errors) {
+        let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
+        record.error(namespace, error);
+    }
+    record.hook_outcomes(&hook_results);
+    hook_results
+}
+
+/// The restore's final status, from what it did: PartiallyFailed with any error, hooks counted as
+/// Velero counts them (zero counts left out, `omitempty`).
+fn final_status(
+    items: i64,
+    errors: i64,
+    warnings: i64,
+    hook_results: &[ark_api::hooks::PodHookResults],
+) -> RestoreStatus {
+    let hooks = hook_results.iter().flat_map(|p| &p.hooks);
+    let attempted = hooks.clone().count() as i64;
+    let failed = hooks.filter(|h| !h.succeeded).count() as i64;
+    let phase = if errors > 0 {
+        RestorePhase::PartiallyFailed
+    } else {
+        RestorePhase::Completed
+    };
+    RestoreStatus {
+        phase: Some(phase),
+        completion_timestamp: Some(patch::now()),
+        progress: Some(RestoreProgress {
+            items_restored: Some(items),
+            total_items: Some(items),
+        }),
+        errors: Some(errors),
+        warnings: Some(warnings),
+        hook_status: (attempted > 0).then(|| HookStatus {
+            hooks_attempted: Some(attempted),
+            hooks_failed: (failed > 0).then_some(failed),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Uploads the restore's log, results, resource list and hook results to `restores/<name>/`.
+async fn upload(
+    open: &OpenLocation,
+    name: &str,
+    record: Recorder,
+    resource_list: ResourceListWriter,
+    hook_results: &[ark_api::hooks::PodHookResults],
+) -> Result<(), String> {
+    let (log, results) = record
+        .finish()
+        .map_err(|e| format!("finishing the restore log: {e}"))?;
+    let files = RestoreFiles {
+        log,
+        results: gzip_json(&results).map_err(|e| e.to_string())?,
+        resource_list: resource_list.finish().map_err(|e| e.to_string())?,
+        hook_results: gzip_json_unless_empty(hook_results).map_err(|e| e.to_string())?,
+    };
+    open.store
+        .put_restore_outputs(name, files)
+        .await
+        .map_err(|e| format!("backup storage location {:?}: {e}", open.name()))
+}
+
 /// Runs the exec hooks of the restored pods, pods in parallel (bounded), all within the server's
-/// hooks timeout; every hook's outcome goes into the log, failures into the restore's errors.
+/// hooks timeout.
 async fn run_hooks(
     ctx: &Ctx,
     restore_name: &str,
     pods: Vec<engine::PodWithHooks>,
-    results: &mut crate::records::results::Results,
-    log: &mut OperationLog,
 ) -> Vec<ark_api::hooks::PodHookResults> {
     if pods.is_empty() {
         return Vec::new();
@@ -406,25 +436,5 @@ async fn run_hooks(
         never = watching => match never {},
     };
     done.sort_by(|a, b| (&a.namespace, &a.pod).cmp(&(&b.namespace, &b.pod)));
-    for pod in &done {
-        for hook in &pod.hooks {
-            let what = format!(
-                "hook {:?} ({}) in container {} of pod {}/{}",
-                hook.command.join(" "),
-                hook.source,
-                hook.container,
-                pod.namespace,
-                pod.pod
-            );
-            match &hook.error {
-                None => log.info(&format!("{what} succeeded in {}ms", hook.duration_ms)),
-                Some(error) => {
-                    let message = format!("{what} failed: {error}");
-                    log.log(Level::Error, &message);
-                    results.errors.add(Some(&pod.namespace), message);
-                }
-            }
-        }
-    }
     done
 }

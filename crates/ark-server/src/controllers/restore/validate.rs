@@ -10,11 +10,11 @@ use kube::Api;
 use super::Config;
 use super::actions::ResourceModifiers;
 use super::engine::{ExistingResourcePolicy, Selection};
-use crate::runtime::context::Kube;
 use crate::domain::filter::IncludesExcludes;
-use crate::runtime::operation::Rejected;
 use crate::domain::unhonoured;
+use crate::runtime::context::Kube;
 use crate::runtime::objects;
+use crate::runtime::operation::Rejected;
 
 /// A restore ready to run.
 pub(super) struct ValidatedRestore {

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::actions::is_backed_up_snapshot;
-use super::engine::{child_dirs, json_files};
+use super::extract::{child_dirs, json_files};
 use crate::domain::csi::{self, text};
 use crate::runtime::objects;
 

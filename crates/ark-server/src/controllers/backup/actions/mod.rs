@@ -8,8 +8,8 @@
 
 mod persistent_volume_claim;
 mod pod;
-mod service_account;
 mod quantity;
+mod service_account;
 mod volume_snapshot;
 
 use std::collections::BTreeSet;

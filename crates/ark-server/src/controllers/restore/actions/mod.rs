@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use crate::hooks::PodHooks;
-pub use persistent_volume::is_restored_volume;
 pub use resource_modifiers::ResourceModifiers;
 pub use volume_snapshot::is_backed_up_snapshot;
 
@@ -78,8 +77,32 @@ pub struct Output {
     pub from_snapshot: Option<String>,
 }
 
+/// What the actions may read when the restore plans its items, before anything is created.
+pub struct PlanCx<'a> {
+    /// The restore's `restorePVs` (Velero's default: true).
+    pub restore_pvs: bool,
+    /// Claims the backup holds a CSI snapshot of (namespace, name, as backed up): provisioned
+    /// anew from it.
+    pub claims_from_snapshots: &'a BTreeSet<(String, String)>,
+    /// Claims whose data the node agent writes back (Velero's `hasPodVolumeBackup`): provisioned
+    /// anew.
+    pub claims_with_data: &'a BTreeSet<(String, String)>,
+}
+
+/// Why an action leaves an item out of the restore (Velero's `SkipRestore`), for the log.
+pub struct Skip(pub String);
+
 pub trait RestoreItemAction: Send + Sync {
     fn applies_to(&self, group_resource: &str) -> bool;
+    /// Whether this action may leave items of `group_resource` out: only then are they read at
+    /// plan time and offered to [`skip`](Self::skip).
+    fn skips(&self, _group_resource: &str) -> bool {
+        false
+    }
+    /// Why `item` (as backed up, of `group_resource`) is not restored, if it is not.
+    fn skip(&self, _group_resource: &str, _item: &Value, _plan: &PlanCx<'_>) -> Option<Skip> {
+        None
+    }
     /// Edits `item`, always a JSON object.
     fn execute(&self, item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>, out: &mut Output);
 }
@@ -104,6 +127,19 @@ impl Actions {
             Box::new(job::JobAction),
             Box::new(resource_modifiers::ResourceModifierAction),
         ])
+    }
+
+    /// Whether any action may leave items of `group_resource` out.
+    pub fn skip_some(&self, group_resource: &str) -> bool {
+        self.0.iter().any(|a| a.skips(group_resource))
+    }
+
+    /// The first action's reason to leave `item` out, if one has.
+    pub fn skip(&self, group_resource: &str, item: &Value, plan: &PlanCx<'_>) -> Option<Skip> {
+        self.0
+            .iter()
+            .filter(|a| a.skips(group_resource))
+            .find_map(|a| a.skip(group_resource, item, plan))
     }
 
     pub fn run(&self, item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>) -> Output {

@@ -3,11 +3,11 @@
 //! a name of this restore's own (so that restoring a backup twice never collides), the content
 //! bound statically to the storage snapshot's handle and kept (`Retain`) when the snapshot goes;
 //! the claim is provisioned anew from the snapshot (`dataSource`). With `restorePVs: false` the
-//! claim comes back empty, and the snapshot is not restored (see the engine's plan).
+//! claim comes back empty, and the snapshot is not restored.
 
 use serde_json::{Value, json};
 
-use super::{ItemCx, Output, RestoreCx, RestoreItemAction, spec_mut};
+use super::{ItemCx, Output, PlanCx, RestoreCx, RestoreItemAction, Skip, spec_mut};
 use crate::domain::csi::{self, text};
 
 pub struct VolumeSnapshotAction;
@@ -17,6 +17,21 @@ const CLAIMS: &str = "persistentvolumeclaims";
 impl RestoreItemAction for VolumeSnapshotAction {
     fn applies_to(&self, group_resource: &str) -> bool {
         [CLAIMS, csi::VOLUME_SNAPSHOTS, csi::VOLUME_SNAPSHOT_CONTENTS].contains(&group_resource)
+    }
+
+    fn skips(&self, group_resource: &str) -> bool {
+        group_resource == csi::VOLUME_SNAPSHOTS
+    }
+
+    /// With `restorePVs: false`, a snapshot cut at backup is not restored: its claim comes back
+    /// empty (Velero's CSI VolumeSnapshot restore action).
+    fn skip(&self, _: &str, snapshot: &Value, plan: &PlanCx<'_>) -> Option<Skip> {
+        (!plan.restore_pvs && is_backed_up_snapshot(snapshot)).then(|| {
+            Skip(format!(
+                "not restoring volume snapshot {}: the restore sets restorePVs to false",
+                text(snapshot, "/metadata/name").unwrap_or_default()
+            ))
+        })
     }
 
     fn execute(
