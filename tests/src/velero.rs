@@ -211,10 +211,7 @@ impl NodeAgent {
         crate::wait_for(
             daemon_sets,
             "node-agent",
-            |ds: Option<&DaemonSet>| {
-                ds.and_then(|d| d.status.as_ref())
-                    .is_some_and(|s| s.number_ready >= 1)
-            },
+            |ds: Option<&DaemonSet>| ds.is_some_and(rolled_out),
             std::time::Duration::from_secs(120),
         )
         .await
@@ -226,6 +223,22 @@ impl NodeAgent {
         });
         NodeAgent { _cleanup: cleanup }
     }
+}
+
+/// Whether every pod of `daemon_set` runs its latest template and is available, as `kubectl
+/// rollout status` waits for. Ready pods alone are not enough: the agent is patched right after it
+/// is applied, and a pod of the first template can be ready while the rollout deletes it, so a
+/// backup started then finds no agent running on the node (Velero's "daemonset pod not found in
+/// running state").
+fn rolled_out(daemon_set: &DaemonSet) -> bool {
+    let Some(status) = daemon_set.status.as_ref() else {
+        return false;
+    };
+    status.observed_generation == daemon_set.metadata.generation
+        && status.desired_number_scheduled >= 1
+        && status.updated_number_scheduled == Some(status.desired_number_scheduled)
+        && status.number_available == Some(status.desired_number_scheduled)
+        && status.number_ready == status.desired_number_scheduled
 }
 
 /// What a failing test needs to see of Velero's pods in `ns` (the agent and the pods it makes
