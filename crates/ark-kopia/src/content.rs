@@ -87,6 +87,9 @@ pub fn session_of(blob: &str) -> Option<&str> {
     blob.split('-').skip(1).find(|p| p.starts_with('s'))
 }
 
+/// Sessions' last checkpoints, by session ID.
+pub type Sessions = HashMap<String, jiff::Timestamp>;
+
 #[derive(Deserialize)]
 struct SessionCheckpoint {
     id: String,
@@ -312,8 +315,8 @@ impl Contents {
     /// Writers' sessions whose markers exist, with their last checkpoint (kopia's
     /// `ListActiveSessions`). A marker that does not decrypt is an error: maintenance stops
     /// rather than guess.
-    pub async fn active_sessions(&self) -> Result<crate::maintenance::Sessions, Error> {
-        let mut sessions = crate::maintenance::Sessions::new();
+    pub async fn active_sessions(&self) -> Result<Sessions, Error> {
+        let mut sessions = Sessions::new();
         for b in self.blobs.list("s").await? {
             let sealed = match self.blobs.get(&b.id).await {
                 Ok(s) => s,

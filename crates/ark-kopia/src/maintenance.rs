@@ -8,7 +8,7 @@
 //! Only the owner of the repository's maintenance (`default@default` for Velero's) runs it; a
 //! run records itself in `kopia.maintenance` as kopia does, so kopia and Velero read its history.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -21,9 +21,12 @@ use crate::object::{self, ObjectId};
 use crate::repository::Repository;
 use crate::snapshot::{self, EntryType};
 
+// Defined in the files that need them (content.rs, and manifest.rs for repository.rs), which this
+// one builds on; re-exported at their old paths.
+pub use crate::content::Sessions;
+pub use crate::manifest::{VELERO_OWNER, velero_maintenance_params as velero_params};
+
 pub const SCHEDULE_BLOB: &str = "kopia.maintenance";
-/// The owner Velero gives every repository's maintenance.
-pub const VELERO_OWNER: &str = "default@default";
 const HOUR: i64 = 3600;
 /// kopia refuses to run when the store's clock and its own differ by more than this.
 const MAX_CLOCK_SKEW: i64 = 300;
@@ -69,17 +72,6 @@ impl Safety {
             },
         }
     }
-}
-
-/// The maintenance parameters manifest (`type: maintenance`), as Velero writes it at creation.
-pub fn velero_params() -> serde_json::Value {
-    serde_json::json!({
-        "owner": VELERO_OWNER,
-        "quick": { "enabled": true, "interval": HOUR * 1_000_000_000 },
-        "full": { "enabled": true, "interval": 24 * HOUR * 1_000_000_000 },
-        "logRetention": { "maxTotalSize": 1_073_741_824, "maxCount": 10_000, "maxAge": 720 * HOUR * 1_000_000_000 },
-        "extendObjectLocks": false
-    })
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -417,6 +409,3 @@ impl Repository {
         Ok(())
     }
 }
-
-/// Sessions' last checkpoints, by session ID.
-pub type Sessions = HashMap<String, Timestamp>;

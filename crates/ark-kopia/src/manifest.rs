@@ -13,6 +13,21 @@ use crate::content::Contents;
 /// for a million snapshots is far below this.
 const MANIFEST_LIMIT: u64 = 256 << 20;
 
+/// The owner Velero gives every repository's maintenance.
+pub const VELERO_OWNER: &str = "default@default";
+
+/// The maintenance parameters manifest (`type: maintenance`), as Velero writes it at creation.
+pub fn velero_maintenance_params() -> serde_json::Value {
+    const HOUR: i64 = 3600;
+    serde_json::json!({
+        "owner": VELERO_OWNER,
+        "quick": { "enabled": true, "interval": HOUR * 1_000_000_000 },
+        "full": { "enabled": true, "interval": 24 * HOUR * 1_000_000_000 },
+        "logRetention": { "maxTotalSize": 1_073_741_824, "maxCount": 10_000, "maxAge": 720 * HOUR * 1_000_000_000 },
+        "extendObjectLocks": false
+    })
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ManifestEntry {
     pub id: String,

@@ -143,7 +143,7 @@ impl Repository {
         let repo = Self::open_blobs(blobs, password).await?;
         // Velero's `writeInitParameters`: maintenance owned by default@default.
         let labels = BTreeMap::from([("type".to_string(), "maintenance".to_string())]);
-        let params = manifest::new_entry(labels, &crate::maintenance::velero_params());
+        let params = manifest::new_entry(labels, &manifest::velero_maintenance_params());
         manifest::write(&repo.contents, vec![params]).await?;
         repo.contents.flush().await?;
         Ok(repo)
