@@ -10,6 +10,8 @@ use clap::ValueEnum as _;
 use clap_complete::engine::{CompletionCandidate, ValueCompleter};
 use kube::api::{ApiResource, DynamicObject, ListParams};
 
+use crate::cli::args::{GlobalArgs, Names};
+
 /// All the cluster may take to answer, from the process's start (client set-up included).
 const BUDGET: Duration = Duration::from_millis(250);
 
@@ -21,17 +23,6 @@ pub enum Shell {
     Fish,
     Powershell,
     Zsh,
-}
-
-/// Which names to complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Names {
-    Backups,
-    Restores,
-    Locations,
-    Schedules,
-    /// Those of the command's noun: `ark restore describe <TAB>` completes restores.
-    OfTheNoun,
 }
 
 impl ValueCompleter for Names {
@@ -154,7 +145,7 @@ fn names(line: &CommandLine, kind: Names) -> Vec<String> {
 
 async fn list(line: &CommandLine, kind: Names) -> anyhow::Result<Vec<String>> {
     crate::tls::install_crypto_provider();
-    let global = crate::cli::GlobalArgs {
+    let global = GlobalArgs {
         // As the command itself would choose it: -n, $ARK_NAMESPACE, `ark client config`, velero.
         namespace: line
             .namespace

@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 
 /// A client for the cluster the global flags (or the environment) point at.
 pub async fn client(global: &GlobalArgs) -> anyhow::Result<kube::Client> {

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
-use crate::cli::OutputFormat;
+use crate::cli::args::OutputFormat;
 
 /// A kubectl-style table: no borders, upper-case headers, columns two spaces apart.
 pub fn table<I, R>(headers: &[&str], rows: I) -> String

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::cli::{GlobalArgs, parse_duration};
+use crate::cli::args::{GlobalArgs, parse_duration};
 
 #[derive(Debug, Args)]
 pub struct NodeAgentArgs {

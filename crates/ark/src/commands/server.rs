@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::cli::{GlobalArgs, parse_duration};
+use crate::cli::args::{GlobalArgs, parse_duration};
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {

@@ -10,7 +10,7 @@ use clap::Args;
 use kube::api::{DeleteParams, DynamicObject, ListParams};
 
 use super::install::manifests::{self, FIELD_MANAGER, Manifest};
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 
 #[derive(Debug, Args)]
 pub struct UninstallArgs {

@@ -12,7 +12,7 @@ use kube::api::{DeleteParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, ResourceExt as _};
 
-use crate::cli::{GlobalArgs, parse_duration};
+use crate::cli::args::{GlobalArgs, parse_duration};
 
 #[derive(Debug, Args)]
 pub struct VersionArgs {

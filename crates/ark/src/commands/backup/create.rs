@@ -6,7 +6,7 @@ use clap::Args;
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::cli::{BackupTemplateArgs, GlobalArgs, WaitArgs, parse_name};
+use crate::cli::args::{BackupTemplateArgs, GlobalArgs, WaitArgs, parse_name};
 use crate::commands::wait;
 
 #[derive(Debug, Args)]
@@ -18,7 +18,7 @@ pub struct BackupCreateArgs {
     pub template: BackupTemplateArgs,
     /// Back up as this schedule does, now: its template, labels and annotations (the filter flags
     /// are not taken with it)
-    #[arg(long, value_name = "SCHEDULE", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Schedules))]
+    #[arg(long, value_name = "SCHEDULE", add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Schedules))]
     pub from_schedule: Option<String>,
     #[command(flatten)]
     pub wait: WaitArgs,

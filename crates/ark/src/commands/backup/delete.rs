@@ -13,14 +13,14 @@ use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
-use crate::cli::{GlobalArgs, WaitArgs, parse_selector};
+use crate::cli::args::{GlobalArgs, WaitArgs, parse_selector};
 
 /// Exactly one way of choosing what to delete.
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all", "selector"]))]
 pub struct BackupDeleteArgs {
     /// The backups to delete
-    #[arg(add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Backups))]
     pub names: Vec<String>,
     /// Delete every backup in the namespace
     #[arg(long)]

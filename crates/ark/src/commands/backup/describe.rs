@@ -6,21 +6,22 @@ use kube::Api;
 use kube::ResourceExt;
 use kube::api::ListParams;
 
-use crate::cli::{DescribeArgs, GlobalArgs, OutputFormat};
+use crate::cli::args::{DescribeArgs, GlobalArgs, OutputFormat};
 use crate::commands::bucket;
 use crate::describe::Describe;
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Backup> = crate::commands::get_named_or_listed(
-        &client,
-        &global.namespace,
-        &args.names,
-        None,
-        "backup",
-    )
-    .await?;
+    let found: crate::commands::lookup::Found<Backup> =
+        crate::commands::lookup::get_named_or_listed(
+            &client,
+            &global.namespace,
+            &args.names,
+            None,
+            "backup",
+        )
+        .await?;
     let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), &global.namespace);
     let mut described = Vec::new();
     for backup in &found.items {

@@ -6,13 +6,13 @@ use ark_api::{Backup, PodVolumeBackup};
 use clap::Args;
 use kube::Api;
 
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 use crate::commands::repository::RepositoryArgs;
 
 #[derive(Debug, Args)]
 pub struct DownloadVolumeArgs {
     /// The backup
-    #[arg(add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Backups))]
     pub backup: String,
     /// The pod, as it was backed up: NAMESPACE/NAME
     #[arg(long, value_name = "NAMESPACE/NAME")]

@@ -2,11 +2,11 @@ use std::process::ExitCode;
 
 use ark_api::Backup;
 
-use crate::cli::{GetArgs, GlobalArgs};
+use crate::cli::args::{GetArgs, GlobalArgs};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    crate::commands::get::<Backup>(global, args, "backup", table).await
+    crate::commands::lookup::get::<Backup>(global, args, "backup", table).await
 }
 
 fn table(backups: &[Backup], columns: output::ObjectColumns) -> String {

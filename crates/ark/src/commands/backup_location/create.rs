@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::cli::{BucketArgs, GlobalArgs, parse_key_value, parse_name};
+use crate::cli::args::{BucketArgs, GlobalArgs, parse_key_value, parse_name};
 
 #[derive(Debug, Args)]
 pub struct LocationCreateArgs {

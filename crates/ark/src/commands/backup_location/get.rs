@@ -2,12 +2,17 @@ use std::process::ExitCode;
 
 use ark_api::BackupStorageLocation;
 
-use crate::cli::{GetArgs, GlobalArgs};
+use crate::cli::args::{GetArgs, GlobalArgs};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    crate::commands::get::<BackupStorageLocation>(global, args, "backup storage location", table)
-        .await
+    crate::commands::lookup::get::<BackupStorageLocation>(
+        global,
+        args,
+        "backup storage location",
+        table,
+    )
+    .await
 }
 
 fn table(locations: &[BackupStorageLocation], columns: output::ObjectColumns) -> String {

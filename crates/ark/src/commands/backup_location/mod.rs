@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use crate::cli::{GetArgs, GlobalArgs};
+use crate::cli::args::{GetArgs, GlobalArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum BackupLocationCommand {

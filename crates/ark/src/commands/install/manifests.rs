@@ -8,14 +8,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::ApiResource;
 use serde_json::{Value, json};
 
-use super::roles;
+use super::{CREDENTIALS_SECRET, roles};
 
 /// The field manager of every object ark installs: `ark uninstall` removes what only it manages.
 pub const FIELD_MANAGER: &str = "ark-install";
 /// The Deployment's (and the server's ServiceAccount's) name.
 pub const SERVER: &str = "ark";
-/// The Secret the default location reads its credentials from (Velero's name and key).
-pub const CREDENTIALS_SECRET: &str = "cloud-credentials";
+/// The key of the credentials in CREDENTIALS_SECRET (Velero's).
 pub const CREDENTIALS_KEY: &str = "cloud";
 /// Where the Deployment serves metrics and its health endpoints (Velero's metrics port).
 pub const METRICS_PORT: u16 = 8085;

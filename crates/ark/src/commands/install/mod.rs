@@ -17,8 +17,12 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 
-use crate::cli::{BucketArgs, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
+use crate::cli::args::{BucketArgs, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
 use manifests::{FIELD_MANAGER, Manifest, Plan};
+
+/// The Secret the default location reads its credentials from (Velero's name): installed by
+/// manifests.rs, readable by the server's role in roles.rs.
+pub const CREDENTIALS_SECRET: &str = "cloud-credentials";
 
 /// The image `ark install` deploys unless `--image` names another (build it with the Dockerfile).
 pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ark-backup/ark:", env!("CARGO_PKG_VERSION"));

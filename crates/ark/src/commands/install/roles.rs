@@ -182,7 +182,7 @@ pub const NODE_AGENT_NAMESPACE: Role = Role {
             resources: &["secrets"],
             verbs: &["get"],
             names: &[
-                super::manifests::CREDENTIALS_SECRET,
+                super::CREDENTIALS_SECRET,
                 ark_server::repositories::PASSWORD_SECRET,
             ],
         },

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::RepositoryArgs;
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 use ark_kopia::maintenance::Safety;
 
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum RepositoryCommand {

@@ -7,7 +7,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::RepositoryArgs;
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 use ark_kopia::snapshot::{EntryType, RestoreCounts};
 
 #[derive(Debug, Args)]

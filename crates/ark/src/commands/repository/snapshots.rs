@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::RepositoryArgs;
-use crate::cli::{GlobalArgs, OutputArgs, OutputFormat};
+use crate::cli::args::{GlobalArgs, OutputArgs, OutputFormat};
 
 #[derive(Debug, Args)]
 pub struct SnapshotsArgs {

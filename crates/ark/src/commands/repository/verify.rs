@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use clap::Args;
 
 use super::RepositoryArgs;
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 use ark_kopia::repository::VerifyProgress;
 
 #[derive(Debug, Args)]

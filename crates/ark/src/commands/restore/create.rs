@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::cli::{FilterArgs, GlobalArgs, WaitArgs, parse_mapping, parse_name};
+use crate::cli::args::{FilterArgs, GlobalArgs, WaitArgs, parse_mapping, parse_name};
 use crate::commands::wait;
 
 #[derive(Debug, Args)]
@@ -16,10 +16,10 @@ pub struct RestoreCreateArgs {
     #[arg(value_parser = parse_name)]
     pub name: Option<String>,
     /// The backup to restore from
-    #[arg(long, value_name = "BACKUP", required_unless_present = "from_schedule", conflicts_with = "from_schedule", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Backups))]
+    #[arg(long, value_name = "BACKUP", required_unless_present = "from_schedule", conflicts_with = "from_schedule", add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Backups))]
     pub from_backup: Option<String>,
     /// Restore from the newest Completed backup of this schedule
-    #[arg(long, value_name = "SCHEDULE", add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Schedules))]
+    #[arg(long, value_name = "SCHEDULE", add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Schedules))]
     pub from_schedule: Option<String>,
     /// With --from-schedule: a PartiallyFailed backup may be the newest
     #[arg(long)]
@@ -172,10 +172,10 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
     let spec = RestoreSpec {
         backup_name: from_backup,
         unmodelled,
-        included_namespaces: crate::commands::non_empty(filters.include_namespaces),
-        excluded_namespaces: crate::commands::non_empty(filters.exclude_namespaces),
-        included_resources: crate::commands::non_empty(filters.include_resources),
-        excluded_resources: crate::commands::non_empty(filters.exclude_resources),
+        included_namespaces: crate::cli::args::non_empty(filters.include_namespaces),
+        excluded_namespaces: crate::cli::args::non_empty(filters.exclude_namespaces),
+        included_resources: crate::cli::args::non_empty(filters.include_resources),
+        excluded_resources: crate::cli::args::non_empty(filters.exclude_resources),
         include_cluster_resources: filters.include_cluster_resources,
         label_selector: filters.selector,
         namespace_mapping: (!args.namespace_mappings.is_empty())

@@ -3,21 +3,22 @@ use std::process::ExitCode;
 use ark_api::{Backup, Restore};
 use kube::Api;
 
-use crate::cli::{DescribeArgs, GlobalArgs, OutputFormat};
+use crate::cli::args::{DescribeArgs, GlobalArgs, OutputFormat};
 use crate::commands::bucket;
 use crate::describe::Describe;
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let found: crate::commands::Found<Restore> = crate::commands::get_named_or_listed(
-        &client,
-        &global.namespace,
-        &args.names,
-        None,
-        "restore",
-    )
-    .await?;
+    let found: crate::commands::lookup::Found<Restore> =
+        crate::commands::lookup::get_named_or_listed(
+            &client,
+            &global.namespace,
+            &args.names,
+            None,
+            "restore",
+        )
+        .await?;
     if args.output.output != OutputFormat::Table {
         output::print_objects(args.output.output, &found.items, args.names.len() == 1)?;
         return Ok(found.exit_code());

@@ -2,11 +2,11 @@ use std::process::ExitCode;
 
 use ark_api::Restore;
 
-use crate::cli::{GetArgs, GlobalArgs};
+use crate::cli::args::{GetArgs, GlobalArgs};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    crate::commands::get::<Restore>(global, args, "restore", table).await
+    crate::commands::lookup::get::<Restore>(global, args, "restore", table).await
 }
 
 fn table(restores: &[Restore], columns: output::ObjectColumns) -> String {

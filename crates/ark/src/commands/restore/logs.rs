@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use ark_api::{Backup, Restore};
 use kube::Api;
 
-use crate::cli::{GlobalArgs, LogsArgs};
+use crate::cli::args::{GlobalArgs, LogsArgs};
 use crate::commands::bucket;
 
 pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use crate::cli::{DescribeArgs, GetArgs, GlobalArgs, LogsArgs};
+use crate::cli::args::{DescribeArgs, GetArgs, GlobalArgs, LogsArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum RestoreCommand {

@@ -7,7 +7,7 @@ use clap::Args;
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::cli::{BackupTemplateArgs, GlobalArgs, parse_name};
+use crate::cli::args::{BackupTemplateArgs, GlobalArgs, parse_name};
 
 #[derive(Debug, Args)]
 pub struct ScheduleCreateArgs {

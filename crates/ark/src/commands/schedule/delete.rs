@@ -6,12 +6,12 @@ use clap::Args;
 use kube::Api;
 use kube::api::DeleteParams;
 
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 
 #[derive(Debug, Args)]
 pub struct ScheduleDeleteArgs {
     /// The schedules to delete
-    #[arg(required = true, add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Schedules))]
+    #[arg(required = true, add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Schedules))]
     pub names: Vec<String>,
     /// Do not ask for confirmation (required when standard input is not a terminal)
     #[arg(long)]

@@ -10,7 +10,7 @@ use kube::Api;
 use kube::api::ListParams;
 
 use super::get::next_run;
-use crate::cli::{DescribeArgs, GlobalArgs, OutputFormat};
+use crate::cli::args::{DescribeArgs, GlobalArgs, OutputFormat};
 use crate::describe::Describe;
 use crate::output;
 

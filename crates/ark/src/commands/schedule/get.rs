@@ -3,11 +3,11 @@ use std::process::ExitCode;
 use ark_api::Schedule;
 use ark_api::cron::Cron;
 
-use crate::cli::{GetArgs, GlobalArgs};
+use crate::cli::args::{GetArgs, GlobalArgs};
 use crate::output;
 
 pub async fn run(global: &GlobalArgs, args: GetArgs) -> anyhow::Result<ExitCode> {
-    crate::commands::get::<Schedule>(global, args, "schedule", table).await
+    crate::commands::lookup::get::<Schedule>(global, args, "schedule", table).await
 }
 
 /// The schedule's next run after `now`, from its last backup (or creation, or last skip), as the

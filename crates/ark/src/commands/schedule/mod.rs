@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use crate::cli::{DescribeArgs, GetArgs, GlobalArgs};
+use crate::cli::args::{DescribeArgs, GetArgs, GlobalArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
@@ -33,8 +33,9 @@ async fn named(
     client: &kube::Client,
     global: &GlobalArgs,
     names: &[String],
-) -> anyhow::Result<crate::commands::Found<ark_api::Schedule>> {
-    crate::commands::get_named_or_listed(client, &global.namespace, names, None, "schedule").await
+) -> anyhow::Result<crate::commands::lookup::Found<ark_api::Schedule>> {
+    crate::commands::lookup::get_named_or_listed(client, &global.namespace, names, None, "schedule")
+        .await
 }
 
 pub async fn run(global: &GlobalArgs, command: ScheduleCommand) -> anyhow::Result<ExitCode> {

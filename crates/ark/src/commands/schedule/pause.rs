@@ -7,12 +7,12 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use crate::cli::GlobalArgs;
+use crate::cli::args::GlobalArgs;
 
 #[derive(Debug, Args)]
 pub struct PauseArgs {
     /// The schedules
-    #[arg(required = true, add = clap_complete::ArgValueCompleter::new(crate::complete::Names::Schedules))]
+    #[arg(required = true, add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Schedules))]
     pub names: Vec<String>,
     /// Once unpaused, wait for the next slot rather than backing up at once (sets the schedule's
     /// skipImmediately)

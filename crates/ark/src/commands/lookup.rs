@@ -1,0 +1,152 @@
+//! Reading the objects a command names (or all those a selector matches), and `ark <noun> get`
+//! on top of it, for every noun.
+
+use std::process::ExitCode;
+
+use crate::cli::args::{GetArgs, GlobalArgs, OutputFormat};
+
+/// Objects the user asked for, and how many of the names they gave do not exist or cannot be read.
+pub(super) struct Found<K> {
+    pub(super) items: Vec<K>,
+    pub(super) missing: usize,
+}
+
+impl<K> Found<K> {
+    pub(super) fn exit_code(&self) -> ExitCode {
+        if self.missing == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    }
+
+    /// Keeps an object that fits ark's type; names one that does not on stderr, with the field.
+    fn add(&mut self, object: &kube::api::DynamicObject, kind: &str)
+    where
+        K: serde::de::DeserializeOwned,
+    {
+        match ark_api::read::typed(object) {
+            Ok(item) => self.items.push(item),
+            Err(unfit) => {
+                let name = object.metadata.name.as_deref().unwrap_or_default();
+                eprintln!("{kind} {name:?} cannot be read: {unfit}");
+                self.missing += 1;
+            }
+        }
+    }
+}
+
+/// kubectl's order for a list: by name.
+fn sort_by_name(objects: &mut [kube::api::DynamicObject]) {
+    objects.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+}
+
+/// The named objects in the order given (each missing one reported by name on stderr), or all
+/// matching the selector, by name.
+/// Read one by one, so that an object ark's types cannot read is named and the others shown.
+pub(super) async fn get_named_or_listed<K>(
+    client: &kube::Client,
+    namespace: &str,
+    names: &[String],
+    selector: Option<&str>,
+    kind: &str,
+) -> anyhow::Result<Found<K>>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    use anyhow::Context as _;
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &kube::api::ApiResource::erase::<K>(&()),
+    );
+    let mut found = Found {
+        items: Vec::new(),
+        missing: 0,
+    };
+    if names.is_empty() {
+        let mut params = kube::api::ListParams::default();
+        if let Some(selector) = selector {
+            params = params.labels(selector);
+        }
+        let mut list = api
+            .list(&params)
+            .await
+            .with_context(|| format!("cannot list {kind}s"))?;
+        sort_by_name(&mut list.items);
+        for object in &list.items {
+            found.add(object, kind);
+        }
+        return Ok(found);
+    }
+    if selector.is_some() {
+        anyhow::bail!("give either {kind} names or --selector, not both");
+    }
+    for name in names {
+        match api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("cannot get {kind} {name:?}"))?
+        {
+            Some(object) => found.add(&object, kind),
+            None => {
+                let suggestion = super::missing::suggestion(&api, name).await;
+                eprintln!("{kind} {name:?} not found{suggestion}");
+                found.missing += 1;
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// `ark <noun> get`: the objects as `table` lays them out, or as JSON or YAML.
+pub(super) async fn get<K>(
+    global: &GlobalArgs,
+    args: GetArgs,
+    kind: &str,
+    table: fn(&[K], crate::output::ObjectColumns) -> String,
+) -> anyhow::Result<ExitCode>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let client = crate::context::client(global).await?;
+    let found: Found<K> = get_named_or_listed(
+        &client,
+        &global.namespace,
+        &args.names,
+        args.selector.as_deref(),
+        kind,
+    )
+    .await?;
+    match args.output.output {
+        OutputFormat::Table => println!(
+            "{}",
+            table(
+                &found.items,
+                crate::output::ObjectColumns::now(args.show_labels)
+            )
+        ),
+        format => crate::output::print_objects(format, &found.items, args.names.len() == 1)?,
+    }
+    Ok(found.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_sorted_by_name() {
+        let resource = kube::api::ApiResource::erase::<ark_api::Backup>(&());
+        let mut objects: Vec<_> = ["weekly", "b", "nightly", "a-1", "a"]
+            .into_iter()
+            .map(|name| kube::api::DynamicObject::new(name, &resource))
+            .collect();
+        sort_by_name(&mut objects);
+        let names: Vec<_> = objects
+            .iter()
+            .map(|o| o.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "a-1", "b", "nightly", "weekly"]);
+    }
+}
