@@ -78,6 +78,7 @@ record cluster $((SECONDS - start)) 0
 phase fmt bash -c 'cargo fmt --all -- --check && cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check'
 phase clippy cargo clippy --workspace --all-targets -- -D warnings
 phase generated-files cargo xtask generate --check
+phase code-shape cargo xtask shape --check
 phase tests:workspace cargo test --workspace --exclude ark --no-fail-fast
 phase tests:ark-unit cargo test -p ark --lib --bins --no-fail-fast
 
