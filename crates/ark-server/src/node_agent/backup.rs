@@ -106,15 +106,14 @@ fn ended(phase: PodVolumePhase, message: String) -> PodVolumeBackupStatus {
     }
 }
 
-/// Snapshots the volume; the final status, or why it failed.
-async fn back_up(
+/// The backed-up pod, still the one the request names (same uid), and its volume's directory on
+/// this node.
+async fn volume_on_node(
     pvb: &PodVolumeBackup,
-    name: &str,
-    api: &Api<DynamicObject>,
+    pod_name: &str,
     ctx: &Ctx,
-) -> Result<PodVolumeBackupStatus, String> {
+) -> Result<(Pod, std::path::PathBuf), String> {
     let spec = &pvb.spec;
-    let pod_name = format!("{}/{}", spec.pod.namespace, spec.pod.name);
     let pod = Api::<Pod>::namespaced(ctx.kube.client.clone(), &spec.pod.namespace)
         .get(&spec.pod.name)
         .await
@@ -129,8 +128,21 @@ async fn back_up(
     let dir = volume_path::volume_directory(&ctx.kube.client, &pod, &spec.volume)
         .await
         .map_err(|e| e.to_string())?;
-    let path = volume_path::host_path(&ctx.host_pods, &pod_name, &spec.pod.uid, &spec.volume, &dir)
+    let path = volume_path::host_path(&ctx.host_pods, pod_name, &spec.pod.uid, &spec.volume, &dir)
         .map_err(|e| e.to_string())?;
+    Ok((pod, path))
+}
+
+/// Snapshots the volume; the final status, or why it failed.
+async fn back_up(
+    pvb: &PodVolumeBackup,
+    name: &str,
+    api: &Api<DynamicObject>,
+    ctx: &Ctx,
+) -> Result<PodVolumeBackupStatus, String> {
+    let spec = &pvb.spec;
+    let pod_name = format!("{}/{}", spec.pod.namespace, spec.pod.name);
+    let (pod, path) = volume_on_node(pvb, &pod_name, ctx).await?;
     let shown_path = path.display().to_string();
     let path_status = PodVolumeBackupStatus {
         path: Some(shown_path.clone()),

@@ -562,87 +562,9 @@ impl Related {
         let mut definitions_looked_for = false;
         loop {
             while let Some(wanted) = self.wanted.pop_front() {
-                if self.written.contains(&wanted) {
-                    continue;
+                if self.written.insert(wanted.clone()) {
+                    self.related_item(cx, wanted, writer, record).await?;
                 }
-                self.written.insert(wanted.clone());
-                let Some((resource, caps)) =
-                    cx.plan.resources.iter().find(|(r, _)| {
-                        group_resource(&r.group, &r.plural) == wanted.group_resource
-                    })
-                else {
-                    record.info(&format!(
-                        "not backing up {wanted}, which a backed-up item needs: the backup's                          resource filters leave it out"
-                    ));
-                    continue;
-                };
-                let allowed = match (&caps.scope, wanted.namespace.as_deref()) {
-                    (Scope::Namespaced, Some(ns)) => cx.included.contains(ns),
-                    (Scope::Cluster, None) => cx.include_cluster_resources != Some(false),
-                    _ => false,
-                };
-                if !allowed {
-                    record.info(&format!(
-                        "not backing up {wanted}, which a backed-up item needs: the backup leaves                          its namespace or cluster-scoped resources out"
-                    ));
-                    continue;
-                }
-                let api: Api<DynamicObject> = match wanted.namespace.as_deref() {
-                    Some(ns) => Api::namespaced_with(cx.client.clone(), ns, resource),
-                    None => Api::all_with(cx.client.clone(), resource),
-                };
-                let mut object = match api.get_opt(&wanted.name).await {
-                    Ok(Some(object)) => object,
-                    Ok(None) => {
-                        if wanted.group_resource != CUSTOM_RESOURCE_DEFINITIONS {
-                            let message =
-                                format!("{wanted}, which a backed-up item needs, was not found");
-                            record.warning(wanted.namespace.as_deref(), message);
-                        }
-                        continue;
-                    }
-                    Err(error) => {
-                        let message = format!("getting {wanted}: {error}");
-                        record.error(wanted.namespace.as_deref(), message);
-                        continue;
-                    }
-                };
-                let labelled_out = object
-                    .labels()
-                    .get(labels::EXCLUDE_FROM_BACKUP)
-                    .is_some_and(|v| v == "true");
-                if labelled_out || object.metadata.deletion_timestamp.is_some() {
-                    continue;
-                }
-                object.types = Some(TypeMeta {
-                    api_version: resource.api_version.clone(),
-                    kind: resource.kind.clone(),
-                });
-                if cx.actions.applies_to(&wanted.group_resource) {
-                    let (named, errors) = cx
-                        .actions
-                        .run(&wanted.group_resource, &mut object, cx.client)
-                        .await;
-                    self.wanted.extend(named);
-                    for error in errors {
-                        record.error(wanted.namespace.as_deref(), error);
-                    }
-                }
-                let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
-                writer
-                    .write(Page {
-                        gr: wanted.group_resource.clone(),
-                        version: resource.version.clone(),
-                        key: resource_list::key(resource),
-                        items: vec![writer::Item {
-                            namespace: wanted.namespace.clone(),
-                            name: wanted.name.clone(),
-                            json,
-                        }],
-                    })
-                    .await?;
-                record.info(&format!("backed up {wanted}, which a backed-up item needs"));
-                self.backed_up.insert(wanted.group_resource);
             }
             if definitions_looked_for {
                 return Ok(());
@@ -660,6 +582,95 @@ impl Related {
                 }
             }
         }
+    }
+    /// Backs up one item the backup's items named, if the backup's filters let it in.
+    async fn related_item(
+        &mut self,
+        cx: &RelatedContext<'_>,
+        wanted: ItemRef,
+        writer: &mut ItemWriter,
+        record: &mut Recorder,
+    ) -> Result<(), EngineError> {
+        let Some((resource, caps)) = cx
+            .plan
+            .resources
+            .iter()
+            .find(|(r, _)| group_resource(&r.group, &r.plural) == wanted.group_resource)
+        else {
+            record.info(&format!(
+                "not backing up {wanted}, which a backed-up item needs: the backup's \
+                 resource filters leave it out"
+            ));
+            return Ok(());
+        };
+        let allowed = match (&caps.scope, wanted.namespace.as_deref()) {
+            (Scope::Namespaced, Some(ns)) => cx.included.contains(ns),
+            (Scope::Cluster, None) => cx.include_cluster_resources != Some(false),
+            _ => false,
+        };
+        if !allowed {
+            record.info(&format!(
+                "not backing up {wanted}, which a backed-up item needs: the backup leaves \
+                 its namespace or cluster-scoped resources out"
+            ));
+            return Ok(());
+        }
+        let api: Api<DynamicObject> = match wanted.namespace.as_deref() {
+            Some(ns) => Api::namespaced_with(cx.client.clone(), ns, resource),
+            None => Api::all_with(cx.client.clone(), resource),
+        };
+        let mut object = match api.get_opt(&wanted.name).await {
+            Ok(Some(object)) => object,
+            Ok(None) => {
+                if wanted.group_resource != CUSTOM_RESOURCE_DEFINITIONS {
+                    let message = format!("{wanted}, which a backed-up item needs, was not found");
+                    record.warning(wanted.namespace.as_deref(), message);
+                }
+                return Ok(());
+            }
+            Err(error) => {
+                let message = format!("getting {wanted}: {error}");
+                record.error(wanted.namespace.as_deref(), message);
+                return Ok(());
+            }
+        };
+        let labelled_out = object
+            .labels()
+            .get(labels::EXCLUDE_FROM_BACKUP)
+            .is_some_and(|v| v == "true");
+        if labelled_out || object.metadata.deletion_timestamp.is_some() {
+            return Ok(());
+        }
+        object.types = Some(TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+        if cx.actions.applies_to(&wanted.group_resource) {
+            let (named, errors) = cx
+                .actions
+                .run(&wanted.group_resource, &mut object, cx.client)
+                .await;
+            self.wanted.extend(named);
+            for error in errors {
+                record.error(wanted.namespace.as_deref(), error);
+            }
+        }
+        let json = serde_json::to_vec(&object).map_err(std::io::Error::from)?;
+        writer
+            .write(Page {
+                gr: wanted.group_resource.clone(),
+                version: resource.version.clone(),
+                key: resource_list::key(resource),
+                items: vec![writer::Item {
+                    namespace: wanted.namespace.clone(),
+                    name: wanted.name.clone(),
+                    json,
+                }],
+            })
+            .await?;
+        record.info(&format!("backed up {wanted}, which a backed-up item needs"));
+        self.backed_up.insert(wanted.group_resource);
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use ark_api::{
     labels,
 };
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ListParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -103,6 +103,20 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// A running pod whose volumes are backed up, on a node whose agent runs.
+struct PodOnNode<'a> {
+    pod: &'a Pod,
+    /// `namespace/name`, as messages name it.
+    pod_name: String,
+    node: String,
+    spec: PodSpec,
+    /// Volumes mounted by a container, and those attached as block devices.
+    mounted: BTreeSet<String>,
+    devices: BTreeSet<String>,
+    /// Claims of the pod's namespace.
+    claims: Api<PersistentVolumeClaim>,
 }
 
 impl PodVolumes {
@@ -202,95 +216,110 @@ impl PodVolumes {
             return started;
         }
         let spec = pod.spec.clone().unwrap_or_default();
-        let mounted: BTreeSet<&str> = spec
-            .containers
-            .iter()
-            .flat_map(|c| c.volume_mounts.iter().flatten())
-            .map(|m| m.name.as_str())
-            .collect();
-        let devices: BTreeSet<&str> = spec
-            .containers
-            .iter()
-            .flat_map(|c| c.volume_devices.iter().flatten())
-            .map(|d| d.name.as_str())
-            .collect();
-        let claims = Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &namespace);
-        for volume_name in volumes {
-            let Some(volume) = spec
-                .volumes
+        let on = PodOnNode {
+            pod,
+            pod_name,
+            node,
+            mounted: spec
+                .containers
                 .iter()
-                .flatten()
-                .find(|v| v.name == volume_name)
-            else {
-                started.warnings.push(format!(
-                    "pod {pod_name} has no volume {volume_name:?} (named in its annotation {VOLUMES_TO_BACK_UP})"
-                ));
-                continue;
-            };
-            let claim = match &volume.persistent_volume_claim {
-                Some(source) => match claims.get(&source.claim_name).await {
-                    Ok(claim) => Some(claim),
-                    Err(error) => {
-                        started.errors.push(format!(
-                            "pod {pod_name} volume {volume_name}: reading claim {}: {}",
-                            source.claim_name,
-                            objects::reason(&error)
-                        ));
-                        continue;
-                    }
-                },
-                None => None,
-            };
-            let skipped = |why: String| format!("pod {pod_name} volume {volume_name} {why}");
-            if volume.host_path.is_some() {
-                started.warnings.push(skipped(
-                    "is a hostPath volume, which a file-system backup cannot read: skipped".into(),
-                ));
-                continue;
-            }
-            match self.is_host_path_claim(claim.as_ref()).await {
-                Ok(false) => {}
-                Ok(true) => {
-                    started.warnings.push(skipped(
-                        "is bound to a hostPath persistent volume, which a file-system backup cannot read: skipped".into(),
-                    ));
-                    continue;
-                }
-                Err(error) => {
-                    started.errors.push(skipped(format!(
-                        "is not backed up: reading its persistent volume: {}",
-                        objects::reason(&error)
-                    )));
-                    continue;
-                }
-            }
-            if devices.contains(volume_name.as_str()) {
-                started.warnings.push(skipped(
-                    "is a block volume, which a file-system backup cannot read: skipped".into(),
-                ));
-                continue;
-            }
-            if !mounted.contains(volume_name.as_str()) {
-                started.warnings.push(skipped(
-                    "is not mounted by any container, so it has no directory: skipped".into(),
-                ));
-                continue;
-            }
-            let pvb = self.request(pod, &node, &volume_name, claim.as_ref());
-            let api = Api::<PodVolumeBackup>::namespaced(self.client.clone(), &self.namespace);
-            match api.create(&PostParams::default(), &pvb).await {
-                Ok(made) => {
-                    let name = made.name_any();
-                    self.made.lock().unwrap().push(name.clone());
-                    started.names.push(name);
-                }
-                Err(error) => started.errors.push(skipped(format!(
-                    "is not backed up: creating its PodVolumeBackup: {}",
-                    objects::reason(&error)
-                ))),
-            }
+                .flat_map(|c| c.volume_mounts.iter().flatten())
+                .map(|m| m.name.clone())
+                .collect(),
+            devices: spec
+                .containers
+                .iter()
+                .flat_map(|c| c.volume_devices.iter().flatten())
+                .map(|d| d.name.clone())
+                .collect(),
+            claims: Api::namespaced(self.client.clone(), &namespace),
+            spec,
+        };
+        for volume_name in &volumes {
+            self.start_volume(&on, volume_name, &mut started).await;
         }
         started
+    }
+
+    /// Makes the PodVolumeBackup of one of the pod's chosen volumes, unless it is one a
+    /// file-system backup cannot read (skipped with a warning).
+    async fn start_volume(&self, on: &PodOnNode<'_>, volume_name: &str, started: &mut Started) {
+        let Some(volume) = on
+            .spec
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == volume_name)
+        else {
+            started.warnings.push(format!(
+                "pod {} has no volume {volume_name:?} (named in its annotation {VOLUMES_TO_BACK_UP})",
+                on.pod_name
+            ));
+            return;
+        };
+        let claim = match &volume.persistent_volume_claim {
+            Some(source) => match on.claims.get(&source.claim_name).await {
+                Ok(claim) => Some(claim),
+                Err(error) => {
+                    started.errors.push(format!(
+                        "pod {} volume {volume_name}: reading claim {}: {}",
+                        on.pod_name,
+                        source.claim_name,
+                        objects::reason(&error)
+                    ));
+                    return;
+                }
+            },
+            None => None,
+        };
+        let skipped = |why: String| format!("pod {} volume {volume_name} {why}", on.pod_name);
+        if volume.host_path.is_some() {
+            started.warnings.push(skipped(
+                "is a hostPath volume, which a file-system backup cannot read: skipped".into(),
+            ));
+            return;
+        }
+        match self.is_host_path_claim(claim.as_ref()).await {
+            Ok(false) => {}
+            Ok(true) => {
+                started.warnings.push(skipped(
+                    "is bound to a hostPath persistent volume, which a file-system backup cannot read: skipped".into(),
+                ));
+                return;
+            }
+            Err(error) => {
+                started.errors.push(skipped(format!(
+                    "is not backed up: reading its persistent volume: {}",
+                    objects::reason(&error)
+                )));
+                return;
+            }
+        }
+        if on.devices.contains(volume_name) {
+            started.warnings.push(skipped(
+                "is a block volume, which a file-system backup cannot read: skipped".into(),
+            ));
+            return;
+        }
+        if !on.mounted.contains(volume_name) {
+            started.warnings.push(skipped(
+                "is not mounted by any container, so it has no directory: skipped".into(),
+            ));
+            return;
+        }
+        let pvb = self.request(on.pod, &on.node, volume_name, claim.as_ref());
+        let api = Api::<PodVolumeBackup>::namespaced(self.client.clone(), &self.namespace);
+        match api.create(&PostParams::default(), &pvb).await {
+            Ok(made) => {
+                let name = made.name_any();
+                self.made.lock().unwrap().push(name.clone());
+                started.names.push(name);
+            }
+            Err(error) => started.errors.push(skipped(format!(
+                "is not backed up: creating its PodVolumeBackup: {}",
+                objects::reason(&error)
+            ))),
+        }
     }
 
     /// A PodVolumeBackup as Velero's `newPodVolumeBackup` makes it.

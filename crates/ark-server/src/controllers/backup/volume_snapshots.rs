@@ -186,8 +186,30 @@ impl ClaimSnapshots {
     }
 }
 
+/// A claim to snapshot, and how.
+struct Choice {
+    namespace: String,
+    name: String,
+    /// `claim namespace/name`, as messages name it.
+    shown: String,
+    volume_name: String,
+    driver: String,
+    class: String,
+    volume: PersistentVolume,
+}
+
 impl Inner {
+    /// The claim's CSI snapshot: chosen (whether and with which class), then taken.
     async fn cut(&self, claim: &PersistentVolumeClaim) -> Cut {
+        match self.choose(claim).await {
+            Ok(choice) => self.take(claim, choice).await,
+            Err(decided) => decided,
+        }
+    }
+
+    /// Whether the claim is snapshotted, and with which class, by Velero's rules; what came of it
+    /// (`Err`) when it is not.
+    async fn choose(&self, claim: &PersistentVolumeClaim) -> Result<Choice, Cut> {
         let namespace = claim.namespace().unwrap_or_default();
         let name = claim.name_any();
         let shown = format!("claim {namespace}/{name}");
@@ -204,13 +226,13 @@ impl Inner {
         let storage_class = spec.storage_class_name.clone().unwrap_or_default();
         if volume_name.is_empty() || storage_class.is_empty() {
             // Velero's rule: only a bound claim of a storage class.
-            return Cut {
+            return Err(Cut {
                 skipped: Some(skipped(
                     &volume_name,
                     "not bound to a volume of a storage class: no CSI snapshot".into(),
                 )),
                 ..Default::default()
-            };
+            });
         }
         let volume = match Api::<PersistentVolume>::all(self.client.clone())
             .get(&volume_name)
@@ -218,39 +240,39 @@ impl Inner {
         {
             Ok(volume) => volume,
             Err(error) => {
-                return Cut::failed(format!(
+                return Err(Cut::failed(format!(
                     "{shown}: reading its volume {volume_name}: {}",
                     objects::reason(&error)
-                ));
+                )));
             }
         };
         let volume_spec = volume.spec.clone().unwrap_or_default();
         let Some(driver) = volume_spec.csi.as_ref().map(|c| c.driver.clone()) else {
-            return Cut {
+            return Err(Cut {
                 skipped: Some(skipped(
                     &volume_name,
                     "not a CSI volume: no CSI snapshot".into(),
                 )),
                 ..Default::default()
-            };
+            });
         };
         match self.backed_up_by_node_agent(&namespace, &name).await {
-            Ok(true) => return Cut::default(),
+            Ok(true) => return Err(Cut::default()),
             Ok(false) => {}
-            Err(error) => return Cut::failed(format!("{shown}: {error}")),
+            Err(error) => return Err(Cut::failed(format!("{shown}: {error}"))),
         }
         if !self.enabled {
-            return Cut {
+            return Err(Cut {
                 skipped: Some(skipped(
                     &volume_name,
                     "the backup does not snapshot volumes (snapshotVolumes: false)".into(),
                 )),
                 ..Default::default()
-            };
+            });
         }
         let classes = match self.classes().await {
             Ok(classes) => classes,
-            Err(error) => return Cut::failed(format!("{shown}: {error}")),
+            Err(error) => return Err(Cut::failed(format!("{shown}: {error}"))),
         };
         let class = match choose_class(
             classes,
@@ -263,15 +285,39 @@ impl Inner {
         ) {
             Ok(class) => class.name_any(),
             Err(reason) => {
-                return Cut {
+                return Err(Cut {
                     warning: Some(format!(
                         "{shown} (driver {driver}) is not snapshotted: {reason}; its data is not in this backup"
                     )),
                     skipped: Some(skipped(&volume_name, reason)),
                     ..Default::default()
-                };
+                });
             }
         };
+        Ok(Choice {
+            namespace,
+            name,
+            shown,
+            volume_name,
+            driver,
+            class,
+            volume,
+        })
+    }
+
+    /// Cuts the chosen snapshot and waits for its storage handle, within the backup's CSI
+    /// snapshot timeout; labels its content with the backup. Nothing of a failed cut stays.
+    async fn take(&self, claim: &PersistentVolumeClaim, choice: Choice) -> Cut {
+        let Choice {
+            namespace,
+            name,
+            shown,
+            volume_name,
+            driver,
+            class,
+            volume,
+        } = choice;
+        let volume_spec = volume.spec.clone().unwrap_or_default();
         let started = patch::now();
         let snapshots = csi::volume_snapshots(&self.client, &namespace);
         let made = match snapshots

@@ -123,11 +123,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
         record.warning(None, warning);
     }
-    let discovered = crate::domain::discovery::discover(client).await?;
-    for skipped in discovered.skipped {
-        record.warning(None, skipped);
-    }
-    let served = by_group_resource(discovered.resources);
+    let served = served(client, record).await?;
     let snapshots = BackedUpSnapshots::read(&unpacked.join("resources"), spec);
     let snapshot_classes = snapshot_classes(client, &served).await;
     let actions = Actions::built_in();
@@ -462,6 +458,19 @@ const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensio
 /// How long a custom resource restored after its definition waits for the API server to serve
 /// it (a definition is served once established, within seconds).
 const DEFINITION_SERVED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What the cluster serves, by group-resource; the resources discovery could not read are
+/// warnings.
+async fn served(
+    client: &Client,
+    record: &mut Recorder,
+) -> Result<BTreeMap<String, (ApiResource, ApiCapabilities)>, EngineError> {
+    let discovered = crate::domain::discovery::discover(client).await?;
+    for skipped in discovered.skipped {
+        record.warning(None, skipped);
+    }
+    Ok(by_group_resource(discovered.resources))
+}
 
 fn by_group_resource(
     resources: Vec<(ApiResource, ApiCapabilities)>,

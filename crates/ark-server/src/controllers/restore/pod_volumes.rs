@@ -139,7 +139,6 @@ pub async fn restore(
 ) -> (Vec<PodVolumeRestore>, Vec<(String, String)>) {
     let mut errors = Vec::new();
     let api = Api::<PodVolumeRestore>::namespaced(client.clone(), namespace);
-    let restore_name = restore.name_any();
     let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
     let selector = format!("{}={restore_uid}", labels::RESTORE_UID);
     // Watched before any is made, so that none ends unseen.
@@ -177,54 +176,9 @@ pub async fn restore(
                 continue;
             }
         };
+        let pod_uid = created.metadata.uid.clone().unwrap_or_default();
         for pvb in &pod.backups {
-            let status = pvb.status.clone().unwrap_or_default();
-            let mut pvr_labels = BTreeMap::from([
-                (
-                    labels::RESTORE_NAME.to_string(),
-                    labels::valid_label_value(&restore_name),
-                ),
-                (labels::RESTORE_UID.to_string(), restore_uid.clone()),
-                (
-                    labels::POD_UID.to_string(),
-                    created.metadata.uid.clone().unwrap_or_default(),
-                ),
-            ]);
-            if let Some(claim_uid) = pvb.labels().get(labels::PVC_UID) {
-                pvr_labels.insert(labels::PVC_UID.to_string(), claim_uid.clone());
-            }
-            let mut pvr = PodVolumeRestore::new(
-                "",
-                PodVolumeRestoreSpec {
-                    pod: PodReference {
-                        kind: Some("Pod".into()),
-                        namespace: pod.namespace.clone(),
-                        name: pod.name.clone(),
-                        uid: created.metadata.uid.clone().unwrap_or_default(),
-                        ..Default::default()
-                    },
-                    volume: pvb.spec.volume.clone(),
-                    backup_storage_location: location.to_string(),
-                    repo_identifier: String::new(),
-                    uploader_type: Some(UPLOADER_KOPIA.into()),
-                    snapshot_id: status.snapshot_id.unwrap_or_default(),
-                    snapshot_size: status.progress.and_then(|p| p.total_bytes),
-                    source_namespace: pvb.spec.pod.namespace.clone(),
-                    ..Default::default()
-                },
-            );
-            pvr.metadata.name = None;
-            pvr.metadata.generate_name = Some(format!("{restore_name}-"));
-            pvr.metadata.namespace = Some(namespace.to_string());
-            pvr.metadata.labels = Some(pvr_labels);
-            pvr.metadata.owner_references = Some(vec![OwnerReference {
-                api_version: ark_api::API_VERSION.into(),
-                kind: "Restore".into(),
-                name: restore_name.clone(),
-                uid: restore_uid.clone(),
-                controller: Some(true),
-                ..Default::default()
-            }]);
+            let pvr = volume_restore(pvb, &pod, &pod_uid, restore, location, namespace);
             match api.create(&PostParams::default(), &pvr).await {
                 Ok(made_pvr) => made.push(made_pvr.name_any()),
                 Err(error) => errors.push((
@@ -255,9 +209,81 @@ pub async fn restore(
         waited = waiting => waited.is_ok(),
         () = watching => false,
     };
-    let seen = seen.borrow().clone();
-    let mut pvrs = Vec::new();
-    for name in &made {
+    let (pvrs, ended_errors) = as_ended(&made, &seen.borrow(), waited, timeout);
+    errors.extend(ended_errors);
+    (pvrs, errors)
+}
+
+/// The PodVolumeRestore of `pvb`'s volume into the restored pod (`pod_uid`), as Velero makes it:
+/// named after the restore, labelled with it, the pod and the claim, owned by the restore.
+fn volume_restore(
+    pvb: &PodVolumeBackup,
+    pod: &PodWithVolumeData,
+    pod_uid: &str,
+    restore: &ark_api::Restore,
+    location: &str,
+    namespace: &str,
+) -> PodVolumeRestore {
+    let restore_name = restore.name_any();
+    let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
+    let status = pvb.status.clone().unwrap_or_default();
+    let mut pvr_labels = BTreeMap::from([
+        (
+            labels::RESTORE_NAME.to_string(),
+            labels::valid_label_value(&restore_name),
+        ),
+        (labels::RESTORE_UID.to_string(), restore_uid.clone()),
+        (labels::POD_UID.to_string(), pod_uid.to_string()),
+    ]);
+    if let Some(claim_uid) = pvb.labels().get(labels::PVC_UID) {
+        pvr_labels.insert(labels::PVC_UID.to_string(), claim_uid.clone());
+    }
+    let mut pvr = PodVolumeRestore::new(
+        "",
+        PodVolumeRestoreSpec {
+            pod: PodReference {
+                kind: Some("Pod".into()),
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: pod_uid.to_string(),
+                ..Default::default()
+            },
+            volume: pvb.spec.volume.clone(),
+            backup_storage_location: location.to_string(),
+            repo_identifier: String::new(),
+            uploader_type: Some(UPLOADER_KOPIA.into()),
+            snapshot_id: status.snapshot_id.unwrap_or_default(),
+            snapshot_size: status.progress.and_then(|p| p.total_bytes),
+            source_namespace: pvb.spec.pod.namespace.clone(),
+            ..Default::default()
+        },
+    );
+    pvr.metadata.name = None;
+    pvr.metadata.generate_name = Some(format!("{restore_name}-"));
+    pvr.metadata.namespace = Some(namespace.to_string());
+    pvr.metadata.labels = Some(pvr_labels);
+    pvr.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: ark_api::API_VERSION.into(),
+        kind: "Restore".into(),
+        name: restore_name,
+        uid: restore_uid,
+        controller: Some(true),
+        ..Default::default()
+    }]);
+    pvr
+}
+
+/// The PodVolumeRestores `made`, each as last `seen`, and the errors of those that failed, were
+/// never seen, or (when the wait did not end with them all, `waited` false) had not ended within
+/// `timeout`, by namespace.
+fn as_ended(
+    made: &[String],
+    seen: &BTreeMap<String, PodVolumeRestore>,
+    waited: bool,
+    timeout: Duration,
+) -> (Vec<PodVolumeRestore>, Vec<(String, String)>) {
+    let (mut pvrs, mut errors) = (Vec::new(), Vec::new());
+    for name in made {
         let Some(pvr) = seen.get(name) else {
             errors.push((
                 String::new(),
