@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check and every test, the cluster tests included: starts the local cluster (building its
-# binaries the first time), then formatting, lints, generated-file drift, the workspace's tests,
+# binaries the first time), then formatting, lints, generated-file drift, the code's shape (`cargo
+# xtask shape --check`: import circles, and long functions in ark-server), the workspace's tests,
 # ark's end-to-end tests in groups side by side, the test ground's own test, and a bounded fuzz run
 # of every fuzz target (scripts/fuzz.sh, on nightly Rust). Ends with a table of its phases and
 # their wall times (docs/test-ground.md keeps the budget).
