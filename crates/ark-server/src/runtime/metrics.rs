@@ -13,7 +13,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Velero's label on its backup, restore and deletion metrics: the schedule that made the backup
@@ -88,122 +88,100 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// Velero's counters by schedule, as (name, help), in the order they are registered: the order
+/// of the pattern `Metrics::default` binds them to.
+#[rustfmt::skip]
+const COUNTERS: [(&str, &str); 13] = [
+    ("velero_backup_attempt", "Total number of attempted backups"),
+    ("velero_backup_success", "Total number of successful backups"),
+    ("velero_backup_partial_failure", "Total number of partially failed backups"),
+    ("velero_backup_failure", "Total number of failed backups"),
+    ("velero_backup_validation_failure", "Total number of validation failed backups"),
+    ("velero_restore_attempt", "Total number of attempted restores"),
+    ("velero_restore_success", "Total number of successful restores"),
+    ("velero_restore_partial_failure", "Total number of partially failed restores"),
+    ("velero_restore_failed", "Total number of failed restores"),
+    ("velero_restore_validation_failed", "Total number of failed restores failing validations"),
+    ("velero_backup_deletion_attempt", "Total number of attempted backup deletions"),
+    ("velero_backup_deletion_success", "Total number of successful backup deletions"),
+    ("velero_backup_deletion_failure", "Total number of failed backup deletions"),
+];
+
+/// Registers `metric` under `name` and `help`; the handle to update it by.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+/// Registers a counter family by schedule, with the series of backups made by hand at 0.
+fn schedule_counters(registry: &mut Registry, name: &str, help: &str) -> Counters {
+    let family = registered(registry, name, help, Counters::default());
+    // The series of backups made by hand exist from the start, at 0, as Velero's `InitSchedule`
+    // makes them for each schedule: a rate has a first point.
+    family
+        .get_or_create(&Schedule {
+            schedule: String::new(),
+        })
+        .inc_by(0);
+    family
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::default();
-        let counters = |registry: &mut Registry, name: &str, help: &str| {
-            let family = Counters::default();
-            registry.register(name, help, family.clone());
-            // The series of backups made by hand exist from the start, at 0, as Velero's
-            // `InitSchedule` makes them for each schedule: a rate has a first point.
-            family
-                .get_or_create(&Schedule {
-                    schedule: String::new(),
-                })
-                .inc_by(0);
-            family
-        };
         let r = &mut registry;
-        let backup_attempts = counters(
+        let [
+            backup_attempts,
+            backup_successes,
+            backup_partial_failures,
+            backup_failures,
+            backup_validation_failures,
+            restore_attempts,
+            restore_successes,
+            restore_partial_failures,
+            restore_failures,
+            restore_validation_failures,
+            deletion_attempts,
+            deletion_successes,
+            deletion_failures,
+        ] = COUNTERS.map(|(name, help)| schedule_counters(r, name, help));
+        let backup_duration = registered(
             r,
-            "velero_backup_attempt",
-            "Total number of attempted backups",
-        );
-        let backup_successes = counters(
-            r,
-            "velero_backup_success",
-            "Total number of successful backups",
-        );
-        let backup_partial_failures = counters(
-            r,
-            "velero_backup_partial_failure",
-            "Total number of partially failed backups",
-        );
-        let backup_failures =
-            counters(r, "velero_backup_failure", "Total number of failed backups");
-        let backup_validation_failures = counters(
-            r,
-            "velero_backup_validation_failure",
-            "Total number of validation failed backups",
-        );
-        let restore_attempts = counters(
-            r,
-            "velero_restore_attempt",
-            "Total number of attempted restores",
-        );
-        let restore_successes = counters(
-            r,
-            "velero_restore_success",
-            "Total number of successful restores",
-        );
-        let restore_partial_failures = counters(
-            r,
-            "velero_restore_partial_failure",
-            "Total number of partially failed restores",
-        );
-        let restore_failures = counters(
-            r,
-            "velero_restore_failed",
-            "Total number of failed restores",
-        );
-        let restore_validation_failures = counters(
-            r,
-            "velero_restore_validation_failed",
-            "Total number of failed restores failing validations",
-        );
-        let deletion_attempts = counters(
-            r,
-            "velero_backup_deletion_attempt",
-            "Total number of attempted backup deletions",
-        );
-        let deletion_successes = counters(
-            r,
-            "velero_backup_deletion_success",
-            "Total number of successful backup deletions",
-        );
-        let deletion_failures = counters(
-            r,
-            "velero_backup_deletion_failure",
-            "Total number of failed backup deletions",
-        );
-        let backup_duration = Histograms::new_with_constructor(backup_duration_histogram);
-        r.register(
             "velero_backup_duration_seconds",
             "Time taken to complete backup, in seconds",
-            backup_duration.clone(),
+            Histograms::new_with_constructor(backup_duration_histogram),
         );
-        let backup_items = Family::<Schedule, Gauge>::default();
-        r.register(
+        let backup_items = registered(
+            r,
             "velero_backup_items_total",
             "Total number of items backed up",
-            backup_items.clone(),
+            Family::<Schedule, Gauge>::default(),
         );
-        let backup_item_errors = Family::<Schedule, Gauge>::default();
-        r.register(
+        let backup_item_errors = registered(
+            r,
             "velero_backup_items_errors",
             "Total number of errors encountered during backup",
-            backup_item_errors.clone(),
+            Family::<Schedule, Gauge>::default(),
         );
-        let backup_last_success = Family::<Schedule, Gauge<f64, AtomicU64>>::default();
-        r.register(
+        let backup_last_success = registered(
+            r,
             "velero_backup_last_successful_timestamp",
             "Last time a backup ran successfully, Unix timestamp in seconds",
-            backup_last_success.clone(),
+            Family::<Schedule, Gauge<f64, AtomicU64>>::default(),
         );
-        let reconcile_duration =
-            Family::<Reconcile, Histogram, fn() -> Histogram>::new_with_constructor(
-                reconcile_histogram,
-            );
-        r.register(
+        let reconcile_duration = registered(
+            r,
             "ark_reconcile_duration_seconds",
             "Time taken by one reconcile of a controller, in seconds",
-            reconcile_duration.clone(),
+            Family::<Reconcile, Histogram, fn() -> Histogram>::new_with_constructor(
+                reconcile_histogram,
+            ),
         );
-        let reconcile_failures = Family::<ReconcileFailure, Counter>::default();
-        r.register(
+        let reconcile_failures = registered(
+            r,
             "ark_reconcile_failures",
             "Reconciles that failed and will be tried again, by controller and error",
-            reconcile_failures.clone(),
+            Family::<ReconcileFailure, Counter>::default(),
         );
         Self {
             leading: AtomicBool::new(false),
