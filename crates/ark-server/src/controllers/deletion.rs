@@ -409,34 +409,67 @@ async fn delete(
     let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
     let backup_name = backup.name_any();
     let uid = backup.metadata.uid.clone().unwrap_or_default();
+    let open = match open_location(ctx, backup).await {
+        Ok(open) => open,
+        Err(error) => return Ok(Some(vec![error])),
+    };
+    if claim_request(requests, request, &backup_name, &uid).await? == patch::Claim::Lost {
+        return Ok(None);
+    }
+    let previous_phase = backup.phase();
+    if previous_phase != BackupPhase::Deleting
+        && claim_backup(&backups, backup).await? == patch::Claim::Lost
+    {
+        return Ok(None);
+    }
+    let outcome = delete_data(ctx, &open.store, request, backup).await;
+    if !outcome.errors.is_empty() {
+        // A backup nothing of which was deleted is still whole and keeps its phase; once anything
+        // is gone it stays Deleting (restores refuse it) until a request finishes the deletion.
+        if !outcome.touched && previous_phase != BackupPhase::Deleting {
+            give_back_phase(&backups, &backup_name, previous_phase).await?;
+        }
+        return Ok(Some(outcome.errors));
+    }
+    Ok(Some(delete_backup_object(&backups, &backup_name, uid).await))
+}
 
-    // The location must exist, be writable and not found unusable before anything changes.
+/// Opens the backup's location, which must exist, be writable and not found unusable before
+/// anything changes; the error the request ends with otherwise.
+async fn open_location(ctx: &Ctx, backup: &Backup) -> Result<locations::OpenLocation, String> {
+    let kube = &ctx.kube;
     let location_name = backup.spec.storage_location.clone().unwrap_or_default();
     let open = match locations::get(&kube.client, &kube.namespace, &location_name).await {
         Ok(location) if location.is_read_only() => {
-            return Ok(Some(vec![format!(
+            return Err(format!(
                 "cannot delete backup because backup storage location {location_name} is currently in read-only mode"
-            )]));
+            ));
         }
         Ok(location) if let Some(reason) = location.unavailable() => {
-            return Ok(Some(vec![format!(
+            return Err(format!(
                 "cannot delete backup because backup storage location {location_name} is unavailable: {reason}"
-            )]));
+            ));
         }
         Ok(location) => locations::open(&kube.client, location).await,
         Err(error) => Err(error),
     };
-    let open = match open {
-        Ok(open) => open,
-        Err(LocationError::NotFound(_)) => {
-            return Ok(Some(vec![format!(
-                "backup storage location {location_name} not found"
-            )]));
+    open.map_err(|error| match error {
+        LocationError::NotFound(_) => {
+            format!("backup storage location {location_name} not found")
         }
-        Err(error) => return Ok(Some(vec![error.to_string()])),
-    };
+        error => error.to_string(),
+    })
+}
 
-    let request_labels: BTreeMap<String, String> = labels::for_backup(&backup_name, &uid);
+/// Marks the request InProgress and labels it with its backup's name and uid, at the version
+/// decided on.
+async fn claim_request(
+    requests: &Api<DynamicObject>,
+    request: &DeleteBackupRequest,
+    backup_name: &str,
+    uid: &str,
+) -> kube::Result<patch::Claim> {
+    let request_labels: BTreeMap<String, String> = labels::for_backup(backup_name, uid);
     let in_progress = DeleteBackupRequestStatus {
         phase: Some(DeleteBackupRequestPhase::InProgress),
         errors: None,
@@ -444,7 +477,7 @@ async fn delete(
     };
     // Velero's DeleteBackupRequest has no status subresource: labels and phase in one write, at
     // the version decided on.
-    let claim = patch::claim(
+    patch::claim(
         requests,
         &request.name_any(),
         request.metadata.resource_version.as_deref(),
@@ -453,42 +486,46 @@ async fn delete(
             "status": in_progress,
         }),
     )
-    .await?;
-    if claim == patch::Claim::Lost {
-        return Ok(None);
-    }
-    let previous_phase = backup.phase();
-    if previous_phase != BackupPhase::Deleting {
-        // Claimed at the version decided on: a backup the backup controller has claimed since
-        // (InProgress) is not deleted under it.
-        let claim = patch::claim(
-            &backups,
-            &backup_name,
-            backup.metadata.resource_version.as_deref(),
-            json!({ "status": BackupStatus {
-                phase: Some(BackupPhase::Deleting),
-                ..Default::default()
-            } }),
-        )
-        .await?;
-        if claim == patch::Claim::Lost {
-            return Ok(None);
-        }
-    }
-    let outcome = delete_data(ctx, &open.store, request, backup).await;
-    if !outcome.errors.is_empty() {
-        // A backup nothing of which was deleted is still whole and keeps its phase; once anything
-        // is gone it stays Deleting (restores refuse it) until a request finishes the deletion.
-        if !outcome.touched && previous_phase != BackupPhase::Deleting {
-            let status = BackupStatus {
-                phase: Some(previous_phase),
-                ..Default::default()
-            };
-            let _ = patch::status_in_phase(&backups, &backup_name, BackupPhase::Deleting, &status)
-                .await?;
-        }
-        return Ok(Some(outcome.errors));
-    }
+    .await
+}
+
+/// Marks the backup Deleting, at the version decided on: a backup the backup controller has
+/// claimed since (InProgress) is not deleted under it.
+async fn claim_backup(backups: &Api<DynamicObject>, backup: &Backup) -> kube::Result<patch::Claim> {
+    patch::claim(
+        backups,
+        &backup.name_any(),
+        backup.metadata.resource_version.as_deref(),
+        json!({ "status": BackupStatus {
+            phase: Some(BackupPhase::Deleting),
+            ..Default::default()
+        } }),
+    )
+    .await
+}
+
+/// Puts a backup that is still whole back in the phase it had before it was claimed (if it is
+/// still Deleting).
+async fn give_back_phase(
+    backups: &Api<DynamicObject>,
+    backup_name: &str,
+    previous_phase: BackupPhase,
+) -> kube::Result<()> {
+    let status = BackupStatus {
+        phase: Some(previous_phase),
+        ..Default::default()
+    };
+    let _ = patch::status_in_phase(backups, backup_name, BackupPhase::Deleting, &status).await?;
+    Ok(())
+}
+
+/// Deletes the Backup object, the deletion's last step, only if it is still the one of `uid`;
+/// the error, if any, as the request reports it.
+async fn delete_backup_object(
+    backups: &Api<DynamicObject>,
+    backup_name: &str,
+    uid: String,
+) -> Vec<String> {
     let precondition = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid),
@@ -496,12 +533,12 @@ async fn delete(
         }),
         ..Default::default()
     };
-    match patch::ignore_not_found(backups.delete(&backup_name, &precondition).await) {
-        Ok(()) => Ok(Some(vec![])),
-        Err(error) => Ok(Some(vec![format!(
+    match patch::ignore_not_found(backups.delete(backup_name, &precondition).await) {
+        Ok(()) => vec![],
+        Err(error) => vec![format!(
             "deleting Backup {backup_name}: {}",
             objects::reason(&error)
-        )])),
+        )],
     }
 }
 
@@ -638,22 +675,62 @@ async fn delete_data(
     backup: &Backup,
 ) -> DataOutcome {
     let name = backup.name_any();
-    // One listing of the backup's folder says which of its records there are to read, and is
-    // what is deleted afterwards.
-    let listing = match store.list_backup(&name).await {
-        Ok(listing) => listing,
-        Err(error) => {
-            return DataOutcome::failed(format!("listing the backup's data: {error}"));
-        }
+    let plan = match plan_data(ctx, store, request, &name).await {
+        Ok(plan) => plan,
+        Err(error) => return DataOutcome::failed(error),
     };
-    let (recorded, pod_volumes) = match recorded_snapshots(ctx, store, &listing, request, &name)
+    let mut outcome = DataOutcome::default();
+    delete_provider_snapshots(ctx, &plan.recorded, &mut outcome).await;
+    delete_csi_snapshots(ctx, request, &name, &plan.recorded, &mut outcome).await;
+    if !outcome.errors.is_empty() {
+        return outcome;
+    }
+    forget_pod_volume_snapshots(ctx, &plan.pod_volumes, &mut outcome).await;
+    if !outcome.errors.is_empty() {
+        return outcome;
+    }
+
+    outcome.touched = true;
+    let restore_keys = plan
+        .restores
+        .iter()
+        .flat_map(|(_, keys)| keys.iter().cloned())
+        .collect();
+    if let Err(error) = store.delete_backup(plan.listing, restore_keys).await {
+        outcome
+            .errors
+            .push(format!("deleting backup data: {error}"));
+        return outcome;
+    }
+    delete_restores(ctx, &plan.restores, &mut outcome).await;
+    outcome
+}
+
+/// Everything of a backup there is to delete, known before anything is.
+struct DataPlan {
+    /// The backup's folder: which of its records there are to read, and what is deleted.
+    listing: BackupListing,
+    recorded: Recorded,
+    pod_volumes: Vec<PodVolumeBackup>,
+    /// The backup's Restores, each with the keys of its data.
+    restores: Vec<(String, Vec<ark_storage::Path>)>,
+}
+
+/// Lists the backup's folder, reads the snapshots it recorded and finds its restores; the error
+/// that keeps anything from being deleted, such as provider snapshots and no snapshotter.
+async fn plan_data(
+    ctx: &Ctx,
+    store: &ark_storage::BackupStore,
+    request: &DeleteBackupRequest,
+    name: &str,
+) -> Result<DataPlan, String> {
+    let listing = store
+        .list_backup(name)
         .await
-    {
-        Ok(recorded) => recorded,
-        Err(error) => {
-            return DataOutcome::failed(format!("reading the backup's snapshot records: {error}"));
-        }
-    };
+        .map_err(|error| format!("listing the backup's data: {error}"))?;
+    let (recorded, pod_volumes) = recorded_snapshots(ctx, store, &listing, request, name)
+        .await
+        .map_err(|error| format!("reading the backup's snapshot records: {error}"))?;
     tracing::info!(
         "deleting backup {name}: {} provider snapshots, {} CSI snapshots and {} pod volume snapshots recorded",
         recorded.provider.len(),
@@ -661,55 +738,50 @@ async fn delete_data(
         pod_volumes.len()
     );
     if !recorded.provider.is_empty() && ctx.volume_snapshotter.is_none() {
-        return DataOutcome::failed(format!(
+        return Err(format!(
             "unable to delete backup because it includes {} volume snapshots and this server has no volume snapshotter configured; nothing was deleted",
             recorded.provider.len()
         ));
     }
-    let restores = match restores_of(ctx, store, &name).await {
-        Ok(restores) => restores,
-        Err(error) => return DataOutcome::failed(error),
+    let restores = restores_of(ctx, store, name).await?;
+    Ok(DataPlan {
+        listing,
+        recorded,
+        pod_volumes,
+        restores,
+    })
+}
+
+/// Deletes the provider volume snapshots the backup recorded, through the server's snapshotter.
+async fn delete_provider_snapshots(ctx: &Ctx, recorded: &Recorded, outcome: &mut DataOutcome) {
+    let Some(snapshotter) = &ctx.volume_snapshotter else {
+        return;
     };
-    let mut outcome = DataOutcome::default();
-    if let Some(snapshotter) = &ctx.volume_snapshotter {
-        for snapshot in &recorded.provider {
-            let id = &snapshot.status.provider_snapshot_id;
-            match snapshotter.delete(&snapshot.spec.location, id).await {
-                Ok(deleted) => outcome.touched |= deleted == Deleted::Now,
-                Err(error) => outcome
-                    .errors
-                    .push(format!("deleting volume snapshot {id}: {error}")),
-            }
+    for snapshot in &recorded.provider {
+        let id = &snapshot.status.provider_snapshot_id;
+        match snapshotter.delete(&snapshot.spec.location, id).await {
+            Ok(deleted) => outcome.touched |= deleted == Deleted::Now,
+            Err(error) => outcome
+                .errors
+                .push(format!("deleting volume snapshot {id}: {error}")),
         }
     }
-    let backup_label = labels::valid_label_value(&name);
+}
+
+/// Deletes the CSI snapshots the backup recorded; one not deleted for a reason other than an
+/// error gets a warning event on the request.
+async fn delete_csi_snapshots(
+    ctx: &Ctx,
+    request: &DeleteBackupRequest,
+    name: &str,
+    recorded: &Recorded,
+    outcome: &mut DataOutcome,
+) {
+    let backup_label = labels::valid_label_value(name);
     for content in &recorded.csi {
-        let note = match snapshots::delete_csi(&ctx.kube.client, content, &backup_label).await {
-            Ok(Deleted::Now) => {
-                outcome.touched = true;
-                continue;
-            }
-            Ok(Deleted::AlreadyGone) => continue,
-            Ok(Deleted::NoHandle) => format!(
-                "VolumeSnapshotContent {} of backup {name} is gone and the backup recorded no snapshot handle: no snapshot was deleted for it",
-                content.name
-            ),
-            Ok(Deleted::NotTakenUp { content: temp }) => format!(
-                "VolumeSnapshotContent {temp}, recreated from {} to delete its snapshot, was not taken up by its driver's csi-snapshotter within {}s: the snapshot may not be deleted",
-                content.name,
-                snapshots::DRIVER_PICKUP.as_secs()
-            ),
-            Ok(Deleted::NotThisBackup) => format!(
-                "VolumeSnapshotContent {} is not labelled {}={backup_label}: left alone",
-                content.name,
-                labels::BACKUP_NAME
-            ),
-            Err(error) => {
-                outcome
-                    .errors
-                    .push(format!("deleting CSI snapshot: {error}"));
-                continue;
-            }
+        let Some(note) = delete_csi_snapshot(ctx, name, &backup_label, content, outcome).await
+        else {
+            continue;
         };
         ctx.kube
             .events
@@ -722,27 +794,53 @@ async fn delete_data(
             )
             .await;
     }
-    if !outcome.errors.is_empty() {
-        return outcome;
-    }
-    forget_pod_volume_snapshots(ctx, &pod_volumes, &mut outcome).await;
-    if !outcome.errors.is_empty() {
-        return outcome;
-    }
+}
 
-    outcome.touched = true;
-    let restore_keys = restores
-        .iter()
-        .flat_map(|(_, keys)| keys.iter().cloned())
-        .collect();
-    if let Err(error) = store.delete_backup(listing, restore_keys).await {
-        outcome
-            .errors
-            .push(format!("deleting backup data: {error}"));
-        return outcome;
+/// Deletes one CSI snapshot of backup `name`; why it was not, when that deserves a warning.
+async fn delete_csi_snapshot(
+    ctx: &Ctx,
+    name: &str,
+    backup_label: &str,
+    content: &snapshots::CsiContent,
+    outcome: &mut DataOutcome,
+) -> Option<String> {
+    match snapshots::delete_csi(&ctx.kube.client, content, backup_label).await {
+        Ok(Deleted::Now) => {
+            outcome.touched = true;
+            None
+        }
+        Ok(Deleted::AlreadyGone) => None,
+        Ok(Deleted::NoHandle) => Some(format!(
+            "VolumeSnapshotContent {} of backup {name} is gone and the backup recorded no snapshot handle: no snapshot was deleted for it",
+            content.name
+        )),
+        Ok(Deleted::NotTakenUp { content: temp }) => Some(format!(
+            "VolumeSnapshotContent {temp}, recreated from {} to delete its snapshot, was not taken up by its driver's csi-snapshotter within {}s: the snapshot may not be deleted",
+            content.name,
+            snapshots::DRIVER_PICKUP.as_secs()
+        )),
+        Ok(Deleted::NotThisBackup) => Some(format!(
+            "VolumeSnapshotContent {} is not labelled {}={backup_label}: left alone",
+            content.name,
+            labels::BACKUP_NAME
+        )),
+        Err(error) => {
+            outcome
+                .errors
+                .push(format!("deleting CSI snapshot: {error}"));
+            None
+        }
     }
+}
+
+/// Deletes the backup's Restore objects, their data gone with the backup's.
+async fn delete_restores(
+    ctx: &Ctx,
+    restores: &[(String, Vec<ark_storage::Path>)],
+    outcome: &mut DataOutcome,
+) {
     let api = objects::api::<Restore>(&ctx.kube.client, &ctx.kube.namespace);
-    for (restore, _) in &restores {
+    for (restore, _) in restores {
         if let Err(error) =
             patch::ignore_not_found(api.delete(restore, &DeleteParams::default()).await)
         {
@@ -752,7 +850,6 @@ async fn delete_data(
             ));
         }
     }
-    outcome
 }
 
 /// The backup's Restores, each with the keys of its data.

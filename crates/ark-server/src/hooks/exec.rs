@@ -13,6 +13,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
+use crate::runtime::sync::Locked;
+
 use super::{ExecHook, command};
 
 /// Where a container stands for its hooks.
@@ -143,7 +145,7 @@ impl RestoredPods {
                     Ok(_) => {}
                     Err(error) => {
                         tracing::warn!("watching the restored pods for their hooks: {error}");
-                        *errors.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+                        *errors.locked() = Some(error.to_string());
                     }
                 }
                 std::future::ready(())
@@ -161,10 +163,7 @@ impl RestoredPods {
     }
 
     fn last_error(&self) -> Option<String> {
-        self.last_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.last_error.locked().clone()
     }
 }
 

@@ -10,3 +10,4 @@ pub mod operation;
 pub mod patch;
 pub mod periodic;
 pub mod process;
+pub mod sync;

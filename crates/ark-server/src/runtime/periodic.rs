@@ -16,6 +16,7 @@ use kube::runtime::controller::Action;
 use crate::runtime::context::Kube;
 use crate::runtime::controller;
 use crate::runtime::objects::Readable;
+use crate::runtime::sync::Locked;
 use serde::de::DeserializeOwned;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
@@ -36,12 +37,12 @@ where
         async move {
             let key = identity_and_spec(&object.stored);
             let now = Instant::now();
-            let next_run = due.lock().unwrap().not_before(key, now);
+            let next_run = due.locked().not_before(key, now);
             if let Some(next_run) = next_run {
                 return Ok(Action::requeue(next_run - now));
             }
             let interval = reconcile(object, ctx).await;
-            due.lock().unwrap().ran(key, now, interval);
+            due.locked().ran(key, now, interval);
             Ok(Action::requeue(interval))
         }
     };

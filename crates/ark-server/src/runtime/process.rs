@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use std::net::SocketAddr;
 
 use crate::runtime::metrics::{self, Metrics};
+use crate::runtime::sync::Locked;
 
 /// Serving metrics and health failed: the process ends with it.
 #[derive(Debug, thiserror::Error)]
@@ -110,11 +111,11 @@ impl Process {
         // The controllers that have not ended yet, named if the grace runs out.
         let running = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
         let controllers = futures::future::join_all(controllers.into_iter().map(|(name, work)| {
-            running.lock().unwrap().insert(name);
+            running.locked().insert(name);
             let running = running.clone();
             async move {
                 work.await;
-                running.lock().unwrap().remove(name);
+                running.locked().remove(name);
             }
         }));
         let controllers = async move {
@@ -136,7 +137,7 @@ impl Process {
             () = tokio::time::sleep(grace) => tracing::warn!(
                 "work still running after {grace:?} (controllers: {}; {}) is left to the next \
                  leader, which fails it",
-                Vec::from_iter(running.lock().unwrap().iter().copied()).join(", "),
+                Vec::from_iter(running.locked().iter().copied()).join(", "),
                 left_behind(),
             ),
             () = &mut cut_off => {

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use crate::domain::repositories;
 use crate::runtime::objects;
+use crate::runtime::sync::Locked;
 
 /// Velero's pod annotations naming the volumes to back up, or (when every volume is backed up by
 /// default) those not to.
@@ -312,7 +313,7 @@ impl PodVolumes {
         match api.create(&PostParams::default(), &pvb).await {
             Ok(made) => {
                 let name = made.name_any();
-                self.made.lock().unwrap().push(name.clone());
+                self.made.locked().push(name.clone());
                 started.names.push(name);
             }
             Err(error) => started.errors.push(skipped(format!(
@@ -476,7 +477,7 @@ impl PodVolumes {
     /// Waits for every PodVolumeBackup this backup made: all of them as they ended (or as last
     /// seen, for those the deadline cut), and the errors to record.
     pub async fn finish(&self) -> (Vec<PodVolumeBackup>, Vec<(String, String)>) {
-        let names = self.made.lock().unwrap().clone();
+        let names = self.made.locked().clone();
         let mut errors = Vec::new();
         if let Err(unfinished) = self.wait(&names).await {
             for name in unfinished {

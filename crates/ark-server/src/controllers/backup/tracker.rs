@@ -5,6 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+use crate::runtime::sync::Locked;
+
 #[derive(Default)]
 pub struct RunningBackups(Mutex<BTreeSet<String>>);
 
@@ -12,7 +14,7 @@ impl RunningBackups {
     /// Records `name` as running for as long as the guard lives: until the backup ends, or its
     /// term of leadership is cut off.
     pub fn start(&self, name: &str) -> Running<'_> {
-        self.0.lock().unwrap().insert(name.to_string());
+        self.0.locked().insert(name.to_string());
         Running {
             backups: self,
             name: name.to_string(),
@@ -20,11 +22,11 @@ impl RunningBackups {
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.0.lock().unwrap().contains(name)
+        self.0.locked().contains(name)
     }
 
     pub fn names(&self) -> Vec<String> {
-        self.0.lock().unwrap().iter().cloned().collect()
+        self.0.locked().iter().cloned().collect()
     }
 }
 
@@ -35,7 +37,7 @@ pub struct Running<'a> {
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.backups.0.lock().unwrap().remove(&self.name);
+        self.backups.0.locked().remove(&self.name);
     }
 }
 

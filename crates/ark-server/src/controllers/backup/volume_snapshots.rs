@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::pod_volumes;
 use crate::domain::csi::{self, text};
+use crate::runtime::sync::Locked;
 use crate::runtime::{objects, patch};
 
 /// How often a snapshot is looked at while its handle is awaited (Velero: every 5s).
@@ -141,7 +142,7 @@ impl ClaimSnapshots {
 
     fn pending(&self, claim: &PersistentVolumeClaim) -> PendingCut {
         let key = (claim.namespace().unwrap_or_default(), claim.name_any());
-        let mut cuts = self.inner.cuts.lock().unwrap();
+        let mut cuts = self.inner.cuts.locked();
         cuts.entry(key)
             .or_insert_with(|| {
                 let (inner, claim) = (self.inner.clone(), claim.clone());
@@ -161,7 +162,7 @@ impl ClaimSnapshots {
 
     /// The snapshot a VolumeSnapshot of this backup records, once it is cut.
     pub fn cut_as(&self, namespace: &str, volume_snapshot: &str) -> Option<Snapshot> {
-        let cuts = self.inner.cuts.lock().unwrap();
+        let cuts = self.inner.cuts.locked();
         cuts.values()
             .filter_map(|pending| pending.peek())
             .filter_map(|cut| cut.snapshot.as_ref())
@@ -181,7 +182,7 @@ impl ClaimSnapshots {
 
     /// Every claim's outcome, once every cut has ended.
     pub async fn finish(&self) -> Vec<Arc<Cut>> {
-        let pending: Vec<PendingCut> = self.inner.cuts.lock().unwrap().values().cloned().collect();
+        let pending: Vec<PendingCut> = self.inner.cuts.locked().values().cloned().collect();
         futures::future::join_all(pending).await
     }
 }

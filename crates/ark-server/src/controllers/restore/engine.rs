@@ -25,6 +25,7 @@ use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_n
 use crate::hooks::{self, PodHooks};
 use crate::records::recorder::Recorder;
 use crate::records::resource_list::ResourceListWriter;
+use crate::runtime::sync::Locked;
 
 #[derive(Default)]
 pub struct Restored {
@@ -589,10 +590,7 @@ struct EnsuredNamespaces(std::sync::Mutex<BTreeMap<String, Arc<OnceCell<()>>>>);
 
 impl EnsuredNamespaces {
     fn cell(&self, name: &str) -> Arc<OnceCell<()>> {
-        let mut cells = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cells = self.0.locked();
         // Looked up first: every item asks, and only the first of a namespace adds it.
         if let Some(cell) = cells.get(name) {
             return cell.clone();
