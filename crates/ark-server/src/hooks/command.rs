@@ -68,20 +68,36 @@ fn tail(mut output: Vec<u8>) -> String {
     String::from_utf8_lossy(&output).into_owned()
 }
 
-async fn exec(
-    pods: &Api<Pod>,
-    pod: &str,
-    hook: &ExecHook,
-) -> Result<(i32, String), (Option<i32>, String, String)> {
+/// What running a hook's command came to.
+struct Ran {
+    /// Its exit code, when the API server said one (0 when it succeeded).
+    exit_code: Option<i32>,
+    /// Why it failed, if it did.
+    error: Option<String>,
+    /// The end of its output, stdout then stderr.
+    output: String,
+}
+
+impl Ran {
+    fn failed(exit_code: Option<i32>, error: String, output: String) -> Ran {
+        Ran {
+            exit_code,
+            error: Some(error),
+            output,
+        }
+    }
+}
+
+async fn exec(pods: &Api<Pod>, pod: &str, hook: &ExecHook) -> Ran {
     let params = AttachParams::default()
         .container(hook.container.clone())
         .stdin(false)
         .stdout(true)
         .stderr(true);
-    let mut process = pods
-        .exec(pod, hook.command.clone(), &params)
-        .await
-        .map_err(|e| (None, format!("exec failed: {e}"), String::new()))?;
+    let mut process = match pods.exec(pod, hook.command.clone(), &params).await {
+        Ok(process) => process,
+        Err(error) => return Ran::failed(None, format!("exec failed: {error}"), String::new()),
+    };
     let (mut out, err) = tokio::join!(tail_of(process.stdout()), tail_of(process.stderr()));
     out.extend(err);
     let output = tail(out);
@@ -91,7 +107,11 @@ async fn exec(
     };
     let _ = process.join().await;
     match status {
-        Some(status) if status.status.as_deref() == Some("Success") => Ok((0, output)),
+        Some(status) if status.status.as_deref() == Some("Success") => Ran {
+            exit_code: Some(0),
+            error: None,
+            output,
+        },
         Some(status) => {
             let code = exit_code(&status);
             let message = match code {
@@ -101,9 +121,9 @@ async fn exec(
                     .clone()
                     .unwrap_or_else(|| "the command failed".into()),
             };
-            Err((code, message, output))
+            Ran::failed(code, message, output)
         }
-        None => Err((None, "the exec ended without a status".into(), output)),
+        None => Ran::failed(None, "the exec ended without a status".into(), output),
     }
 }
 
@@ -118,15 +138,11 @@ pub async fn run(
     result: &mut HookResult,
 ) {
     match tokio::time::timeout(timeout, exec(pods, pod, hook)).await {
-        Ok(Ok((code, output))) => {
-            result.succeeded = true;
-            result.exit_code = Some(code);
-            result.output_tail = output;
-        }
-        Ok(Err((code, error, output))) => {
-            result.exit_code = code;
-            result.error = Some(error);
-            result.output_tail = output;
+        Ok(ran) => {
+            result.succeeded = ran.error.is_none();
+            result.exit_code = ran.exit_code;
+            result.error = ran.error;
+            result.output_tail = ran.output;
         }
         Err(_) => {
             result.error = Some(format!(
