@@ -431,7 +431,9 @@ async fn delete(
         }
         return Ok(Some(outcome.errors));
     }
-    Ok(Some(delete_backup_object(&backups, &backup_name, uid).await))
+    Ok(Some(
+        delete_backup_object(&backups, &backup_name, uid).await,
+    ))
 }
 
 /// Opens the backup's location, which must exist, be writable and not found unusable before
