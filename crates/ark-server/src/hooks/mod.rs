@@ -286,8 +286,9 @@ mod tests {
             name: name.into(),
             ..Default::default()
         };
-        // First or not, with or without hooks: ark restores no pod volumes, so nothing would
-        // ever end the wait.
+        // First or not, with or without hooks: a left-over wait (Velero's, or another restore's)
+        // waits for a restore that is not this one, so nothing would ever end it; the pod
+        // volumes action adds this restore's own afterwards.
         for existing in [
             json!([{ "name": "restore-wait" }, { "name": "migrate" }]),
             json!([{ "name": "migrate" }, { "name": "restic-wait" }]),
