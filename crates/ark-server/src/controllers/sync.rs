@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationPhase, labels};
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 
@@ -48,32 +49,43 @@ async fn sync(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Du
 }
 
 async fn sync_one(ctx: &Ctx, object: &Readable<BackupStorageLocation>) -> Result<(), String> {
-    let kube = &ctx.kube;
     let location = object.read.clone().map_err(|e| e.to_string())?;
     let name = object.name();
-    // One listing: the names of every Backup object, also those ark's types cannot read (none is
-    // created twice), and the ones that fit, for the orphan check.
-    let listed = objects::api::<Backup>(&kube.client, &kube.namespace)
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| e.to_string())?
-        .items;
-    let known: BTreeSet<String> = listed.iter().map(|b| b.name_any()).collect();
-    let existing: Vec<Backup> = listed
-        .iter()
-        .filter_map(|b| objects::typed(b).ok())
-        .collect();
+    let listed = list_backups(&ctx.kube).await?;
     let was_missing = ctx
         .missing
         .lock()
         .unwrap()
         .remove(&name)
         .unwrap_or_default();
-    let backups = Api::<Backup>::namespaced(kube.client.clone(), &kube.namespace);
-    let missing_now =
-        sync_location(ctx, &backups, location, &known, &existing, &was_missing).await?;
+    let missing_now = sync_location(ctx, location, &listed, &was_missing).await?;
     ctx.missing.lock().unwrap().insert(name, missing_now);
     Ok(())
+}
+
+/// The namespace's Backup objects, as one listing has them.
+struct Listed {
+    /// The names of every Backup object, also those ark's types cannot read: none is created
+    /// twice.
+    known: BTreeSet<String>,
+    /// The ones that fit ark's types, for the orphan check.
+    existing: Vec<Backup>,
+}
+
+/// Lists the namespace's Backup objects, once.
+async fn list_backups(kube: &Kube) -> Result<Listed, String> {
+    let listed = objects::api::<Backup>(&kube.client, &kube.namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?
+        .items;
+    Ok(Listed {
+        known: listed.iter().map(|b| b.name_any()).collect(),
+        existing: listed
+            .iter()
+            .filter_map(|b| objects::typed(b).ok())
+            .collect(),
+    })
 }
 
 /// What a listing of a location's bucket means for the Backups of that location.
@@ -132,75 +144,28 @@ pub fn orphans<'a>(
 /// the bucket lacks.
 async fn sync_location(
     ctx: &Ctx,
-    backups: &Api<Backup>,
     location: BackupStorageLocation,
-    known: &BTreeSet<String>,
-    existing: &[Backup],
+    listed: &Listed,
     previously_missing: &BTreeSet<String>,
 ) -> Result<BTreeSet<String>, String> {
     let reference = location.object_ref(&());
     let available = location.status.as_ref().and_then(|s| s.phase)
         == Some(BackupStorageLocationPhase::Available);
     let kube = &ctx.kube;
+    let backups = Api::<Backup>::namespaced(kube.client.clone(), &kube.namespace);
     let open = locations::open(&kube.client, location)
         .await
         .map_err(|e| e.to_string())?;
     let location_name = open.name();
     let store = &open.store;
     let in_bucket = store.backup_names().await.map_err(|e| e.to_string())?;
-    for name in in_bucket.iter().filter(|name| !known.contains(*name)) {
-        let bytes = match store.get_backup_metadata(name).await {
-            Ok(bytes) => bytes,
-            // Deleted since it was listed.
-            Err(error) if error.is_not_found() => continue,
-            Err(error @ ark_storage::StoreError::TooLarge { .. }) => {
-                tracing::warn!("backup sync: location {location_name}: {error}; not synced");
-                continue;
-            }
-            Err(error) => return Err(error.to_string()),
-        };
-        let backup: Backup = match serde_json::from_slice(&bytes) {
-            Ok(backup) => backup,
-            Err(error) => {
-                tracing::warn!(
-                    "backup sync: {name}/velero-backup.json in location {location_name} is invalid: {error}"
-                );
-                continue;
-            }
-        };
-        // A backup is its folder: metadata naming another backup would make an object whose
-        // name leads to other data.
-        if backup.metadata.name.as_deref() != Some(name.as_str()) {
-            tracing::warn!(
-                "backup sync: {name}/velero-backup.json in location {location_name} names backup {:?}; not synced",
-                backup.metadata.name.as_deref().unwrap_or_default()
-            );
-            continue;
-        }
-        // Velero uploads the metadata before the backup ends (Finalizing, WaitingForPlugin...)
-        // and again at the end: an object made from an unfinished one would never finish here.
-        if !backup.phase().is_terminal() {
-            tracing::debug!(
-                "backup sync: {name} in location {location_name} is {:?} still; later",
-                backup.phase()
-            );
-            continue;
-        }
-        let synced = synced_backup(backup, &kube.namespace, &location_name);
-        match backups.create(&PostParams::default(), &synced).await {
-            Ok(_) => {
-                tracing::info!("backup sync: created Backup {name} from location {location_name}")
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            // The API server refuses this one (too large annotations, an invalid label): it
-            // alone is not synced; the backups listed after it still are.
-            Err(kube::Error::Api(status)) if status.code == 400 || status.code == 422 => {
-                tracing::warn!(
-                    "backup sync: Backup {name} from location {location_name} refused: {}; not synced",
-                    status.message
-                );
-            }
-            Err(error) => return Err(format!("creating Backup {name}: {error}")),
+    for name in in_bucket
+        .iter()
+        .filter(|name| !listed.known.contains(*name))
+    {
+        if let Some(backup) = uploaded_backup(store, &location_name, name).await? {
+            let synced = synced_backup(backup, &kube.namespace, &location_name);
+            create_synced(&backups, &location_name, name, &synced).await?;
         }
     }
     // Nothing of a backup is deleted through a location that is read-only (the cluster that
@@ -209,7 +174,97 @@ async fn sync_location(
         return Ok(BTreeSet::new());
     }
     let in_bucket: BTreeSet<&str> = in_bucket.iter().map(String::as_str).collect();
-    let orphans = orphans(existing, &location_name, &in_bucket, previously_missing);
+    let orphans = orphans(
+        &listed.existing,
+        &location_name,
+        &in_bucket,
+        previously_missing,
+    );
+    delete_orphans(ctx, reference, &location_name, orphans).await
+}
+
+/// The finished backup the bucket's folder `name` holds; None, with a note in the log, when
+/// there is none to sync (gone since listed, too large, invalid, named otherwise, unfinished).
+async fn uploaded_backup(
+    store: &ark_storage::BackupStore,
+    location_name: &str,
+    name: &str,
+) -> Result<Option<Backup>, String> {
+    let bytes = match store.get_backup_metadata(name).await {
+        Ok(bytes) => bytes,
+        // Deleted since it was listed.
+        Err(error) if error.is_not_found() => return Ok(None),
+        Err(error @ ark_storage::StoreError::TooLarge { .. }) => {
+            tracing::warn!("backup sync: location {location_name}: {error}; not synced");
+            return Ok(None);
+        }
+        Err(error) => return Err(error.to_string()),
+    };
+    let backup: Backup = match serde_json::from_slice(&bytes) {
+        Ok(backup) => backup,
+        Err(error) => {
+            tracing::warn!(
+                "backup sync: {name}/velero-backup.json in location {location_name} is invalid: {error}"
+            );
+            return Ok(None);
+        }
+    };
+    // A backup is its folder: metadata naming another backup would make an object whose
+    // name leads to other data.
+    if backup.metadata.name.as_deref() != Some(name) {
+        tracing::warn!(
+            "backup sync: {name}/velero-backup.json in location {location_name} names backup {:?}; not synced",
+            backup.metadata.name.as_deref().unwrap_or_default()
+        );
+        return Ok(None);
+    }
+    // Velero uploads the metadata before the backup ends (Finalizing, WaitingForPlugin...)
+    // and again at the end: an object made from an unfinished one would never finish here.
+    if !backup.phase().is_terminal() {
+        tracing::debug!(
+            "backup sync: {name} in location {location_name} is {:?} still; later",
+            backup.phase()
+        );
+        return Ok(None);
+    }
+    Ok(Some(backup))
+}
+
+/// Creates the Backup object of a synced backup; one that exists already, or that the API server
+/// refuses, is left (and the next one still synced).
+async fn create_synced(
+    backups: &Api<Backup>,
+    location_name: &str,
+    name: &str,
+    synced: &Backup,
+) -> Result<(), String> {
+    match backups.create(&PostParams::default(), synced).await {
+        Ok(_) => {
+            tracing::info!("backup sync: created Backup {name} from location {location_name}")
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        // The API server refuses this one (too large annotations, an invalid label): it
+        // alone is not synced; the backups listed after it still are.
+        Err(kube::Error::Api(status)) if status.code == 400 || status.code == 422 => {
+            tracing::warn!(
+                "backup sync: Backup {name} from location {location_name} refused: {}; not synced",
+                status.message
+            );
+        }
+        Err(error) => return Err(format!("creating Backup {name}: {error}")),
+    }
+    Ok(())
+}
+
+/// Requests the deletion of the orphans, unless the bucket lacks all of the location's backups
+/// (then a warning event on the location); the uids to check against the next listing.
+async fn delete_orphans(
+    ctx: &Ctx,
+    reference: ObjectReference,
+    location_name: &str,
+    orphans: Orphans<'_>,
+) -> Result<BTreeSet<String>, String> {
+    let kube = &ctx.kube;
     if orphans.all_missing {
         let note = format!(
             "the bucket of location {location_name} lacks all {} of its backups: is its bucket or prefix wrong? Nothing is deleted",
