@@ -258,91 +258,12 @@ async fn finalize(
 ) -> Result<(), String> {
     let name = backup.name_any();
     let client = &ctx.kube.client;
-    let mut replaced = BTreeMap::new();
-    for operation in operations {
-        for item in &operation.spec.post_operation_items {
-            if let Some(json) = item_as_ended(client, item).await? {
-                let (gr, namespace) = (
-                    format!("{}.{}", item.resource, item.group),
-                    Some(item.namespace.as_str()).filter(|n| !n.is_empty()),
-                );
-                replaced.insert(
-                    preferred_version_path(&gr, "v1", namespace, &item.name),
-                    json.clone(),
-                );
-                replaced.insert(item_path(&gr, namespace, &item.name), json);
-            }
-        }
-    }
-    let contents = if replaced.is_empty() {
-        None
-    } else {
-        let source = tempfile::tempfile_in(&ctx.scratch).map_err(|e| e.to_string())?;
-        store
-            .download_backup_contents(&name, &source)
-            .await
-            .map_err(|e| format!("reading its tarball: {e}"))?;
-        let scratch = ctx.scratch.clone();
-        let rewritten = tokio::task::spawn_blocking(move || {
-            TarballWriter::rewrite(source, &replaced, &scratch)
-        })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("writing its tarball again: {e}"))?;
-        Some(rewritten)
-    };
-
-    let mut results: Results = match store
-        .get_backup_results(&name)
-        .await
-        .map_err(|e| format!("reading its results: {e}"))?
-    {
-        Some(bytes) => gunzip_json(&bytes, "results")?,
-        None => Results::default(),
-    };
-    for operation in operations.iter().filter(|o| !o.status.error.is_empty()) {
-        let namespace = operation.spec.resource_identifier.namespace.as_str();
-        let listed = results.errors.namespaces.get(namespace);
-        // Once, however many times the backup is finalized.
-        if !listed.is_some_and(|l| l.contains(&operation.status.error)) {
-            results
-                .errors
-                .add(Some(namespace), operation.status.error.clone());
-        }
-    }
-    let volume_info = match store
-        .get_volume_info(&name)
-        .await
-        .map_err(|e| format!("reading its volume information: {e}"))?
-    {
-        Some(bytes) => ended_volume_info(
-            gunzip_json::<Option<_>>(&bytes, "volume information")?.unwrap_or_default(),
-            operations,
-        ),
-        None => Vec::new(),
-    };
-
-    let errors = results.errors.count();
-    let ended = if phase.is_partially_failed() || errors > 0 {
-        BackupPhase::PartiallyFailed
-    } else {
-        BackupPhase::Completed
-    };
-    let status = BackupStatus {
-        phase: Some(ended),
-        completion_timestamp: Some(patch::now()),
-        errors: Some(errors),
-        ..counters(operations)
-    };
-    let mut uploaded = backup.clone();
-    uploaded.metadata.managed_fields = None;
-    let current = uploaded.status.get_or_insert_with(Default::default);
-    current.phase = status.phase;
-    current.completion_timestamp = status.completion_timestamp.clone();
-    current.errors = status.errors;
-    current.backup_item_operations_completed = status.backup_item_operations_completed;
-    current.backup_item_operations_failed = status.backup_item_operations_failed;
-    current.csi_volume_snapshots_completed = status.csi_volume_snapshots_completed;
+    let replaced = items_as_ended(client, operations).await?;
+    let contents = rewritten_contents(ctx, store, &name, replaced).await?;
+    let results = results_with_operation_errors(store, &name, operations).await?;
+    let volume_info = volume_info_as_ended(store, &name, operations).await?;
+    let status = ended_status(phase, results.errors.count(), operations);
+    let uploaded = uploaded_metadata(backup, &status);
     let gzip_error = |e: std::io::Error| e.to_string();
     store
         .put_finalized_backup(
@@ -368,32 +289,164 @@ async fn finalize(
         .await
         .map_err(|e| e.to_string())?;
     if claim == patch::Claim::Won {
-        let schedule = backup
-            .labels()
-            .get(ark_api::labels::SCHEDULE_NAME)
-            .cloned()
-            .unwrap_or_default();
-        let outcome = match ended {
-            BackupPhase::Completed => metrics::Ended::Success,
-            _ => metrics::Ended::PartialFailure,
-        };
-        let took = backup
-            .status
-            .as_ref()
-            .and_then(|s| s.start_timestamp.as_ref())
-            .and_then(|start| Duration::try_from(Timestamp::now().duration_since(start.0)).ok())
-            .unwrap_or_default();
-        let items = backup
-            .status
-            .as_ref()
-            .and_then(|s| s.progress.as_ref())
-            .and_then(|p| p.items_backed_up)
-            .unwrap_or_default();
-        ctx.kube
-            .metrics
-            .backup_ended(&schedule, outcome, took, items, errors);
+        record_ended(&ctx.kube, backup, &status);
     }
     Ok(())
+}
+
+/// The items the operations named, as they ended, by their paths in the tarball (the preferred
+/// version's and the plain one).
+async fn items_as_ended(
+    client: &kube::Client,
+    operations: &[BackupOperation],
+) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut replaced = BTreeMap::new();
+    for operation in operations {
+        for item in &operation.spec.post_operation_items {
+            if let Some(json) = item_as_ended(client, item).await? {
+                let (gr, namespace) = (
+                    format!("{}.{}", item.resource, item.group),
+                    Some(item.namespace.as_str()).filter(|n| !n.is_empty()),
+                );
+                replaced.insert(
+                    preferred_version_path(&gr, "v1", namespace, &item.name),
+                    json.clone(),
+                );
+                replaced.insert(item_path(&gr, namespace, &item.name), json);
+            }
+        }
+    }
+    Ok(replaced)
+}
+
+/// The backup's tarball downloaded and written again with the `replaced` items; None when
+/// nothing is replaced.
+async fn rewritten_contents(
+    ctx: &Ctx,
+    store: &BackupStore,
+    name: &str,
+    replaced: BTreeMap<String, Vec<u8>>,
+) -> Result<Option<std::fs::File>, String> {
+    if replaced.is_empty() {
+        return Ok(None);
+    }
+    let source = tempfile::tempfile_in(&ctx.scratch).map_err(|e| e.to_string())?;
+    store
+        .download_backup_contents(name, &source)
+        .await
+        .map_err(|e| format!("reading its tarball: {e}"))?;
+    let scratch = ctx.scratch.clone();
+    let rewritten =
+        tokio::task::spawn_blocking(move || TarballWriter::rewrite(source, &replaced, &scratch))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("writing its tarball again: {e}"))?;
+    Ok(Some(rewritten))
+}
+
+/// The backup's results with the error of each failed operation added.
+async fn results_with_operation_errors(
+    store: &BackupStore,
+    name: &str,
+    operations: &[BackupOperation],
+) -> Result<Results, String> {
+    let mut results: Results = match store
+        .get_backup_results(name)
+        .await
+        .map_err(|e| format!("reading its results: {e}"))?
+    {
+        Some(bytes) => gunzip_json(&bytes, "results")?,
+        None => Results::default(),
+    };
+    for operation in operations.iter().filter(|o| !o.status.error.is_empty()) {
+        let namespace = operation.spec.resource_identifier.namespace.as_str();
+        let listed = results.errors.namespaces.get(namespace);
+        // Once, however many times the backup is finalized.
+        if !listed.is_some_and(|l| l.contains(&operation.status.error)) {
+            results
+                .errors
+                .add(Some(namespace), operation.status.error.clone());
+        }
+    }
+    Ok(results)
+}
+
+/// The backup's volume information with each snapshot's outcome; empty when it has none.
+async fn volume_info_as_ended(
+    store: &BackupStore,
+    name: &str,
+    operations: &[BackupOperation],
+) -> Result<Vec<BackupVolumeInfo>, String> {
+    let bytes = store
+        .get_volume_info(name)
+        .await
+        .map_err(|e| format!("reading its volume information: {e}"))?;
+    Ok(match bytes {
+        Some(bytes) => ended_volume_info(
+            gunzip_json::<Option<_>>(&bytes, "volume information")?.unwrap_or_default(),
+            operations,
+        ),
+        None => Vec::new(),
+    })
+}
+
+/// The status the backup ends with: PartiallyFailed when it was already or has `errors`,
+/// Completed otherwise, with the operations' counters.
+fn ended_status(phase: BackupPhase, errors: i64, operations: &[BackupOperation]) -> BackupStatus {
+    let ended = if phase.is_partially_failed() || errors > 0 {
+        BackupPhase::PartiallyFailed
+    } else {
+        BackupPhase::Completed
+    };
+    BackupStatus {
+        phase: Some(ended),
+        completion_timestamp: Some(patch::now()),
+        errors: Some(errors),
+        ..counters(operations)
+    }
+}
+
+/// The backup's metadata as uploaded to the bucket: the object with the `ended` status fields.
+fn uploaded_metadata(backup: &Backup, ended: &BackupStatus) -> Backup {
+    let mut uploaded = backup.clone();
+    uploaded.metadata.managed_fields = None;
+    let current = uploaded.status.get_or_insert_with(Default::default);
+    current.phase = ended.phase;
+    current.completion_timestamp = ended.completion_timestamp.clone();
+    current.errors = ended.errors;
+    current.backup_item_operations_completed = ended.backup_item_operations_completed;
+    current.backup_item_operations_failed = ended.backup_item_operations_failed;
+    current.csi_volume_snapshots_completed = ended.csi_volume_snapshots_completed;
+    uploaded
+}
+
+/// Counts the backup's end in Velero's metrics: its outcome, how long it took since it started,
+/// its items and errors.
+fn record_ended(kube: &Kube, backup: &Backup, ended: &BackupStatus) {
+    let schedule = backup
+        .labels()
+        .get(ark_api::labels::SCHEDULE_NAME)
+        .cloned()
+        .unwrap_or_default();
+    let outcome = match ended.phase {
+        Some(BackupPhase::Completed) => metrics::Ended::Success,
+        _ => metrics::Ended::PartialFailure,
+    };
+    let took = backup
+        .status
+        .as_ref()
+        .and_then(|s| s.start_timestamp.as_ref())
+        .and_then(|start| Duration::try_from(Timestamp::now().duration_since(start.0)).ok())
+        .unwrap_or_default();
+    let items = backup
+        .status
+        .as_ref()
+        .and_then(|s| s.progress.as_ref())
+        .and_then(|p| p.items_backed_up)
+        .unwrap_or_default();
+    let errors = ended.errors.unwrap_or_default();
+    kube.metrics
+        .backup_ended(&schedule, outcome, took, items, errors);
 }
 
 /// An item an operation named, as it is in the cluster now (a VolumeSnapshot with the
