@@ -24,7 +24,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt as _};
 use serde_json::{Value, json};
 
-use crate::domain::csi::{self, text};
+use crate::domain::csi::{self, ContentStatus, SnapshotStatus, text};
 use crate::domain::locations;
 use crate::records::archive::TarballWriter;
 use crate::records::results::{Results, gunzip_json, gzip_json};
@@ -203,10 +203,11 @@ async fn snapshot_progress(
             format!("{shown} was deleted before it was ready to use"),
         ));
     };
-    if snapshot.data.pointer("/status/readyToUse") == Some(&Value::Bool(true)) {
+    let status = SnapshotStatus::of(&snapshot.data);
+    if status.ready_to_use {
         return Some((OperationPhase::Completed, String::new()));
     }
-    if let Some(error) = text(&snapshot.data, "/status/error/message") {
+    if let Some(error) = status.error {
         return Some((
             OperationPhase::Failed,
             format!("{claim}{shown} failed: {error}"),
@@ -479,19 +480,17 @@ async fn item_as_ended(
     if let Some(metadata) = json.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }
-    let bound = text(&json, "/status/boundVolumeSnapshotContentName").map(str::to_string);
+    let bound = SnapshotStatus::of(&json).bound_content.map(str::to_string);
     if item.resource == "volumesnapshots"
         && let Some(bound) = bound
         && let Some(content) = contents.get_opt(&bound).await.map_err(reading)?
     {
+        let content = ContentStatus::of(&content.data);
         csi::SnapshotRecord {
-            deletion_policy: text(&content.data, "/spec/deletionPolicy").unwrap_or("Delete"),
-            handle: text(&content.data, "/status/snapshotHandle").unwrap_or_default(),
-            driver: text(&content.data, "/spec/driver").unwrap_or_default(),
-            restore_size: content
-                .data
-                .pointer("/status/restoreSize")
-                .and_then(Value::as_i64),
+            deletion_policy: content.deletion_policy,
+            handle: content.snapshot_handle.unwrap_or_default(),
+            driver: content.driver.unwrap_or_default(),
+            restore_size: content.restore_size,
         }
         .annotate(&mut json);
     }

@@ -86,6 +86,53 @@ impl SnapshotRecord<'_> {
     }
 }
 
+/// A VolumeSnapshot's status, as the snapshot controller writes it.
+pub struct SnapshotStatus<'a> {
+    pub ready_to_use: bool,
+    /// Its VolumeSnapshotContent, once bound.
+    pub bound_content: Option<&'a str>,
+    /// The snapshot controller's last error.
+    pub error: Option<&'a str>,
+}
+
+impl<'a> SnapshotStatus<'a> {
+    /// The status of `snapshot`; what it lacks or has of the wrong type is absent.
+    pub fn of(snapshot: &'a Value) -> SnapshotStatus<'a> {
+        SnapshotStatus {
+            ready_to_use: snapshot.pointer("/status/readyToUse") == Some(&Value::Bool(true)),
+            bound_content: text(snapshot, "/status/boundVolumeSnapshotContentName"),
+            error: text(snapshot, "/status/error/message"),
+        }
+    }
+}
+
+/// What ark reads of a VolumeSnapshotContent: its storage snapshot, and what becomes of it.
+pub struct ContentStatus<'a> {
+    /// The storage snapshot's handle, once the driver has cut it.
+    pub snapshot_handle: Option<&'a str>,
+    pub restore_size: Option<i64>,
+    /// The driver's last error.
+    pub error: Option<&'a str>,
+    /// `spec.deletionPolicy`: `Delete` when unset, as the API defaults it.
+    pub deletion_policy: &'a str,
+    pub driver: Option<&'a str>,
+}
+
+impl<'a> ContentStatus<'a> {
+    /// The status and the policy of `content`; what it lacks or has of the wrong type is absent.
+    pub fn of(content: &'a Value) -> ContentStatus<'a> {
+        ContentStatus {
+            snapshot_handle: text(content, "/status/snapshotHandle"),
+            restore_size: content
+                .pointer("/status/restoreSize")
+                .and_then(Value::as_i64),
+            error: text(content, "/status/error/message"),
+            deletion_policy: text(content, "/spec/deletionPolicy").unwrap_or("Delete"),
+            driver: text(content, "/spec/driver"),
+        }
+    }
+}
+
 /// A string at `pointer` in `object`, when there is a non-empty one.
 pub fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
     object
@@ -97,6 +144,30 @@ pub fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_status_views_read_what_the_controllers_write_and_nothing_else() {
+        let snapshot = serde_json::json!({ "status": {
+            "readyToUse": true, "boundVolumeSnapshotContentName": "snapcontent-1",
+            "error": { "message": "" } } });
+        let status = SnapshotStatus::of(&snapshot);
+        assert!(status.ready_to_use);
+        assert_eq!(status.bound_content, Some("snapcontent-1"));
+        assert_eq!(status.error, None, "an empty message is no error");
+        let content = serde_json::json!({
+            "spec": { "driver": "hostpath.csi.k8s.io" },
+            "status": { "snapshotHandle": "h-1", "restoreSize": 1048576, "error": { "message": "quota" } } });
+        let content = ContentStatus::of(&content);
+        assert_eq!(content.snapshot_handle, Some("h-1"));
+        assert_eq!(content.restore_size, Some(1 << 20));
+        assert_eq!(content.error, Some("quota"));
+        assert_eq!(content.deletion_policy, "Delete", "the API's default");
+        assert_eq!(content.driver, Some("hostpath.csi.k8s.io"));
+        // A status of the wrong shape reads as none.
+        let odd = serde_json::json!({ "status": { "readyToUse": "yes", "restoreSize": "1Gi" } });
+        assert!(!SnapshotStatus::of(&odd).ready_to_use);
+        assert_eq!(ContentStatus::of(&odd).restore_size, None);
+    }
 
     #[test]
     fn a_restored_snapshot_is_named_as_velero_names_it() {

@@ -18,7 +18,7 @@ use kube::runtime::wait::await_condition;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::domain::csi::{VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents};
+use crate::domain::csi::{ContentStatus, VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents};
 
 /// What deleting one snapshot came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,10 +86,8 @@ impl CsiContent {
     /// None for a record without a name, which names no content at all.
     pub fn from_object(object: Value) -> Option<Self> {
         let name = object.pointer("/metadata/name")?.as_str()?.to_string();
-        let snapshot_handle = object
-            .pointer("/status/snapshotHandle")
-            .and_then(Value::as_str)
-            .filter(|h| !h.is_empty())
+        let snapshot_handle = ContentStatus::of(&object)
+            .snapshot_handle
             .map(str::to_string);
         Some(Self {
             name,

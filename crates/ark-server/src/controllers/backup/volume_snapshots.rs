@@ -22,7 +22,7 @@ use kube::{Api, Client, ResourceExt as _};
 use serde_json::{Value, json};
 
 use super::pod_volumes;
-use crate::domain::csi::{self, text};
+use crate::domain::csi::{self, ContentStatus, SnapshotStatus};
 use crate::runtime::sync::Locked;
 use crate::runtime::{objects, patch};
 
@@ -425,31 +425,24 @@ impl Inner {
             match snapshots.get_opt(name).await {
                 Ok(None) => return Err("deleted before its snapshot was cut".into()),
                 Ok(Some(snapshot)) => {
-                    if let Some(error) = text(&snapshot.data, "/status/error/message") {
+                    let status = SnapshotStatus::of(&snapshot.data);
+                    if let Some(error) = status.error {
                         last = format!("the snapshot controller said: {error}");
                     }
-                    if let Some(bound) =
-                        text(&snapshot.data, "/status/boundVolumeSnapshotContentName")
-                    {
+                    if let Some(bound) = status.bound_content {
                         last = format!("its content {bound} has no snapshot handle yet");
                         match contents.get_opt(bound).await {
                             Ok(Some(content)) => {
-                                if let Some(error) = text(&content.data, "/status/error/message") {
+                                let content = ContentStatus::of(&content.data);
+                                if let Some(error) = content.error {
                                     last = format!("the driver said: {error}");
                                 }
-                                if let Some(handle) = text(&content.data, "/status/snapshotHandle")
-                                {
-                                    let size = content
-                                        .data
-                                        .pointer("/status/restoreSize")
-                                        .and_then(Value::as_i64);
-                                    let policy = text(&content.data, "/spec/deletionPolicy")
-                                        .unwrap_or("Delete");
+                                if let Some(handle) = content.snapshot_handle {
                                     return Ok((
                                         bound.to_string(),
                                         handle.to_string(),
-                                        size,
-                                        policy.to_string(),
+                                        content.restore_size,
+                                        content.deletion_policy.to_string(),
                                     ));
                                 }
                             }

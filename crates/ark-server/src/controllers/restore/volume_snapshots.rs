@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::actions::is_backed_up_snapshot;
 use super::extract::{child_dirs, json_files};
-use crate::domain::csi::{self, text};
+use crate::domain::csi::{self, ContentStatus, SnapshotStatus, text};
 use crate::runtime::objects;
 
 /// How long a restored snapshot may take to be ready: Velero's default `csiSnapshotTimeout`.
@@ -67,7 +67,7 @@ impl BackedUpSnapshots {
             .into_iter()
             .filter(|(_, snapshot)| is_backed_up_snapshot(snapshot))
             .filter_map(|(_, snapshot)| {
-                Some(text(&snapshot, "/status/boundVolumeSnapshotContentName")?.to_string())
+                Some(SnapshotStatus::of(&snapshot).bound_content?.to_string())
             })
             .collect();
         BackedUpSnapshots {
@@ -140,16 +140,15 @@ async fn ready(client: &Client, namespace: &str, name: &str) -> Result<(), Strin
             // Restored before its claim: gone since, or left out by the restore's filters.
             Ok(None) => return Err("is not in the cluster (deleted, or not restored)".into()),
             Ok(Some(snapshot)) => {
-                if snapshot.data.pointer("/status/readyToUse") == Some(&Value::Bool(true)) {
+                let status = SnapshotStatus::of(&snapshot.data);
+                if status.ready_to_use {
                     return Ok(());
                 }
-                error = text(&snapshot.data, "/status/error/message").map(str::to_string);
-                if let (None, Some(bound)) = (
-                    &error,
-                    text(&snapshot.data, "/status/boundVolumeSnapshotContentName"),
-                ) && let Ok(Some(content)) = contents.get_opt(bound).await
+                error = status.error.map(str::to_string);
+                if let (None, Some(bound)) = (&error, status.bound_content)
+                    && let Ok(Some(content)) = contents.get_opt(bound).await
                 {
-                    error = text(&content.data, "/status/error/message").map(str::to_string);
+                    error = ContentStatus::of(&content.data).error.map(str::to_string);
                 }
             }
             Err(e) => last = format!("could not be read: {}", objects::reason(&e)),
