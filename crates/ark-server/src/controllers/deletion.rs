@@ -242,13 +242,7 @@ async fn reconcile(
     let Some(_lock) = lock(&ctx, &backup_name) else {
         return Ok(Action::requeue(Duration::from_secs(2)));
     };
-    // A name no object can have names no backup (and the API server would refuse the lookup).
-    let backup = if ark_api::selector::is_dns_subdomain(&backup_name) {
-        objects::get::<Backup>(&kube.client, &kube.namespace, &backup_name).await?
-    } else {
-        None
-    };
-    let backup = match backup {
+    let backup = match read_backup(kube, &backup_name).await? {
         Some(Err(unfit)) => {
             kube.metrics.deletion_attempted("");
             return reject(
@@ -260,10 +254,7 @@ async fn reconcile(
         Some(Ok(backup)) => Some(backup),
         None => None,
     };
-    let schedule = backup
-        .as_ref()
-        .and_then(|b| b.labels().get(labels::SCHEDULE_NAME).cloned())
-        .unwrap_or_default();
+    let schedule = schedule_of(backup.as_ref());
     kube.metrics.deletion_attempted(&schedule);
     let running_here = ctx.running_backups.contains(&backup_name);
     match decide(request, backup.as_ref(), running_here) {
@@ -276,22 +267,57 @@ async fn reconcile(
             kube.metrics.deletion_succeeded(&schedule);
         }
         Decision::Delete(backup) => {
-            let Some(errors) = delete(&ctx, &requests, request, backup).await? else {
-                // The request or the backup changed since it was read: decide again.
-                return Ok(Action::requeue(Duration::from_secs(1)));
-            };
-            let uid = backup.metadata.uid.as_deref();
-            if errors.is_empty() {
-                remove_requests(&ctx, &requests, request, uid).await?;
-                kube.metrics.deletion_succeeded(&schedule);
-            } else {
-                remove_earlier_requests(&requests, request, backup).await?;
-                patch::object_status(&requests, &name, &processed_status(errors)).await?;
-                kube.metrics.deletion_failed(&schedule);
-            }
+            return delete_and_record(&ctx, &requests, request, backup, &schedule).await;
         }
     }
     Ok(Action::await_change())
+}
+
+/// Deletes the backup, then removes every request for it when that succeeded, or marks this one
+/// Processed with the errors when it failed; counted in the deletion metrics.
+async fn delete_and_record(
+    ctx: &Ctx,
+    requests: &Api<DynamicObject>,
+    request: &DeleteBackupRequest,
+    backup: &Backup,
+    schedule: &str,
+) -> Result<Action, ReconcileError> {
+    let Some(errors) = delete(ctx, requests, request, backup).await? else {
+        // The request or the backup changed since it was read: decide again.
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
+    let uid = backup.metadata.uid.as_deref();
+    if errors.is_empty() {
+        remove_requests(ctx, requests, request, uid).await?;
+        ctx.kube.metrics.deletion_succeeded(schedule);
+    } else {
+        remove_earlier_requests(requests, request, backup).await?;
+        let name = request.name_any();
+        patch::object_status(requests, &name, &processed_status(errors)).await?;
+        ctx.kube.metrics.deletion_failed(schedule);
+    }
+    Ok(Action::await_change())
+}
+
+/// The backup named `backup_name`, as read, if there is one.
+async fn read_backup(
+    kube: &Kube,
+    backup_name: &str,
+) -> kube::Result<Option<Result<Backup, objects::Unfit>>> {
+    // A name no object can have names no backup (and the API server would refuse the lookup).
+    if ark_api::selector::is_dns_subdomain(backup_name) {
+        objects::get::<Backup>(&kube.client, &kube.namespace, backup_name).await
+    } else {
+        Ok(None)
+    }
+}
+
+/// The schedule that made the backup, which Velero's deletion metrics are labelled with; empty
+/// for a backup made by hand or not found.
+fn schedule_of(backup: Option<&Backup>) -> String {
+    backup
+        .and_then(|b| b.labels().get(labels::SCHEDULE_NAME).cloned())
+        .unwrap_or_default()
 }
 
 fn processed_status(errors: Vec<String>) -> DeleteBackupRequestStatus {
