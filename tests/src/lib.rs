@@ -858,3 +858,17 @@ pub fn gunzip(bytes: &[u8]) -> Vec<u8> {
         .expect("gzip");
     out
 }
+
+/// The paths in backup `name`'s tarball in `store`, in the tarball's order.
+pub async fn tarball_paths(store: &ark_storage::BackupStore, name: &str) -> Vec<String> {
+    let tarball = store
+        .get(&store.layout.backup_contents(name))
+        .await
+        .unwrap_or_else(|e| panic!("backup {name}'s tarball: {e}"));
+    let unpacked = gunzip(&tarball);
+    tar::Archive::new(unpacked.as_slice())
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect()
+}

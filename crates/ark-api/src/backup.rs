@@ -26,6 +26,19 @@ pub struct BackupSpec {
     pub include_cluster_resources: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
+    /// Items matching any of these selectors (Velero refuses it beside `labelSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub or_label_selectors: Option<Vec<LabelSelector>>,
+    /// The scoped resource filters, which Velero refuses beside `includedResources`,
+    /// `excludedResources` and `includeClusterResources`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_cluster_scoped_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_cluster_scoped_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_namespace_scoped_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_namespace_scoped_resources: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_volumes: Option<bool>,
     /// How long the backup is kept, as a Go duration ("720h0m0s").

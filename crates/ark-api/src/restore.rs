@@ -34,6 +34,9 @@ pub struct RestoreSpec {
     pub namespace_mapping: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
+    /// Items matching any of these selectors (Velero refuses it beside `labelSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub or_label_selectors: Option<Vec<LabelSelector>>,
     /// `none` (keep what exists, warn) or `update` (patch it to the backed-up state).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub existing_resource_policy: Option<String>,

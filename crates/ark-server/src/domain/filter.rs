@@ -2,6 +2,11 @@
 //! restore hooks. Each entry is a glob, as Velero compiles it (gobwas/glob without separators):
 //! `shop-*` includes `shop-a` and `shop-x.y`.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::core::{Selector, SelectorExt};
+
 /// A list of includes and excludes; `*` (or no includes) means everything.
 #[derive(Clone, Debug, Default)]
 pub struct IncludesExcludes {
@@ -35,6 +40,57 @@ impl IncludesExcludes {
         let list = Self::new(includes, excludes);
         errors.extend(list.validate(what));
         list
+    }
+
+    /// Whether an exclude matches any of the names an item goes by.
+    pub fn excludes_any(&self, names: &[&str]) -> bool {
+        self.excludes
+            .iter()
+            .any(|p| names.iter().any(|name| glob_matches(p, name)))
+    }
+
+    /// The list without the entries `dropped` says go (`*` always stays).
+    fn without(self, dropped: impl Fn(&str) -> bool) -> Self {
+        let keep = |list: Vec<String>| -> Vec<String> {
+            list.into_iter()
+                .filter(|entry| entry == "*" || !dropped(entry))
+                .collect()
+        };
+        Self {
+            includes: keep(self.includes),
+            excludes: keep(self.excludes),
+        }
+    }
+
+    /// Velero's validation of a scoped list (`ValidateScopedIncludesExcludes`): `*` alone or not
+    /// at all, no includes beside an exclude of `*`, nothing both included and excluded.
+    pub fn validate_scoped(&self, what: &str) -> Vec<String> {
+        let mut errors = Vec::new();
+        let star = |list: &[String]| list.iter().any(|e| e == "*");
+        let invalid = format!("Invalid {what} included/excluded resource lists");
+        if self.includes.len() > 1 && star(&self.includes) {
+            errors.push(format!(
+                "{invalid}: includes list must either contain '*' only, or a non-empty list of items"
+            ));
+        }
+        if self.excludes.len() > 1 && star(&self.excludes) {
+            errors.push(format!(
+                "{invalid}: excludes list must either contain '*' only, or a non-empty list of items"
+            ));
+        }
+        if !self.includes.is_empty() && star(&self.excludes) {
+            errors.push(format!(
+                "{invalid}: when exclude is '*', include cannot have value"
+            ));
+        }
+        for item in &self.excludes {
+            if self.includes.contains(item) {
+                errors.push(format!(
+                    "{invalid}: excludes list cannot contain an item in the includes list: {item}"
+                ));
+            }
+        }
+        errors
     }
 
     pub fn includes_everything(&self) -> bool {
@@ -276,6 +332,143 @@ pub fn resource_names<'a>(
     [plural, group_resource, kind_lower]
 }
 
+/// Which items a backup or a restore takes by their labels: Velero's `labelSelector`, or its
+/// `orLabelSelectors` (an item matching any of them). Velero refuses both at once.
+#[derive(Clone, Debug, Default)]
+pub struct LabelSelection {
+    /// Empty: every item.
+    any_of: Vec<Selector>,
+}
+
+impl LabelSelection {
+    /// The spec's selection; each error found (both fields set, a selector that does not parse)
+    /// goes into `errors`, in Velero's words where it has them. `kind` is `backup` or `restore`.
+    pub fn read(
+        single: Option<&LabelSelector>,
+        any_of: Option<&[LabelSelector]>,
+        kind: &str,
+        errors: &mut Vec<String>,
+    ) -> LabelSelection {
+        if single.is_some() && any_of.is_some() {
+            errors.push(format!(
+                "encountered labelSelector as well as orLabelSelectors in {kind} spec, only one \
+                 can be specified"
+            ));
+        }
+        let mut read = |selector: &LabelSelector, field: String| {
+            Selector::try_from(selector.clone())
+                .map_err(|error| errors.push(format!("{field}: {error}")))
+                .ok()
+        };
+        let any_of: Vec<Selector> = match (single, any_of) {
+            (Some(single), _) => read(single, "labelSelector".into()).into_iter().collect(),
+            (None, Some(any_of)) => any_of
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| read(s, format!("orLabelSelectors[{i}]")))
+                .collect(),
+            (None, None) => Vec::new(),
+        };
+        LabelSelection { any_of }
+    }
+
+    /// Whether the spec selects items by their labels at all.
+    pub fn by_labels(&self) -> bool {
+        !self.any_of.is_empty()
+    }
+
+    /// The one selector a list request can carry, when there is exactly one: the API server
+    /// cannot OR selectors, so `orLabelSelectors` are matched here ([`matches`](Self::matches)).
+    pub fn for_listing(&self) -> Option<&Selector> {
+        match self.any_of.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// Whether an item with `labels` is taken.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.any_of.is_empty() || self.any_of.iter().any(|s| s.matches(labels))
+    }
+}
+
+/// Which resources a backup takes: Velero's two kinds of resource filters, which it refuses to mix
+/// (`pkg/util/collections/includes_excludes.go`: `GlobalIncludesExcludes`, `ScopeIncludesExcludes`).
+#[derive(Clone, Debug)]
+pub enum ResourceFilter {
+    /// `includedResources`, `excludedResources` and `includeClusterResources`.
+    Global {
+        resources: IncludesExcludes,
+        include_cluster_resources: Option<bool>,
+    },
+    /// `included`/`excludedNamespaceScopedResources` and `included`/`excludedClusterScopedResources`.
+    Scoped {
+        namespaced: IncludesExcludes,
+        cluster: IncludesExcludes,
+    },
+}
+
+impl ResourceFilter {
+    /// Whether items of a resource going by `names` may be in the backup at all: listed, or
+    /// named by another item.
+    pub fn admits(&self, names: &[&str], namespaced: bool) -> bool {
+        match self {
+            ResourceFilter::Global { resources, .. } => resources.should_include_any(names),
+            ResourceFilter::Scoped {
+                namespaced: filter, ..
+            } if namespaced => filter.should_include_any(names),
+            ResourceFilter::Scoped { cluster, .. } => !cluster.excludes_any(names),
+        }
+    }
+
+    /// Whether a cluster-scoped resource the filter admits is listed, not only taken when another
+    /// item names it. Old filters: as `includeClusterResources` says, or when unset only when every
+    /// namespace is backed up. Scoped filters: only when included by name. (Velero's rule also
+    /// lists every cluster-scoped resource of a backup with no cluster-scoped filter, of every
+    /// namespace and every namespaced resource; but its backup controller always adds
+    /// VolumeSnapshotContents to the cluster-scoped excludes first, so that rule never applies.)
+    pub fn lists_cluster_scoped(&self, names: &[&str], namespaces: &IncludesExcludes) -> bool {
+        match self {
+            ResourceFilter::Global {
+                include_cluster_resources,
+                ..
+            } => include_cluster_scoped(*include_cluster_resources, namespaces),
+            ResourceFilter::Scoped { cluster, .. } => {
+                !cluster.includes.is_empty() && cluster.should_include_any(names)
+            }
+        }
+    }
+
+    /// Whether cluster-scoped items other items name are taken (`includeClusterResources: false`
+    /// leaves them out).
+    pub fn takes_named_cluster_scoped(&self) -> bool {
+        match self {
+            ResourceFilter::Global {
+                include_cluster_resources,
+                ..
+            } => *include_cluster_resources != Some(false),
+            ResourceFilter::Scoped { .. } => true,
+        }
+    }
+
+    /// The filter without the entries that name a resource of the other scope only (`pods` among
+    /// the cluster-scoped ones), which Velero drops as it resolves them; `scope_of` says, for a
+    /// name, whether the cluster serves it as namespaced (`Some(true)`), cluster-scoped, or not at
+    /// all.
+    pub fn resolved(self, scope_of: impl Fn(&str) -> Option<bool>) -> ResourceFilter {
+        match self {
+            ResourceFilter::Scoped {
+                namespaced,
+                cluster,
+            } => ResourceFilter::Scoped {
+                namespaced: namespaced.without(|name| scope_of(name) == Some(false)),
+                cluster: cluster.without(|name| scope_of(name) == Some(true)),
+            },
+            global => global,
+        }
+    }
+}
+
 /// Whether cluster-scoped resources are part of the operation: as set, or, when unset, only when
 /// every namespace is.
 pub fn include_cluster_scoped(setting: Option<bool>, namespaces: &IncludesExcludes) -> bool {
@@ -288,6 +481,105 @@ mod tests {
 
     fn list(items: &[&str]) -> Option<Vec<String>> {
         Some(items.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn selector(pairs: &[(&str, &str)]) -> LabelSelector {
+        LabelSelector {
+            match_labels: Some(labels(pairs)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn or_label_selectors_take_an_item_matching_any_and_refuse_a_single_selector_beside_them() {
+        let mut errors = Vec::new();
+        let any = [selector(&[("app", "db")]), selector(&[("tier", "cache")])];
+        let selection = LabelSelection::read(None, Some(&any), "backup", &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(selection.by_labels());
+        assert!(
+            selection.for_listing().is_none(),
+            "two selectors: matched here"
+        );
+        assert!(selection.matches(&labels(&[("app", "db")])));
+        assert!(selection.matches(&labels(&[("tier", "cache"), ("x", "y")])));
+        assert!(!selection.matches(&labels(&[("app", "web")])));
+
+        let single = selector(&[("app", "db")]);
+        let one = LabelSelection::read(Some(&single), None, "backup", &mut errors);
+        assert!(
+            one.for_listing().is_some(),
+            "one selector: the API server applies it"
+        );
+        assert!(!LabelSelection::read(None, None, "backup", &mut errors).by_labels());
+        assert!(errors.is_empty());
+
+        LabelSelection::read(Some(&single), Some(&any), "restore", &mut errors);
+        assert_eq!(
+            errors,
+            [
+                "encountered labelSelector as well as orLabelSelectors in restore spec, only one \
+              can be specified"
+            ]
+        );
+    }
+
+    #[test]
+    fn scoped_filters_as_velero_applies_them() {
+        let scoped = |ns_in: &[&str], ns_out: &[&str], cl_in: &[&str], cl_out: &[&str]| {
+            ResourceFilter::Scoped {
+                namespaced: IncludesExcludes::new(list(ns_in).as_ref(), list(ns_out).as_ref()),
+                cluster: IncludesExcludes::new(list(cl_in).as_ref(), list(cl_out).as_ref()),
+            }
+        };
+        let all = IncludesExcludes::new(None, None);
+        let secrets = ["secrets", "secrets", "secret"];
+        let roles = [
+            "clusterroles",
+            "clusterroles.rbac.authorization.k8s.io",
+            "clusterrole",
+        ];
+        // Namespaced: every one unless excluded, or only those included.
+        let no_secrets = scoped(&[], &["secrets"], &[], &[]);
+        assert!(!no_secrets.admits(&secrets, true));
+        assert!(no_secrets.admits(&["configmaps"], true));
+        // Cluster-scoped: listed only when included by name, taken when named unless excluded.
+        assert!(!no_secrets.lists_cluster_scoped(&roles, &all));
+        assert!(no_secrets.admits(&roles, false));
+        let with_roles = scoped(&[], &[], &["clusterroles"], &[]);
+        assert!(with_roles.lists_cluster_scoped(&roles, &all));
+        assert!(!with_roles.lists_cluster_scoped(&["storageclasses"], &all));
+        let every = scoped(&[], &[], &["*"], &["storageclasses"]);
+        assert!(every.lists_cluster_scoped(&roles, &all));
+        assert!(!every.admits(&["storageclasses"], false));
+        // A name of the other scope is dropped, as Velero drops it when it resolves the lists.
+        let misplaced =
+            scoped(&["clusterroles"], &[], &["pods"], &[]).resolved(|name| Some(name == "pods"));
+        assert!(
+            misplaced.admits(&["configmaps"], true),
+            "no namespaced include left"
+        );
+        assert!(!misplaced.lists_cluster_scoped(&roles, &all));
+        // Velero's validation of a scoped list.
+        let bad = IncludesExcludes::new(list(&["*", "pods"]).as_ref(), list(&["*"]).as_ref());
+        assert_eq!(
+            bad.validate_scoped("namespace-scoped"),
+            [
+                "Invalid namespace-scoped included/excluded resource lists: includes list must \
+                 either contain '*' only, or a non-empty list of items",
+                "Invalid namespace-scoped included/excluded resource lists: when exclude is '*', \
+                 include cannot have value",
+                "Invalid namespace-scoped included/excluded resource lists: excludes list cannot \
+                 contain an item in the includes list: *",
+            ]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Velero's spec fields that ark does not honour yet, found among a spec's unmodelled fields. None
-//! passes in silence: a field that narrows what is taken (a filter) refuses the operation, since
-//! going on would take what its author left out; any other is a warning in the results.
+//! passes in silence: each is a warning in the results. (A filter ark could not apply would have
+//! to refuse the operation, since going on would take what its author left out; ark applies every
+//! filter of Velero's.)
 
 use ark_api::Unmodelled;
 use serde_json::Value;
@@ -14,30 +15,6 @@ pub struct Field {
 const fn field(name: &'static str, velero_does: &'static str) -> Field {
     Field { name, velero_does }
 }
-
-/// Backup filters ark cannot apply yet: a backup that sets one fails validation.
-pub const BACKUP_FILTERS: &[Field] = &[
-    field(
-        "orLabelSelectors",
-        "backs up items matching any of these selectors",
-    ),
-    field(
-        "includedClusterScopedResources",
-        "backs up only these cluster-scoped resources",
-    ),
-    field(
-        "excludedClusterScopedResources",
-        "leaves these cluster-scoped resources out",
-    ),
-    field(
-        "includedNamespaceScopedResources",
-        "backs up only these namespaced resources",
-    ),
-    field(
-        "excludedNamespaceScopedResources",
-        "leaves these namespaced resources out",
-    ),
-];
 
 /// Backup fields ark does not act on yet: the backup runs without them, with a warning each.
 pub const BACKUP_BEHAVIOURS: &[Field] = &[
@@ -57,12 +34,6 @@ pub const BACKUP_BEHAVIOURS: &[Field] = &[
         "applies this volume policy to the backup's volumes",
     ),
 ];
-
-/// Restore filters ark cannot apply yet: a restore that sets one fails validation.
-pub const RESTORE_FILTERS: &[Field] = &[field(
-    "orLabelSelectors",
-    "restores items matching any of these selectors",
-)];
 
 /// Restore fields ark does not act on yet: the restore runs without them, with a warning each.
 pub const RESTORE_BEHAVIOURS: &[Field] = &[
@@ -84,7 +55,7 @@ fn is_set(value: &Value) -> bool {
 }
 
 /// One message per field of `fields` that the spec sets.
-pub fn found(unmodelled: &Unmodelled, fields: &[Field], consequence: &str) -> Vec<String> {
+fn found(unmodelled: &Unmodelled, fields: &[Field], consequence: &str) -> Vec<String> {
     fields
         .iter()
         .filter(|f| unmodelled.get(f.name).is_some_and(is_set))
@@ -95,15 +66,6 @@ pub fn found(unmodelled: &Unmodelled, fields: &[Field], consequence: &str) -> Ve
             )
         })
         .collect()
-}
-
-/// The validation errors for filters ark cannot apply.
-pub fn refused(unmodelled: &Unmodelled, filters: &[Field]) -> Vec<String> {
-    found(
-        unmodelled,
-        filters,
-        "refused rather than taking what it would leave out",
-    )
 }
 
 /// The warnings for fields the operation runs without.
@@ -133,14 +95,6 @@ mod tests {
             [
                 "spec.snapshotMoveData is not honoured by ark yet (Velero moves CSI snapshots' \
                  data into the backup location): ignored",
-            ]
-        );
-        let filtered = spec(serde_json::json!({ "excludedNamespaceScopedResources": ["secrets"] }));
-        assert_eq!(
-            refused(&filtered, BACKUP_FILTERS),
-            [
-                "spec.excludedNamespaceScopedResources is not honoured by ark yet (Velero leaves \
-              these namespaced resources out): refused rather than taking what it would leave out"
             ]
         );
     }

@@ -51,7 +51,15 @@ pub struct FilterArgs {
     /// Only objects matching this label selector
     #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = parse_selector)]
     pub selector: Option<ark_api::LabelSelector>,
+    /// Only objects matching any of these label selectors, separated by " or "
+    /// ("app=db or tier in (cache)")
+    #[arg(long, value_name = "SELECTORS", value_parser = parse_or_selector, conflicts_with = "selector")]
+    pub or_selector: Option<OrSelectors>,
 }
+
+/// The selectors of `--or-selector`, as Velero's CLI reads them.
+#[derive(Clone, Debug)]
+pub struct OrSelectors(pub Vec<ark_api::LabelSelector>);
 
 /// What a backup takes and keeps, shared by `backup create` and `schedule create` (whose backups
 /// are made from it).
@@ -74,6 +82,37 @@ pub struct BackupTemplateArgs {
     /// VolumeSnapshotClass (default: true)
     #[arg(long, value_name = "BOOL")]
     pub snapshot_volumes: Option<bool>,
+    #[command(flatten)]
+    pub scoped: ScopedResourceArgs,
+}
+
+/// Velero's scoped resource filters, which cannot be mixed with the resource filters of
+/// [`FilterArgs`] and `--include-cluster-resources`.
+#[derive(Debug, Args)]
+#[group(multiple = true, conflicts_with_all = ["include_resources", "exclude_resources", "include_cluster_resources"])]
+pub struct ScopedResourceArgs {
+    /// Cluster-scoped resources to back up (comma-separated; `*` for all; default: none but the
+    /// backed-up namespaces' own objects)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub include_cluster_scoped_resources: Vec<String>,
+    /// Cluster-scoped resources to leave out (comma-separated; `*` for all)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub exclude_cluster_scoped_resources: Vec<String>,
+    /// Namespaced resources to back up (comma-separated; `*` for all, the default)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub include_namespace_scoped_resources: Vec<String>,
+    /// Namespaced resources to leave out (comma-separated; `*` for all)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub exclude_namespace_scoped_resources: Vec<String>,
+}
+
+impl ScopedResourceArgs {
+    fn is_set(&self) -> bool {
+        !(self.include_cluster_scoped_resources.is_empty()
+            && self.exclude_cluster_scoped_resources.is_empty()
+            && self.include_namespace_scoped_resources.is_empty()
+            && self.exclude_namespace_scoped_resources.is_empty())
+    }
 }
 
 impl BackupTemplateArgs {
@@ -86,6 +125,8 @@ impl BackupTemplateArgs {
             && f.exclude_resources.is_empty()
             && f.include_cluster_resources.is_none()
             && f.selector.is_none()
+            && f.or_selector.is_none()
+            && !self.scoped.is_set()
             && self.ttl.is_none()
             && self.storage_location.is_none()
             && self.default_volumes_to_fs_backup.is_none()
@@ -101,6 +142,19 @@ impl BackupTemplateArgs {
             excluded_resources: non_empty(filters.exclude_resources),
             include_cluster_resources: filters.include_cluster_resources,
             label_selector: filters.selector,
+            or_label_selectors: filters.or_selector.map(|s| s.0),
+            included_cluster_scoped_resources: non_empty(
+                self.scoped.include_cluster_scoped_resources,
+            ),
+            excluded_cluster_scoped_resources: non_empty(
+                self.scoped.exclude_cluster_scoped_resources,
+            ),
+            included_namespace_scoped_resources: non_empty(
+                self.scoped.include_namespace_scoped_resources,
+            ),
+            excluded_namespace_scoped_resources: non_empty(
+                self.scoped.exclude_namespace_scoped_resources,
+            ),
             ttl: self.ttl.map(ark_api::duration::format),
             storage_location: self.storage_location,
             default_volumes_to_fs_backup: self.default_volumes_to_fs_backup,
@@ -190,6 +244,16 @@ pub(crate) fn parse_selector(text: &str) -> Result<ark_api::LabelSelector, Strin
     ark_api::selector::parse(text).map_err(|e| e.reason)
 }
 
+/// `--or-selector`: selectors separated by " or ", as Velero's CLI splits them.
+pub(crate) fn parse_or_selector(text: &str) -> Result<OrSelectors, String> {
+    text.split(" or ")
+        .map(|selector| {
+            parse_selector(selector).map_err(|reason| format!("{selector:?}: {reason}"))
+        })
+        .collect::<Result<_, _>>()
+        .map(OrSelectors)
+}
+
 pub(crate) fn parse_mapping(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((old, new))
@@ -240,4 +304,75 @@ pub enum OutputFormat {
 /// A filter list as a spec field: absent when the user gave none.
 pub(crate) fn non_empty(list: Vec<String>) -> Option<Vec<String>> {
     (!list.is_empty()).then_some(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use crate::cli::Cli;
+
+    fn backup_spec(args: &[&str]) -> Result<ark_api::BackupSpec, clap::Error> {
+        let line = [&["ark", "backup", "create", "b"], args].concat();
+        let cli = Cli::try_parse_from(line)?;
+        let crate::cli::Command::Backup(crate::commands::backup::BackupCommand::Create(create)) =
+            cli.command
+        else {
+            panic!("not `ark backup create`")
+        };
+        Ok(create.template.spec())
+    }
+
+    #[test]
+    fn or_selectors_and_scoped_filters_are_read_as_velero_s_cli_reads_them() {
+        let spec = backup_spec(&[
+            "--or-selector",
+            "app=db or tier in (cache,queue)",
+            "--include-cluster-scoped-resources",
+            "clusterroles,storageclasses",
+            "--exclude-namespace-scoped-resources",
+            "secrets",
+        ])
+        .unwrap();
+        let selectors = spec.or_label_selectors.unwrap();
+        assert_eq!(selectors.len(), 2);
+        assert_eq!(selectors[0].match_labels.as_ref().unwrap()["app"], "db");
+        assert_eq!(
+            spec.included_cluster_scoped_resources.unwrap(),
+            ["clusterroles", "storageclasses"]
+        );
+        assert_eq!(
+            spec.excluded_namespace_scoped_resources.unwrap(),
+            ["secrets"]
+        );
+        assert_eq!(spec.label_selector, None);
+    }
+
+    #[test]
+    fn old_and_scoped_filters_or_both_selectors_are_refused_before_anything_is_sent() {
+        for args in [
+            &[
+                "--include-resources",
+                "pods",
+                "--exclude-cluster-scoped-resources",
+                "*",
+            ][..],
+            &[
+                "--include-cluster-resources",
+                "true",
+                "--include-namespace-scoped-resources",
+                "pods",
+            ],
+            &["--selector", "app=db", "--or-selector", "app=web or app=db"],
+        ] {
+            let error = backup_spec(args).unwrap_err();
+            assert_eq!(
+                error.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}"
+            );
+        }
+        let bad = backup_spec(&["--or-selector", "app=db or =x"]).unwrap_err();
+        assert!(bad.to_string().contains("\"=x\""), "{bad}");
+    }
 }

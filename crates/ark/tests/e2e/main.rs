@@ -39,6 +39,7 @@ mod node {
 
 mod velero {
     mod csi;
+    mod filters;
     mod interop;
     mod pod_volumes;
 }

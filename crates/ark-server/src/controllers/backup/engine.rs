@@ -9,7 +9,7 @@ use ark_storage::tarball::group_resource;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, ListParams, ObjectList, TypeMeta};
-use kube::core::Selector;
+use kube::core::{Expression, Selector};
 use kube::discovery::{ApiCapabilities, Scope, verbs};
 use kube::{Api, Client, ResourceExt};
 
@@ -17,7 +17,7 @@ use super::actions::{Actions, ItemRef};
 use super::pod_work::{PodWork, Ready};
 use super::volume_snapshots::{ClaimSnapshots, Cut};
 use super::writer::{self, ItemWriter, Page};
-use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::domain::filter::{IncludesExcludes, LabelSelection, ResourceFilter};
 use crate::records::recorder::Recorder;
 use crate::records::resource_list;
 
@@ -55,10 +55,31 @@ pub enum EngineError {
 /// What a backup takes, as its validation read the spec.
 pub struct Selection {
     pub namespaces: IncludesExcludes,
-    pub resources: IncludesExcludes,
-    /// The spec's label selector, with the exclude-from-backup label left out.
-    pub selector: Selector,
-    pub include_cluster_resources: Option<bool>,
+    pub resources: ResourceFilter,
+    pub labels: LabelSelection,
+}
+
+impl Selection {
+    /// The selector every list request carries: the spec's, when it has exactly one, and items
+    /// labelled to be excluded left out whatever else selects them (an item without the label
+    /// matches).
+    fn for_listing(&self) -> Selector {
+        let mut selector = self.labels.for_listing().cloned().unwrap_or_default();
+        selector.extend([Expression::NotEqual(
+            labels::EXCLUDE_FROM_BACKUP.into(),
+            "true".into(),
+        )]);
+        selector
+    }
+
+    /// Whether the Namespace objects written are only those of namespaces that hold a listed
+    /// item or whose labels match the selection, as Velero's namespace tracker has it when a
+    /// backup of every namespace selects by labels (vmware-tanzu/velero#7105).
+    fn namespaces_by_items(&self) -> bool {
+        self.labels.by_labels()
+            && self.namespaces.includes_everything()
+            && self.namespaces.excludes_nothing()
+    }
 }
 
 pub struct Collected {
@@ -80,7 +101,8 @@ struct Plan {
     /// reads at most twice what is kept, in one paged list instead of one per namespace.
     cluster_wide: bool,
     resources: Vec<(ApiResource, ApiCapabilities)>,
-    cluster_scoped: bool,
+    /// The cluster-scoped resources listed (others are taken only when an item names them).
+    cluster_scoped_listed: BTreeSet<String>,
 }
 
 /// What a backup is collected from: its selection, its pods' work and claims' snapshots, where
@@ -116,7 +138,9 @@ pub async fn collect(collection: Collection<'_>) -> Result<Collected, EngineErro
     added_later.insert(PODS);
     let mut run = Run {
         client,
-        selector: &selection.selector,
+        selection,
+        listing_selector: selection.for_listing(),
+        listed_in: BTreeSet::new(),
         included: plan.namespaces.iter().cloned().collect(),
         writer: ItemWriter::start(scratch, added_later.clone())?,
         related: Related {
@@ -131,11 +155,17 @@ pub async fn collect(collection: Collection<'_>) -> Result<Collected, EngineErro
         record,
         progress,
     };
-    run.namespaces(&plan).await?;
+    let by_items = selection.namespaces_by_items();
+    if !by_items {
+        run.namespaces(&plan, None).await?;
+    }
     run.listings(&listings(&plan)).await?;
     run.pods_ready(true).await?;
-    run.related(&plan, selection.include_cluster_resources)
-        .await?;
+    run.related(&plan).await?;
+    if by_items {
+        let holding = std::mem::take(&mut run.listed_in);
+        run.namespaces(&plan, Some(&holding)).await?;
+    }
     run.finish().await
 }
 
@@ -175,14 +205,14 @@ impl Listing<'_> {
 fn listings(plan: &Plan) -> Vec<Listing<'_>> {
     let mut listings = Vec::new();
     for (resource, caps) in &plan.resources {
+        let gr = group_resource(&resource.group, &resource.plural);
         let scopes: Vec<Option<&str>> = match caps.scope {
             Scope::Namespaced if plan.cluster_wide => vec![None],
             Scope::Namespaced => plan.namespaces.iter().map(|ns| Some(ns.as_str())).collect(),
             Scope::Cluster if is_namespaces(resource) => continue,
-            Scope::Cluster if plan.cluster_scoped => vec![None],
+            Scope::Cluster if plan.cluster_scoped_listed.contains(&gr) => vec![None],
             Scope::Cluster => continue,
         };
-        let gr = group_resource(&resource.group, &resource.plural);
         let key = resource_list::key(resource);
         for namespace in scopes {
             listings.push(Listing {
@@ -205,7 +235,11 @@ fn is_namespaces(resource: &ApiResource) -> bool {
 /// A backup being collected: where its items go, what it has written, and its record.
 struct Run<'a> {
     client: &'a Client,
-    selector: &'a Selector,
+    selection: &'a Selection,
+    /// What every list request carries (see [`Selection::for_listing`]).
+    listing_selector: Selector,
+    /// The namespaces of the items listed (for [`Selection::namespaces_by_items`]).
+    listed_in: BTreeSet<String>,
     included: BTreeSet<String>,
     writer: ItemWriter,
     related: Related,
@@ -217,9 +251,14 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// The Namespace objects of the namespaces backed up, first, whatever the selector says: a
-    /// restore needs them.
-    async fn namespaces(&mut self, plan: &Plan) -> Result<(), EngineError> {
+    /// The Namespace objects of the namespaces backed up, whatever the selector says (a restore
+    /// needs them): first, or, with `holding` (the namespaces of the items listed), last and only
+    /// those among them or whose labels match the selection.
+    async fn namespaces(
+        &mut self,
+        plan: &Plan,
+        holding: Option<&BTreeSet<String>>,
+    ) -> Result<(), EngineError> {
         let Some((resource, _)) = plan.resources.iter().find(|(r, _)| is_namespaces(r)) else {
             return Ok(());
         };
@@ -232,6 +271,11 @@ impl Run<'_> {
         let api: Api<Namespace> = Api::all(self.client.clone());
         for name in &plan.namespaces {
             match api.get_opt(name).await {
+                Ok(Some(namespace))
+                    if holding.is_some_and(|holding| {
+                        !holding.contains(name)
+                            && !self.selection.labels.matches(namespace.labels())
+                    }) => {}
                 // Serialized with its apiVersion and kind, as Velero writes it.
                 Ok(Some(namespace)) => page.items.push(writer::Item {
                     namespace: None,
@@ -251,14 +295,14 @@ impl Run<'_> {
     /// have one page or none, and a backup of one namespace lists dozens of them. They are written
     /// in order, each listing's next pages asked for as it is written.
     async fn listings(&mut self, listings: &[Listing<'_>]) -> Result<(), EngineError> {
-        let selector = self.selector;
+        let selector = self.listing_selector.clone();
         let client = self.client;
         // The futures own what they use (not a borrowed `Listing`), so the stream stays `Send`.
         let mut first_pages = futures::stream::iter(0..listings.len())
             .map(|index| {
                 let params = ListParams::default()
                     .limit(FIRST_PAGE_SIZE)
-                    .labels_from(selector);
+                    .labels_from(&selector);
                 let api = listings[index].api(client);
                 async move {
                     let page = api.list(&params).await;
@@ -383,8 +427,13 @@ impl Run<'_> {
             api_version: listing.resource.api_version.clone(),
             kind: listing.resource.kind.clone(),
         });
-        if self.actions.made_here(&listing.gr, &object) {
+        if self.actions.made_here(&listing.gr, &object)
+            || !self.selection.labels.matches(object.labels())
+        {
             return Ok(None);
+        }
+        if let Some(namespace) = &namespace {
+            self.listed_in.insert(namespace.clone());
         }
         self.related
             .found(
@@ -436,16 +485,12 @@ impl Run<'_> {
     }
 
     /// The items the backup's items named, not written yet.
-    async fn related(
-        &mut self,
-        plan: &Plan,
-        include_cluster_resources: Option<bool>,
-    ) -> Result<(), EngineError> {
+    async fn related(&mut self, plan: &Plan) -> Result<(), EngineError> {
         let cx = RelatedContext {
             client: self.client,
             plan,
             included: &self.included,
-            include_cluster_resources,
+            cluster_scoped: self.selection.resources.takes_named_cluster_scoped(),
             actions: &self.actions,
         };
         self.related
@@ -516,7 +561,8 @@ struct RelatedContext<'a> {
     client: &'a Client,
     plan: &'a Plan,
     included: &'a BTreeSet<String>,
-    include_cluster_resources: Option<bool>,
+    /// Whether cluster-scoped items other items name are taken.
+    cluster_scoped: bool,
     actions: &'a Actions,
 }
 
@@ -605,7 +651,7 @@ impl Related {
         };
         let allowed = match (&caps.scope, wanted.namespace.as_deref()) {
             (Scope::Namespaced, Some(ns)) => cx.included.contains(ns),
-            (Scope::Cluster, None) => cx.include_cluster_resources != Some(false),
+            (Scope::Cluster, None) => cx.cluster_scoped,
             _ => false,
         };
         if !allowed {
@@ -688,8 +734,24 @@ async fn plan(
     selection: &Selection,
     record: &mut Recorder,
 ) -> Result<Plan, EngineError> {
-    let namespace_filter = &selection.namespaces;
-    let resource_filter = &selection.resources;
+    let (namespaces, existing) = included_namespaces(client, &selection.namespaces, record).await?;
+    let cluster_wide = namespaces.len() * 2 >= existing && !namespaces.is_empty();
+    let (resources, cluster_scoped_listed) = planned_resources(client, selection, record).await?;
+    Ok(Plan {
+        namespaces,
+        cluster_wide,
+        resources,
+        cluster_scoped_listed,
+    })
+}
+
+/// The namespaces that exist and the filter includes, those labelled to be excluded left out (as
+/// if in `excludedNamespaces`, as Velero's backup controller makes it); and how many exist.
+async fn included_namespaces(
+    client: &Client,
+    namespace_filter: &IncludesExcludes,
+    record: &mut Recorder,
+) -> Result<(Vec<String>, usize), EngineError> {
     let mut all_namespaces = Vec::new();
     let mut labelled_out = BTreeSet::new();
     for namespace in Api::<Namespace>::all(client.clone())
@@ -720,7 +782,6 @@ async fn plan(
         .into_iter()
         .filter(|ns| namespace_filter.should_include(ns))
         .filter(|ns| {
-            // As if in excludedNamespaces, as Velero's backup controller makes it.
             let out = labelled_out.contains(ns);
             if out {
                 record.info(&format!(
@@ -731,42 +792,60 @@ async fn plan(
             !out
         })
         .collect();
-    let cluster_wide = namespaces.len() * 2 >= existing && !namespaces.is_empty();
+    Ok((namespaces, existing))
+}
 
+/// The resources the backup may take, namespaces first (as Velero writes them), then by
+/// group-resource for a stable tarball; and the cluster-scoped ones it lists.
+async fn planned_resources(
+    client: &Client,
+    selection: &Selection,
+    record: &mut Recorder,
+) -> Result<(Vec<(ApiResource, ApiCapabilities)>, BTreeSet<String>), EngineError> {
+    let namespace_filter = &selection.namespaces;
     let served = crate::domain::discovery::discover(client)
         .await
         .map_err(EngineError::Discovery)?;
     for skipped in served.skipped {
         record.warning(None, skipped);
     }
+    let names = |resource: &ApiResource| {
+        let gr = group_resource(&resource.group, &resource.plural);
+        let kind = resource.kind.to_lowercase();
+        [resource.plural.clone(), gr, kind]
+    };
+    let scope_of = |name: &str| {
+        served
+            .resources
+            .iter()
+            .find(|(r, _)| names(r).iter().any(|n| n == name))
+            .map(|(_, caps)| caps.scope == Scope::Namespaced)
+    };
+    let resource_filter = selection.resources.clone().resolved(scope_of);
     let mut resources = Vec::new();
+    let mut cluster_scoped_listed = BTreeSet::new();
     for (resource, caps) in served.resources {
         if !caps.supports_operation(verbs::LIST) {
             continue;
         }
-        let gr = group_resource(&resource.group, &resource.plural);
-        let kind = resource.kind.to_lowercase();
-        if !resource_filter.should_include_any(&resource_names(&resource.plural, &gr, &kind)) {
+        let [plural, gr, kind] = names(&resource);
+        let names = [plural.as_str(), gr.as_str(), kind.as_str()];
+        let namespaced = caps.scope == Scope::Namespaced;
+        if !resource_filter.admits(&names, namespaced) {
             continue;
+        }
+        if !namespaced && resource_filter.lists_cluster_scoped(&names, namespace_filter) {
+            cluster_scoped_listed.insert(gr.clone());
         }
         resources.push((resource, caps));
     }
-    // Namespaces first, as Velero writes them, then by group-resource for a stable tarball.
     resources.sort_by_key(|(r, _)| {
         (
             r.plural != "namespaces" || !r.group.is_empty(),
             group_resource(&r.group, &r.plural),
         )
     });
-    Ok(Plan {
-        namespaces,
-        cluster_wide,
-        resources,
-        cluster_scoped: include_cluster_scoped(
-            selection.include_cluster_resources,
-            namespace_filter,
-        ),
-    })
+    Ok((resources, cluster_scoped_listed))
 }
 
 #[cfg(test)]

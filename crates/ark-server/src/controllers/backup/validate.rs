@@ -5,15 +5,12 @@
 use std::time::Duration;
 
 use ark_api::{Backup, BackupSpec, BackupStorageLocation};
-use kube::core::Expression;
-use kube::core::Selector;
 use serde_json::json;
 
 use super::Config;
 use super::engine::Selection;
-use crate::domain::filter::IncludesExcludes;
+use crate::domain::filter::{IncludesExcludes, LabelSelection, ResourceFilter};
 use crate::domain::locations::{self, LocationError};
-use crate::domain::unhonoured;
 use crate::hooks::backup::BackupHookSpecs;
 use crate::runtime::context::Kube;
 use crate::runtime::objects;
@@ -89,33 +86,18 @@ pub(super) async fn validate(
         "namespace",
         &mut errors,
     );
-    let resources = IncludesExcludes::checked(
-        spec.included_resources.as_ref(),
-        spec.excluded_resources.as_ref(),
-        "resource",
-        &mut errors,
-    );
-    errors.extend(unhonoured::refused(
-        &spec.unmodelled,
-        unhonoured::BACKUP_FILTERS,
-    ));
+    let resources = resource_filter(spec, &mut errors);
     let durations = Durations::of(spec, config, &mut errors);
     let hooks = BackupHookSpecs::read(spec.hooks.as_ref()).unwrap_or_else(|hook_errors| {
         errors.extend(hook_errors);
         BackupHookSpecs::default()
     });
-    let mut selector = match &spec.label_selector {
-        Some(selector) => Selector::try_from(selector.clone()).unwrap_or_else(|error| {
-            errors.push(format!("labelSelector: {error}"));
-            Selector::default()
-        }),
-        None => Selector::default(),
-    };
-    // Left out by the API server, whatever else selects them (an item without the label matches).
-    selector.extend([Expression::NotEqual(
-        ark_api::labels::EXCLUDE_FROM_BACKUP.into(),
-        "true".into(),
-    )]);
+    let labels = LabelSelection::read(
+        spec.label_selector.as_ref(),
+        spec.or_label_selectors.as_deref(),
+        "backup",
+        &mut errors,
+    );
     let location = location(spec, kube).await?;
     let location = location.map_err(|error| errors.push(error)).ok();
     match location {
@@ -123,8 +105,7 @@ pub(super) async fn validate(
             selection: Selection {
                 namespaces,
                 resources,
-                selector,
-                include_cluster_resources: spec.include_cluster_resources,
+                labels,
             },
             hooks,
             durations,
@@ -135,6 +116,57 @@ pub(super) async fn validate(
                 .unwrap_or(config.default_volumes_to_fs_backup),
         }),
         _ => Err(Rejected::Invalid(errors)),
+    }
+}
+
+/// The backup's resource filter: the old one (`includedResources`, `excludedResources`,
+/// `includeClusterResources`) unless only the scoped lists are set, as Velero's
+/// `UseOldResourceFilters` decides; both at once are refused, in Velero's words.
+fn resource_filter(spec: &BackupSpec, errors: &mut Vec<String>) -> ResourceFilter {
+    let set = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
+    let old = set(&spec.included_resources)
+        || set(&spec.excluded_resources)
+        || spec.include_cluster_resources.is_some();
+    let scoped = set(&spec.included_cluster_scoped_resources)
+        || set(&spec.excluded_cluster_scoped_resources)
+        || set(&spec.included_namespace_scoped_resources)
+        || set(&spec.excluded_namespace_scoped_resources);
+    if old && scoped {
+        errors.push(
+            "include-resources, exclude-resources and include-cluster-resources are old filter \
+             parameters.\ninclude-cluster-scoped-resources, exclude-cluster-scoped-resources, \
+             include-namespace-scoped-resources and exclude-namespace-scoped-resources are new \
+             filter parameters.\nThey cannot be used together"
+                .to_string(),
+        );
+    }
+    if !scoped || old {
+        return ResourceFilter::Global {
+            resources: IncludesExcludes::checked(
+                spec.included_resources.as_ref(),
+                spec.excluded_resources.as_ref(),
+                "resource",
+                errors,
+            ),
+            include_cluster_resources: spec.include_cluster_resources,
+        };
+    }
+    let mut scoped_list = |includes, excludes, what| {
+        let list = IncludesExcludes::new(includes, excludes);
+        errors.extend(list.validate_scoped(what));
+        list
+    };
+    ResourceFilter::Scoped {
+        cluster: scoped_list(
+            spec.included_cluster_scoped_resources.as_ref(),
+            spec.excluded_cluster_scoped_resources.as_ref(),
+            "cluster-scoped",
+        ),
+        namespaced: scoped_list(
+            spec.included_namespace_scoped_resources.as_ref(),
+            spec.excluded_namespace_scoped_resources.as_ref(),
+            "namespace-scoped",
+        ),
     }
 }
 

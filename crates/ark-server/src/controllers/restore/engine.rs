@@ -8,7 +8,6 @@ use ark_api::RestoreSpec;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::SelectorExt;
 use kube::discovery::{ApiCapabilities, Scope};
 use kube::{Api, Client};
 use serde_json::Value;
@@ -21,7 +20,9 @@ use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
 use crate::domain::csi;
-use crate::domain::filter::{IncludesExcludes, include_cluster_scoped, resource_names};
+use crate::domain::filter::{
+    IncludesExcludes, LabelSelection, include_cluster_scoped, resource_names,
+};
 use crate::hooks::{self, PodHooks};
 use crate::records::recorder::Recorder;
 use crate::records::resource_list::ResourceListWriter;
@@ -61,7 +62,7 @@ struct Item {
 pub struct Selection {
     pub namespaces: IncludesExcludes,
     pub resources: IncludesExcludes,
-    pub selector: Option<kube::core::Selector>,
+    pub labels: LabelSelection,
     pub include_cluster_resources: Option<bool>,
     pub existing: ExistingResourcePolicy,
 }
@@ -163,7 +164,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             restore: &restore_cx,
             actions: &actions,
             restore_name,
-            selector: &selection.selector,
+            labels: &selection.labels,
             unpacked,
             update_existing: selection.existing == ExistingResourcePolicy::Update,
             namespaces: EnsuredNamespaces::default(),
@@ -302,7 +303,7 @@ struct Shared<'a> {
     restore: &'a RestoreCx<'a>,
     actions: &'a Actions,
     restore_name: &'a str,
-    selector: &'a Option<kube::core::Selector>,
+    labels: &'a LabelSelection,
     unpacked: &'a Path,
     update_existing: bool,
     namespaces: EnsuredNamespaces,
@@ -635,7 +636,7 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
     let ItemContext { gr, caps, .. } = cx;
     let Shared {
         restore,
-        selector,
+        labels,
         unpacked,
         ..
     } = cx.shared;
@@ -653,7 +654,9 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
     if let Some(reason) = misplaced(&caps.scope, source_ns, &candidate) {
         return Err(format!("{}: {reason}; not restored", shown_path.display()));
     }
-    if let Some(selector) = selector {
+    // A snapshot's content is restored with its snapshot whatever the labels say (Velero's
+    // `resourceMustHave`).
+    if labels.by_labels() && *gr != csi::VOLUME_SNAPSHOT_CONTENTS {
         let item_labels: BTreeMap<String, String> = serde_json::from_value(
             candidate
                 .pointer("/metadata/labels")
@@ -661,7 +664,7 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
                 .unwrap_or_default(),
         )
         .unwrap_or_default();
-        if !selector.matches(&item_labels) {
+        if !labels.matches(&item_labels) {
             return Ok(None);
         }
     }

@@ -10,8 +10,7 @@ use kube::Api;
 use super::Config;
 use super::actions::ResourceModifiers;
 use super::engine::{ExistingResourcePolicy, Selection};
-use crate::domain::filter::IncludesExcludes;
-use crate::domain::unhonoured;
+use crate::domain::filter::{IncludesExcludes, LabelSelection};
 use crate::runtime::context::Kube;
 use crate::runtime::objects;
 use crate::runtime::operation::Rejected;
@@ -81,10 +80,6 @@ fn read_spec(
     config: &Config,
     errors: &mut Vec<String>,
 ) -> Option<(Selection, Duration)> {
-    errors.extend(unhonoured::refused(
-        &spec.unmodelled,
-        unhonoured::RESTORE_FILTERS,
-    ));
     let item_operation_timeout = ark_api::duration::parse_or_default(
         spec.item_operation_timeout.as_deref(),
         config.default_item_operation_timeout,
@@ -123,22 +118,16 @@ fn read_spec(
             None
         }
     };
-    let selector = match spec
-        .label_selector
-        .clone()
-        .map(kube::core::Selector::try_from)
-    {
-        Some(Err(error)) => {
-            errors.push(format!("labelSelector: {error}"));
-            None
-        }
-        Some(Ok(selector)) => Some(Some(selector)),
-        None => Some(None),
-    };
+    let labels = LabelSelection::read(
+        spec.label_selector.as_ref(),
+        spec.or_label_selectors.as_deref(),
+        "restore",
+        errors,
+    );
     let selection = Selection {
         namespaces,
         resources,
-        selector: selector?,
+        labels,
         include_cluster_resources: spec.include_cluster_resources,
         existing: existing?,
     };

@@ -16,7 +16,7 @@ use crate::cli::args::{DescribeArgs, GetArgs, GlobalArgs, LogsArgs};
 #[derive(Debug, Subcommand)]
 pub enum BackupCommand {
     /// Create a backup
-    Create(create::BackupCreateArgs),
+    Create(Box<create::BackupCreateArgs>),
     /// List backups
     Get(GetArgs),
     /// Show a backup's details
@@ -31,7 +31,7 @@ pub enum BackupCommand {
 
 pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<ExitCode> {
     match command {
-        BackupCommand::Create(args) => create::run(global, args).await,
+        BackupCommand::Create(args) => create::run(global, *args).await,
         BackupCommand::Get(args) => get::run(global, args).await,
         BackupCommand::Describe(args) => describe::run(global, args).await,
         BackupCommand::Logs(args) => logs::run(global, args).await,

@@ -178,6 +178,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         excluded_resources: crate::cli::args::non_empty(filters.exclude_resources),
         include_cluster_resources: filters.include_cluster_resources,
         label_selector: filters.selector,
+        or_label_selectors: filters.or_selector.map(|s| s.0),
         namespace_mapping: (!args.namespace_mappings.is_empty())
             .then(|| args.namespace_mappings.into_iter().collect()),
         existing_resource_policy: Some(
