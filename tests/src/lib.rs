@@ -554,17 +554,26 @@ where
 {
     let name = object.meta().name.clone().unwrap_or_default();
     let uid = object.meta().uid.clone().unwrap_or_default();
-    tokio::time::timeout(
+    let deleted = tokio::time::timeout(
         timeout,
         await_condition(
-            api,
+            api.clone(),
             &name,
             kube::runtime::wait::conditions::is_deleted(&uid),
         ),
     )
-    .await
-    .unwrap_or_else(|_| panic!("{name} was not deleted within {timeout:?}"))
-    .expect("watch failed");
+    .await;
+    match deleted {
+        Ok(watched) => {
+            watched.expect("watch failed");
+        }
+        // What holds it is in the object as it is now (a namespace's conditions name what is
+        // left in it, a finalizer names who must let it go).
+        Err(_) => panic!(
+            "{name} was not deleted within {timeout:?}; it is now:\n{:#?}",
+            api.get_opt(&name).await
+        ),
+    }
 }
 
 /// kwok's ClusterExec: `pods/exec` into any container on the kwok node runs the command here.

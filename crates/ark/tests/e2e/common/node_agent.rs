@@ -65,6 +65,8 @@ pub fn writer_pod(cluster: &Cluster) -> Pod {
             "annotations": { "backup.velero.io/backup-volumes": "data" },
         },
         "spec": {
+            // `sleep` as PID 1 ignores SIGTERM: the default 30 s grace would only be waited out.
+            "terminationGracePeriodSeconds": 1,
             "containers": [{
                 "name": "writer", "image": BUSYBOX, "command": ["sh", "-c", script],
                 "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
@@ -133,12 +135,37 @@ pub fn is_ready() -> impl kube::runtime::wait::Condition<Pod> {
     }
 }
 
-/// Deletes namespace `name` and waits until it is gone, its pods with it.
+/// Deletes namespace `name` and waits until it is gone, its pods with it; if it is not, the
+/// failure shows its pods as they are on the real node.
 pub async fn lose(cluster: &Cluster, name: &str) {
-    let namespaces: Api<Namespace> = Api::all(cluster.client().await);
+    let client = cluster.client().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
     let gone = namespaces.get(name).await.unwrap();
     namespaces.delete(name, &Default::default()).await.unwrap();
-    ark_tests::wait_deleted(namespaces, &gone, WAIT).await;
+    let deleted = tokio::time::timeout(
+        WAIT,
+        kube::runtime::wait::await_condition(
+            namespaces.clone(),
+            name,
+            kube::runtime::wait::conditions::is_deleted(&gone.metadata.uid.unwrap_or_default()),
+        ),
+    )
+    .await;
+    if deleted.is_err() {
+        let pods = Api::<Pod>::namespaced(client, name)
+            .list(&ListParams::default())
+            .await
+            .map(|list| {
+                list.items
+                    .into_iter()
+                    .map(|p| (p.metadata.name, p.metadata.deletion_timestamp, p.status))
+                    .collect::<Vec<_>>()
+            });
+        panic!(
+            "namespace {name} was not deleted within {WAIT:?}; it is now:\n{:#?}\nits pods:\n{pods:#?}",
+            namespaces.get_opt(name).await
+        );
+    }
 }
 
 /// The only PodVolumeBackup of backup `backup` in `ns`.
