@@ -22,6 +22,44 @@ pub async fn fetch(
     kind: &str,
     name: &str,
 ) -> anyhow::Result<Vec<u8>> {
+    Ok(response(client, namespace, kind, name)
+        .await?
+        .bytes()
+        .await?
+        .to_vec())
+}
+
+/// The same file written to `out` as it arrives (a backup's contents may not fit in memory); the
+/// bytes written.
+pub async fn fetch_into(
+    client: &kube::Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+    out: &mut (impl tokio::io::AsyncWrite + Unpin),
+) -> anyhow::Result<u64> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut response = response(client, namespace, kind, name).await?;
+    let mut written = 0;
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .with_context(|| format!("downloading the {kind} of {name}"))?
+    {
+        out.write_all(&chunk).await?;
+        written += chunk.len() as u64;
+    }
+    out.flush().await?;
+    Ok(written)
+}
+
+/// The server's answer to a DownloadRequest for the file, fetched.
+async fn response(
+    client: &kube::Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+) -> anyhow::Result<reqwest::Response> {
     let api: Api<DownloadRequest> = Api::namespaced(client.clone(), namespace);
     let request: DownloadRequest = serde_json::from_value(serde_json::json!({
         "apiVersion": "velero.io/v1", "kind": "DownloadRequest",
@@ -63,5 +101,5 @@ pub async fn fetch(
     if !response.status().is_success() {
         bail!("downloading the {kind} of {name}: {}", response.status());
     }
-    Ok(response.bytes().await?.to_vec())
+    Ok(response)
 }

@@ -3,6 +3,7 @@
 mod create;
 mod delete;
 mod describe;
+mod download;
 mod download_volume;
 mod get;
 mod logs;
@@ -25,6 +26,8 @@ pub enum BackupCommand {
     Logs(LogsArgs),
     /// Delete backups and all their data through DeleteBackupRequests
     Delete(delete::BackupDeleteArgs),
+    /// Write a backup's tarball (its Kubernetes objects, not its volume data) to a local file
+    Download(download::BackupDownloadArgs),
     /// Write a pod volume's data in a backup (or one file or directory of it) to the local disk
     DownloadVolume(download_volume::DownloadVolumeArgs),
 }
@@ -36,6 +39,7 @@ pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<
         BackupCommand::Describe(args) => describe::run(global, args).await,
         BackupCommand::Logs(args) => logs::run(global, args).await,
         BackupCommand::Delete(args) => delete::run(global, args).await,
+        BackupCommand::Download(args) => download::run(global, args).await,
         BackupCommand::DownloadVolume(args) => download_volume::run(global, args).await,
     }
 }

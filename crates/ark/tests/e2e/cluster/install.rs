@@ -577,7 +577,8 @@ async fn person(
 }
 
 #[tokio::test]
-async fn a_viewer_reads_logs_and_details_through_the_server_without_the_locations_credentials() {
+async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_through_the_server_without_the_locations_credentials()
+ {
     let cluster = Cluster::get();
     let ns = unique_name("ark-viewer-logs");
     let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
@@ -641,6 +642,43 @@ async fn a_viewer_reads_logs_and_details_through_the_server_without_the_location
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(viewer.client().await, &ns);
     assert!(secrets.get("cloud-credentials").await.is_err());
+
+    // `backup download`: an operator (no credentials either) gets the tarball through the server,
+    // byte for byte; an existing file is kept unless --force; whoever reads the credentials gets it
+    // from the bucket.
+    let operator = person(&cluster, &ns, "operator", Some("operator"), dir.path()).await;
+    wait_for_rights(&operator, &ns).await;
+    let store = ark_storage::open(&cluster.s3_location(&ns)).unwrap();
+    let tarball = store.get(&store.layout.backup_contents("b")).await.unwrap();
+    let out = dir.path().join("b.tar.gz");
+    let out_arg = out.to_str().unwrap();
+    let said = ark_ok(&operator, &ns, &["backup", "download", "b", "-o", out_arg]);
+    assert_eq!(
+        said.trim(),
+        format!(
+            "Backup b has been successfully downloaded to {out_arg} ({} bytes)",
+            tarball.len()
+        )
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), tarball);
+    std::fs::write(&out, b"kept").unwrap();
+    let refused = ark(
+        Some(&operator),
+        &["backup", "download", "b", "-o", out_arg, "-n", &ns],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(&format!("{out_arg} already exists")),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"kept");
+    ark_ok(
+        &cluster,
+        &ns,
+        &["backup", "download", "b", "-o", out_arg, "--force"],
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), tarball);
 }
 
 /// Until `who` may list backups in `ns` (a new RoleBinding reaches the authorizer's cache within
