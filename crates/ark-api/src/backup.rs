@@ -61,6 +61,10 @@ pub struct BackupSpec {
     /// (absent: the server's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_volumes_to_fs_backup: Option<bool>,
+    /// The old name of `defaultVolumesToFsBackup`: `true` still means it, as in Velero, whatever
+    /// the new field says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_volumes_to_restic: Option<bool>,
     /// Velero's fields that ark does not model (datamover, resource policies, ...), kept as they
     /// came.
     #[serde(flatten)]

@@ -19,10 +19,6 @@ const fn field(name: &'static str, velero_does: &'static str) -> Field {
 /// Backup fields ark does not act on yet: the backup runs without them, with a warning each.
 pub const BACKUP_BEHAVIOURS: &[Field] = &[
     field(
-        "defaultVolumesToRestic",
-        "backs up pod volumes' data with its node agent",
-    ),
-    field(
         "snapshotMoveData",
         "moves CSI snapshots' data into the backup location",
     ),

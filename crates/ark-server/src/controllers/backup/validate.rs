@@ -111,12 +111,21 @@ pub(super) async fn validate(
             durations,
             location,
             location_name,
-            volumes_by_default: spec
-                .default_volumes_to_fs_backup
-                .unwrap_or(config.default_volumes_to_fs_backup),
+            volumes_by_default: volumes_by_default(spec, config),
         }),
         _ => Err(Rejected::Invalid(errors)),
     }
+}
+
+/// Whether every pod volume is backed up with the node agent: `defaultVolumesToRestic: true` (the
+/// field's old name, kept by backups made by old versions) says so whatever else does, as Velero
+/// remaps it; then `defaultVolumesToFsBackup`, then the server's default.
+fn volumes_by_default(spec: &BackupSpec, config: &Config) -> bool {
+    if spec.default_volumes_to_restic == Some(true) {
+        return true;
+    }
+    spec.default_volumes_to_fs_backup
+        .unwrap_or(config.default_volumes_to_fs_backup)
 }
 
 /// The backup's resource filter: the old one (`includedResources`, `excludedResources`,
@@ -259,6 +268,24 @@ mod tests {
             )
         });
         Kube::for_tests(kube::Client::new(service, "velero")).0
+    }
+
+    #[test]
+    fn default_volumes_to_restic_true_means_every_volume_whatever_else_says() {
+        let spec = |restic: Option<bool>, fs: Option<bool>| BackupSpec {
+            default_volumes_to_restic: restic,
+            default_volumes_to_fs_backup: fs,
+            ..Default::default()
+        };
+        let config = config();
+        assert!(volumes_by_default(&spec(Some(true), Some(false)), &config));
+        assert!(!volumes_by_default(&spec(Some(false), None), &config));
+        assert!(volumes_by_default(&spec(None, Some(true)), &config));
+        let by_default = Config {
+            default_volumes_to_fs_backup: true,
+            ..config
+        };
+        assert!(volumes_by_default(&spec(Some(false), None), &by_default));
     }
 
     fn config() -> Config {
