@@ -27,6 +27,7 @@ use crate::domain::snapshots::{self, Deleted, Recorded, VolumeSnapshotter};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::Readable;
+use crate::runtime::sync::Locked;
 use crate::runtime::{objects, patch};
 
 /// How long a deletion waits for the first listing of Restores.
@@ -159,14 +160,13 @@ struct Deleting<'a> {
 
 impl Drop for Deleting<'_> {
     fn drop(&mut self) {
-        self.ctx.deleting.lock().unwrap().remove(&self.backup);
+        self.ctx.deleting.locked().remove(&self.backup);
     }
 }
 
 fn lock<'a>(ctx: &'a Ctx, backup: &str) -> Option<Deleting<'a>> {
     ctx.deleting
-        .lock()
-        .unwrap()
+        .locked()
         .insert(backup.to_string())
         .then(|| Deleting {
             ctx,
@@ -185,13 +185,13 @@ const REMOVED_KEPT_FOR: Duration = Duration::from_secs(300);
 impl RemovedRequests {
     fn insert(&self, uid: &str) {
         let now = Instant::now();
-        let mut removed = self.0.lock().unwrap();
+        let mut removed = self.0.locked();
         removed.retain(|_, at| now.duration_since(*at) < REMOVED_KEPT_FOR);
         removed.insert(uid.to_string(), now);
     }
 
     fn contains(&self, uid: &str) -> bool {
-        self.0.lock().unwrap().contains_key(uid)
+        self.0.locked().contains_key(uid)
     }
 }
 

@@ -30,7 +30,9 @@ impl AsRef<Kube> for Ctx {
 }
 
 pub async fn run(ctx: Arc<Ctx>) {
-    periodic::run::<Backup, _, _, _>(ctx, collect).await;
+    // Every backup is looked at again, expired or not.
+    periodic::run::<Backup, _, _, _>(ctx, async |object, ctx| Some(collect(object, ctx).await))
+        .await;
 }
 
 /// One backup's garbage collection; again after `--garbage-collection-frequency`, or when the

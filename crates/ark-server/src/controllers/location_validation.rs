@@ -1,5 +1,7 @@
-//! Checks each BackupStorageLocation every `--store-validation-frequency` (and when it is created
-//! or its spec changes) and writes Available/Unavailable with the reason.
+//! Checks each BackupStorageLocation every `validationFrequency` (its own, else the server's
+//! `--store-validation-frequency`), and when it is created or its spec changes, and writes
+//! Available/Unavailable with the reason. A location whose frequency is 0 is checked once, as
+//! Velero checks it (`IsReadyToValidate`), and again only when its spec changes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use crate::runtime::{patch, periodic};
 
 pub struct Ctx {
     pub kube: Kube,
-    /// How often each location is checked (`--store-validation-frequency`).
+    /// How often a location without its own frequency is checked (`--store-validation-frequency`).
     pub period: Duration,
 }
 
@@ -27,9 +29,24 @@ pub async fn run(ctx: Arc<Ctx>) {
     periodic::run::<BackupStorageLocation, _, _, _>(ctx, validate).await;
 }
 
-async fn validate(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Duration {
+async fn validate(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Option<Duration> {
     let kube = &ctx.kube;
     let name = object.name();
+    let every = match &object.read {
+        Ok(location) => {
+            let every =
+                locations::own_period(location.spec.validation_frequency.as_deref(), ctx.period);
+            let checked_before = location
+                .status
+                .as_ref()
+                .is_some_and(|s| s.last_validation_time.is_some());
+            if every.is_none() && checked_before {
+                return None;
+            }
+            every
+        }
+        Err(_) => Some(ctx.period),
+    };
     let checked = match &object.read {
         Ok(location) => locations::check(&kube.client, location.clone()).await,
         Err(unfit) => Err(format!(
@@ -50,5 +67,5 @@ async fn validate(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -
     if let Err(error) = patch::object_status(&api, &name, &status).await {
         tracing::warn!("updating backup storage location {name}: {error}");
     }
-    ctx.period
+    every
 }

@@ -23,7 +23,10 @@ const RECENT_RUNS: usize = 3;
 const AFTER_FAILURE: Duration = Duration::from_secs(5 * 60);
 
 pub async fn run(kube: Arc<Kube>) {
-    periodic::run::<BackupRepository, _, _, _>(kube, maintain).await;
+    periodic::run::<BackupRepository, _, _, _>(kube, async |cached, kube| {
+        Some(maintain(cached, kube).await)
+    })
+    .await;
 }
 
 async fn maintain(cached: Arc<Readable<BackupRepository>>, kube: Arc<Kube>) -> Duration {

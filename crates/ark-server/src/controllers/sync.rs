@@ -16,6 +16,7 @@ use crate::controllers::gc;
 use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::objects::Readable;
+use crate::runtime::sync::Locked;
 use crate::runtime::{objects, periodic};
 
 pub struct Ctx {
@@ -39,27 +40,33 @@ pub async fn run(ctx: Arc<Ctx>) {
     periodic::run::<BackupStorageLocation, _, _, _>(ctx, sync).await;
 }
 
-/// One location's sync; again after `--backup-sync-period`.
-async fn sync(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Duration {
+/// One location's sync; again after its `backupSyncPeriod` (else `--backup-sync-period`). A
+/// location whose period is 0 is not synced at all, as Velero has it.
+async fn sync(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Option<Duration> {
     let name = object.name();
+    let every = match &object.read {
+        Ok(location) => {
+            locations::own_period(location.spec.backup_sync_period.as_deref(), ctx.period)
+        }
+        Err(_) => Some(ctx.period),
+    };
+    if every.is_none() {
+        tracing::debug!("location {name}: its backupSyncPeriod is 0: not synced");
+        return None;
+    }
     if let Err(error) = sync_one(&ctx, &object).await {
         tracing::warn!("backup sync of location {name}: {error}");
     }
-    ctx.period
+    every
 }
 
 async fn sync_one(ctx: &Ctx, object: &Readable<BackupStorageLocation>) -> Result<(), String> {
     let location = object.read.clone().map_err(|e| e.to_string())?;
     let name = object.name();
     let listed = list_backups(&ctx.kube).await?;
-    let was_missing = ctx
-        .missing
-        .lock()
-        .unwrap()
-        .remove(&name)
-        .unwrap_or_default();
+    let was_missing = ctx.missing.locked().remove(&name).unwrap_or_default();
     let missing_now = sync_location(ctx, location, &listed, &was_missing).await?;
-    ctx.missing.lock().unwrap().insert(name, missing_now);
+    ctx.missing.locked().insert(name, missing_now);
     Ok(())
 }
 

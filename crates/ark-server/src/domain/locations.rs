@@ -1,5 +1,7 @@
 //! From a BackupStorageLocation's name to its backup store.
 
+use std::time::Duration;
+
 use ark_api::BackupStorageLocation;
 use ark_storage::BackupStore;
 use k8s_openapi::api::core::v1::Secret;
@@ -58,6 +60,21 @@ pub struct OpenLocation {
 impl OpenLocation {
     pub fn name(&self) -> String {
         self.location.metadata.name.clone().unwrap_or_default()
+    }
+}
+
+/// How often a periodic controller looks at a location: its own setting (`backupSyncPeriod`,
+/// `validationFrequency`, Go durations) or, without one, the server's `default`; `None` for a
+/// setting of zero, which Velero reads as "not at all" (sync) or "once" (validation). A setting
+/// that does not parse, or is negative, is the default, as Velero has it.
+pub fn own_period(setting: Option<&str>, default: Duration) -> Option<Duration> {
+    let Some(setting) = setting.filter(|s| !s.is_empty()) else {
+        return Some(default);
+    };
+    match ark_api::duration::parse(setting) {
+        Ok(period) if period.is_zero() => None,
+        Ok(period) => Some(period),
+        Err(_) => Some(default),
     }
 }
 
@@ -159,4 +176,23 @@ async fn read_secret_key(
         .and_then(|mut data| data.remove(key))
         .ok_or_else(|| error("key not in secret".into()))?;
     String::from_utf8(bytes.0).map_err(|_| error("not UTF-8 text".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_s_own_period_as_velero_reads_it() {
+        let default = Duration::from_secs(60);
+        assert_eq!(own_period(None, default), Some(default));
+        assert_eq!(own_period(Some(""), default), Some(default));
+        assert_eq!(
+            own_period(Some("10m"), default),
+            Some(Duration::from_secs(600))
+        );
+        assert_eq!(own_period(Some("0s"), default), None);
+        assert_eq!(own_period(Some("-5m"), default), Some(default));
+        assert_eq!(own_period(Some("often"), default), Some(default));
+    }
 }

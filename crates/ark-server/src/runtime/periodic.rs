@@ -1,8 +1,10 @@
 //! The one periodic mechanism: a kube-runtime Controller over one kind that reconciles each object
 //! when it appears, when its spec changes, and again after the interval its last run asked for (a
-//! requeue). Location checks, backup sync and garbage collection run on it. An entry of the
-//! schedule goes once its time has passed (a run is due then anyway), so entries of objects that
-//! are gone, or of specs they no longer have, last one interval.
+//! requeue), or never again until its spec changes when it asked for none (a location whose
+//! `validationFrequency` is 0). Location checks, backup sync and garbage collection run on it. An
+//! entry of the schedule goes once its time has passed (a run is due then anyway), so entries of
+//! objects that are gone, or of specs they no longer have, last one interval; one that waits for a
+//! spec change stays (one per such object and spec).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -20,13 +22,13 @@ use crate::runtime::sync::Locked;
 use serde::de::DeserializeOwned;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
-/// each run returns when to run again.
+/// each run returns when to run again (`None`: only once the object's spec changes).
 pub async fn run<K, C, F, Fut>(ctx: Arc<C>, reconcile: F)
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
     C: AsRef<Kube> + Send + Sync + 'static,
     F: Fn(Arc<Readable<K>>, Arc<C>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Duration> + Send + 'static,
+    Fut: Future<Output = Option<Duration>> + Send + 'static,
 {
     // Status is part of these objects (Velero's CRDs have no status subresource), so a run's own
     // status write comes back as a change: only a new object or a changed spec runs out of turn.
@@ -37,32 +39,47 @@ where
         async move {
             let key = identity_and_spec(&object.stored);
             let now = Instant::now();
-            let next_run = due.locked().not_before(key, now);
-            if let Some(next_run) = next_run {
-                return Ok(Action::requeue(next_run - now));
+            let waiting = due.locked().not_before(key, now);
+            match waiting {
+                Some(Wait::Until(next_run)) => return Ok(Action::requeue(next_run - now)),
+                Some(Wait::SpecChange) => return Ok(Action::await_change()),
+                None => {}
             }
             let interval = reconcile(object, ctx).await;
             due.locked().ran(key, now, interval);
-            Ok(Action::requeue(interval))
+            Ok(interval.map_or_else(Action::await_change, Action::requeue))
         }
     };
     controller::run::<K, _, _, _>(ctx, "periodic", 0, run_when_due).await;
 }
 
-/// When each object (by [`identity_and_spec`]) may run next.
+/// When each object (by [`identity_and_spec`]) may run next: at an instant, or (`None`) once its
+/// spec changes.
 #[derive(Default)]
-struct Due(HashMap<u64, Instant>);
+struct Due(HashMap<u64, Option<Instant>>);
+
+/// Why an object may not run now.
+#[derive(Debug, PartialEq)]
+enum Wait {
+    Until(Instant),
+    SpecChange,
+}
 
 impl Due {
-    /// When the object may run, if not now.
-    fn not_before(&self, key: u64, now: Instant) -> Option<Instant> {
-        self.0.get(&key).copied().filter(|at| *at > now)
+    /// Why the object may not run now, if it may not.
+    fn not_before(&self, key: u64, now: Instant) -> Option<Wait> {
+        match self.0.get(&key)? {
+            Some(at) if *at > now => Some(Wait::Until(*at)),
+            Some(_) => None,
+            None => Some(Wait::SpecChange),
+        }
     }
 
-    /// It ran at `now` and asked to run again after `interval`; entries past their time go.
-    fn ran(&mut self, key: u64, now: Instant, interval: Duration) {
-        self.0.retain(|_, at| *at > now);
-        self.0.insert(key, now + interval);
+    /// It ran at `now` and asked to run again after `interval` (`None`: once its spec changes);
+    /// entries past their time go.
+    fn ran(&mut self, key: u64, now: Instant, interval: Option<Duration>) {
+        self.0.retain(|_, at| at.is_none_or(|at| at > now));
+        self.0.insert(key, interval.map(|interval| now + interval));
     }
 }
 
@@ -87,14 +104,23 @@ mod tests {
         let mut due = Due::default();
         let start = Instant::now();
         let minute = Duration::from_secs(60);
-        due.ran(1, start, minute);
-        due.ran(2, start, minute * 2);
-        assert_eq!(due.not_before(1, start), Some(start + minute));
+        due.ran(1, start, Some(minute));
+        due.ran(2, start, Some(minute * 2));
+        due.ran(4, start, None);
+        assert_eq!(due.not_before(1, start), Some(Wait::Until(start + minute)));
         assert_eq!(due.not_before(1, start + minute), None);
-        // Object 3 runs after 1's time: 1's entry goes, 2's stays.
-        due.ran(3, start + minute, minute);
-        assert_eq!(due.0.len(), 2);
-        assert_eq!(due.not_before(2, start + minute), Some(start + minute * 2));
+        // Object 3 runs after 1's time: 1's entry goes, 2's and 4's stay.
+        due.ran(3, start + minute, Some(minute));
+        assert_eq!(due.0.len(), 3);
+        assert_eq!(
+            due.not_before(2, start + minute),
+            Some(Wait::Until(start + minute * 2))
+        );
+        // 4 asked to run again only once its spec changes (a new key): never by the clock.
+        assert_eq!(
+            due.not_before(4, start + minute * 1000),
+            Some(Wait::SpecChange)
+        );
     }
 
     #[test]

@@ -5,7 +5,10 @@ use crate::common;
 
 use std::time::Duration;
 
-use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
+use ark_api::{
+    Backup, BackupPhase, BackupStorageLocation, DeleteBackupRequest, DeleteBackupRequestPhase,
+    labels,
+};
 use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_deleted, wait_for};
 use common::setup::{Setup, WAIT};
@@ -596,6 +599,69 @@ async fn deleting_the_namespace_keeps_the_bucket_and_sync_brings_the_backups_bac
     wait_for(setup.backups(), "b1", completed, WAIT)
         .await
         .unwrap();
+}
+
+/// A location's own `backupSyncPeriod` and `validationFrequency`, as Velero reads them: 0 syncs the
+/// location not at all and checks it once; a period of its own replaces the server's (which the
+/// test server sets to 2 s). The server's periods are shorter than the waits here, so a sync or
+/// check that should not happen would have.
+#[tokio::test]
+async fn a_location_s_own_sync_period_and_validation_frequency_of_zero_are_honoured() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let locations: Api<BackupStorageLocation> = Api::namespaced(setup.client.clone(), setup.ns());
+    let set = |fields: serde_json::Value| {
+        let locations = locations.clone();
+        async move {
+            locations
+                .patch(
+                    "default",
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({ "spec": fields })),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    set(serde_json::json!({ "backupSyncPeriod": "0s", "validationFrequency": "0s" })).await;
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", None);
+    let checked = |l: &BackupStorageLocation| {
+        l.status
+            .as_ref()
+            .and_then(|s| s.last_validation_time.clone())
+    };
+    let first = checked(&locations.get("default").await.unwrap()).expect("checked once");
+
+    // The Backup object deleted (not the backup): a location that syncs would bring it back.
+    let backup = setup.backups().get("b1").await.unwrap();
+    setup
+        .backups()
+        .delete("b1", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(setup.backups(), &backup, WAIT).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert!(
+        setup.backups().get_opt("b1").await.unwrap().is_none(),
+        "synced"
+    );
+    assert_eq!(
+        checked(&locations.get("default").await.unwrap()),
+        Some(first.clone()),
+        "checked again"
+    );
+
+    // Periods of its own: synced and checked again.
+    set(serde_json::json!({ "backupSyncPeriod": "1s", "validationFrequency": "1s" })).await;
+    let completed = |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::Completed);
+    wait_for(setup.backups(), "b1", completed, WAIT)
+        .await
+        .expect("synced once the location has a period");
+    let rechecked =
+        |l: Option<&BackupStorageLocation>| l.and_then(checked).is_some_and(|at| at.0 > first.0);
+    wait_for(locations.clone(), "default", rechecked, WAIT)
+        .await
+        .expect("checked again once the location has a frequency");
 }
 
 #[tokio::test]
