@@ -521,6 +521,32 @@ impl Drop for VeleroServer {
     }
 }
 
+/// Velero's stopped server leaves its Deployment (the stand-in [`VeleroServer`] makes on a kwok
+/// node) available, which ark's server refuses to start beside: scaled to nothing, as a user
+/// taking over from Velero scales it.
+pub async fn stand_down(client: &kube::Client, ns: &str) {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    deployments
+        .patch(
+            "velero",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "replicas": 0 } })),
+        )
+        .await
+        .unwrap();
+    crate::wait_for(
+        deployments,
+        "velero",
+        |d: Option<&Deployment>| {
+            d.and_then(|d| d.status.as_ref())
+                .is_some_and(|s| s.available_replicas.unwrap_or(0) == 0)
+        },
+        std::time::Duration::from_secs(120),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("Velero's Deployment in {ns} not scaled down: {e:#}"));
+}
+
 /// Velero puts a finalizer on its Restores that only its server removes: a test's or a
 /// benchmark's namespace could not go once the server is stopped.
 pub async fn release_restores(client: &kube::Client, ns: &str) {

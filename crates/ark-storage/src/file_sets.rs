@@ -350,6 +350,12 @@ impl BackupStore {
         self.keys_under(&self.layout.restore_dir(restore)).await
     }
 
+    /// Deletes a restore's data (its log, results, resource list and hook results); the keys
+    /// deleted.
+    pub async fn delete_restore(&self, restore: &str) -> Result<usize, StoreError> {
+        self.delete_under(&self.layout.restore_dir(restore)).await
+    }
+
     /// Deletes a backup as listed: `velero-backup.json` first, from then on the backup no longer
     /// exists for sync; then the rest of its keys and `restore_keys` (its restores' data) in one
     /// batch delete.

@@ -11,6 +11,7 @@ pub mod gc;
 pub mod location_validation;
 pub mod repository_maintenance;
 pub mod restore;
+pub mod restore_finalizer;
 pub mod schedule;
 pub mod server_status;
 pub mod sync;

@@ -17,7 +17,7 @@ use crate::controllers::deletion::Config as DeletionConfig;
 use crate::controllers::restore::Config as RestoreConfig;
 use crate::controllers::{
     backup, backup_operations, deletion, download_requests, gc, location_validation,
-    repository_maintenance, restore, schedule, server_status, sync,
+    repository_maintenance, restore, restore_finalizer, schedule, server_status, sync,
 };
 use crate::domain::snapshots::VolumeSnapshotter;
 use crate::runtime::context::Kube;
@@ -195,6 +195,10 @@ fn server_term(
             (
                 "download request",
                 download_requests::run(plain.clone()).boxed(),
+            ),
+            (
+                "restore finalizer",
+                restore_finalizer::run(plain.clone()).boxed(),
             ),
             (
                 "server status request",

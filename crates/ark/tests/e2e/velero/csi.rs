@@ -13,10 +13,9 @@ use ark_tests::{ArkServer, Cluster, unique_name, wait_for};
 use common::ARK;
 use common::node_agent::{kubectl, lose};
 use common::setup::Setup;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(180);
@@ -129,31 +128,6 @@ async fn completed(setup: &Setup, name: &str) -> Backup {
     setup.backups().get(name).await.unwrap()
 }
 
-/// Velero's stopped server leaves its Deployment (a stand-in on a kwok node) available, which
-/// ark's server refuses to start beside: scaled to nothing.
-async fn stand_down_velero(setup: &Setup) {
-    let deployments: Api<Deployment> = Api::namespaced(setup.client.clone(), setup.ns());
-    deployments
-        .patch(
-            "velero",
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "replicas": 0 } })),
-        )
-        .await
-        .unwrap();
-    wait_for(
-        deployments,
-        "velero",
-        |d: Option<&Deployment>| {
-            d.and_then(|d| d.status.as_ref())
-                .is_some_and(|s| s.available_replicas.unwrap_or(0) == 0)
-        },
-        WAIT,
-    )
-    .await
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_restores_ark_s_csi_backup_with_the_claim_s_bytes() {
     let setup = Setup::new(Cluster::get(), None).await;
@@ -234,7 +208,7 @@ async fn ark_restores_velero_s_csi_backup_with_the_claim_s_bytes() {
         );
         velero::release_restores(&setup.client, setup.ns()).await;
     }
-    stand_down_velero(&setup).await;
+    velero::stand_down(&setup.client, setup.ns()).await;
     // Neither tool leaves one after its backup.
     assert_eq!(
         ark_tests::csi::volume_snapshots_left(&setup.client, &setup.app.name, WAIT).await,

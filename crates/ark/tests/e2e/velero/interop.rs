@@ -758,25 +758,7 @@ async fn ark_s_server_refuses_to_start_beside_velero_s_server() {
         ),
     );
 
-    deployments
-        .patch(
-            "velero",
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({ "spec": { "replicas": 0 } })),
-        )
-        .await
-        .unwrap();
-    wait_for(
-        deployments,
-        "velero",
-        |d: Option<&Deployment>| {
-            d.and_then(|d| d.status.as_ref())
-                .is_some_and(|s| s.available_replicas.unwrap_or(0) == 0)
-        },
-        WAIT,
-    )
-    .await
-    .unwrap();
+    velero::stand_down(&client, &ns.name).await;
     ark_server_refuses(
         &cluster,
         &ns.name,
@@ -1423,4 +1405,84 @@ async fn velero_s_cli_restore_with_a_resource_modifier_configmap_is_modified_by_
         "blue",
         "the backed-up namespace is untouched"
     );
+}
+
+/// A Restore Velero's server ran carries Velero's finalizer, which only a server removes. Once ark
+/// has taken over the namespace, deleting it (Velero's CLI) removes its files from the bucket and
+/// then the finalizer, as Velero's server does: it does not stay Terminating.
+#[tokio::test]
+async fn a_restore_velero_ran_is_deleted_under_ark_s_server_with_its_files() {
+    let cluster = Cluster::second();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("velero").await;
+    let app = application(&cluster, &client).await;
+    let prefix = unique_name("interop");
+    velero_location(&cluster, &client, &ns.name, &prefix).await;
+    let copy = format!("{}-copy", app.name);
+    let _copy = cluster.delete_on_drop::<k8s_openapi::api::core::v1::Namespace>(&copy);
+    let velero = VeleroServer::start(&cluster, &ns.name).await;
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    // `--wait` ends at Finalizing: the tarball is uploaded when the backup is Completed.
+    wait_completed(&client, &ns.name, "b1").await;
+    let mapping = format!("{}:{copy}", app.name);
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "r1",
+            "--from-backup",
+            "b1",
+            "--namespace-mappings",
+            &mapping,
+            "--wait",
+        ],
+    );
+    drop(velero);
+    velero::stand_down(&client, &ns.name).await;
+    let restores: Api<Restore> = Api::namespaced(client.clone(), &ns.name);
+    let restore = restores.get("r1").await.unwrap();
+    assert!(
+        restore
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == "restores.velero.io/external-resources-finalizer"),
+        "{:?}",
+        restore.metadata.finalizers
+    );
+    let store = ark_storage::open(&cluster.s3_location(&prefix)).unwrap();
+    let files = || async {
+        store
+            .restore_keys("r1")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(!files().await.is_empty(), "{:#?}", restore.status);
+
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    wait_available(&client, &ns.name, "default").await;
+    velero_ok(
+        &cluster,
+        &ns.name,
+        &["restore", "delete", "r1", "--confirm"],
+    );
+    wait_deleted(restores, &restore, WAIT).await;
+    assert_eq!(files().await, Vec::<String>::new());
 }

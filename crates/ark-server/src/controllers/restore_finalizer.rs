@@ -1,0 +1,119 @@
+//! Velero's server puts a finalizer on every Restore it runs
+//! (`restores.velero.io/external-resources-finalizer`) and, once one is deleted, removes the
+//! restore's files from the bucket (`restores/<name>/`) and then the finalizer. Under ark, which
+//! takes over from Velero, those Restores would stay Terminating forever: this controller does
+//! what Velero's does for them (`restore_controller.go`, `deleteExternalResources`). ark puts no
+//! such finalizer on its own Restores.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_api::{Backup, Restore};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use crate::domain::locations;
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Readable};
+
+/// Velero's finalizer on its Restores.
+pub const VELERO_FINALIZER: &str = "restores.velero.io/external-resources-finalizer";
+
+/// How soon a deletion whose files cannot be removed yet (the location down) is tried again.
+const RETRY: Duration = Duration::from_secs(30);
+
+pub async fn run(ctx: Arc<Kube>) {
+    controller::run::<Restore, _, _, _>(ctx, "restore finalizer", 0, reconcile).await;
+}
+
+async fn reconcile(
+    object: Arc<Readable<Restore>>,
+    kube: Arc<Kube>,
+) -> Result<Action, ReconcileError> {
+    let stored = &object.stored;
+    let held = stored
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == VELERO_FINALIZER));
+    if stored.metadata.deletion_timestamp.is_none() || !held {
+        return Ok(Action::await_change());
+    }
+    let name = object.name();
+    let backup = stored
+        .data
+        .pointer("/spec/backupName")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    match remove_files(&kube, &name, backup).await {
+        Ok(removed) => {
+            tracing::info!("restore {name} deleted: removed its {removed} files from the bucket");
+            release(&kube, stored).await?;
+            Ok(Action::await_change())
+        }
+        Err(reason) => {
+            tracing::warn!(
+                "restore {name} is deleted but its files cannot be removed yet: {reason}"
+            );
+            Ok(Action::requeue(RETRY))
+        }
+    }
+}
+
+/// Removes the restore's files from its backup's location, as Velero does: none when the backup
+/// is gone (nothing says where they are), an error while the location cannot be reached. A
+/// ReadOnly location is never written, so its files stay.
+async fn remove_files(kube: &Kube, restore: &str, backup: &str) -> Result<usize, String> {
+    if backup.is_empty() {
+        return Ok(0);
+    }
+    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
+    let Some(backup) = backups
+        .get_opt(backup)
+        .await
+        .map_err(|e| format!("reading backup {backup}: {}", objects::reason(&e)))?
+    else {
+        return Ok(0);
+    };
+    let stored_in = backup.data.pointer("/spec/storageLocation");
+    let location = stored_in
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let open = locations::open_named(&kube.client, &kube.namespace, location)
+        .await
+        .map_err(|e| e.to_string())?;
+    if open.location.is_read_only() {
+        return Ok(0);
+    }
+    open.store
+        .delete_restore(restore)
+        .await
+        .map_err(|e| format!("backup storage location {location:?}: {e}"))
+}
+
+/// Removes Velero's finalizer, the others kept, unless the Restore changed meanwhile.
+async fn release(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
+    let kept: Vec<&String> = stored
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| *f != VELERO_FINALIZER)
+        .collect();
+    let patch = json!({ "metadata": {
+        "finalizers": kept, "resourceVersion": stored.metadata.resource_version,
+    } });
+    let api = objects::api::<Restore>(&kube.client, &kube.namespace);
+    let name = stored.metadata.name.as_deref().unwrap_or_default();
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Gone already: nothing holds it.
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
