@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 
 use crate::controllers::backup::Config as BackupConfig;
 use crate::controllers::deletion::Config as DeletionConfig;
@@ -155,6 +156,59 @@ fn server_term(
         options.volume_snapshotter.clone(),
         running_backups.clone(),
     );
+    let schedule = Arc::new(schedule::Ctx {
+        kube: kube.clone(),
+        skip_immediately: options.schedule_skip_immediately,
+    });
+    let mut controllers: Vec<(&'static str, BoxFuture<'static, ()>)> = vec![
+        ("backup", backup::run(backup).boxed()),
+        (
+            "backup operations",
+            backup_operations::run(backup_operations).boxed(),
+        ),
+        ("restore", restore::run(restore).boxed()),
+        (
+            "deletion",
+            deletion::run(Arc::new(deletion), restores).boxed(),
+        ),
+        ("schedule", schedule::run(schedule).boxed()),
+    ];
+    controllers.extend(request_controllers(&kube));
+    controllers.extend(periodic_controllers(&kube, options));
+    Term {
+        start_up: backup::remove_legacy_finalizer(kube.clone()).boxed(),
+        controllers,
+        left_behind: Box::new(move || format!("backups: {}", running_backups.names().join(", "))),
+        stop,
+    }
+}
+
+/// The controllers that answer requests and follow objects with nothing but the term's `Kube`.
+fn request_controllers(kube: &Kube) -> Vec<(&'static str, BoxFuture<'static, ()>)> {
+    let plain = Arc::new(kube.clone());
+    vec![
+        (
+            "download request",
+            download_requests::run(plain.clone()).boxed(),
+        ),
+        (
+            "restore finalizer",
+            restore_finalizer::run(plain.clone()).boxed(),
+        ),
+        ("server status request", server_status::run(plain).boxed()),
+    ]
+}
+
+/// The periodic controllers, each over its context. Periodic work holds nothing between rounds:
+/// it is dropped when the term is told to stop.
+fn periodic_controllers(
+    kube: &Kube,
+    options: &ServerOptions,
+) -> Vec<(&'static str, BoxFuture<'static, ()>)> {
+    let periodic = |work: BoxFuture<'static, ()>| {
+        let kube = kube.clone();
+        async move { kube.until_stopping(work).await }.boxed()
+    };
     let gc = Arc::new(gc::Ctx {
         kube: kube.clone(),
         frequency: options.gc_frequency,
@@ -169,54 +223,17 @@ fn server_term(
         kube: kube.clone(),
         period: options.validation_period,
     });
-    let schedule = Arc::new(schedule::Ctx {
-        kube: kube.clone(),
-        skip_immediately: options.schedule_skip_immediately,
-    });
     let plain = Arc::new(kube.clone());
-    // Periodic work holds nothing between rounds: it is dropped when the term is told to stop.
-    let periodic = |work: futures::future::BoxFuture<'static, ()>| {
-        let kube = kube.clone();
-        async move { kube.until_stopping(work).await }.boxed()
-    };
-    Term {
-        start_up: backup::remove_legacy_finalizer(kube.clone()).boxed(),
-        controllers: vec![
-            ("backup", backup::run(backup).boxed()),
-            (
-                "backup operations",
-                backup_operations::run(backup_operations).boxed(),
-            ),
-            ("restore", restore::run(restore).boxed()),
-            (
-                "deletion",
-                deletion::run(Arc::new(deletion), restores).boxed(),
-            ),
-            (
-                "download request",
-                download_requests::run(plain.clone()).boxed(),
-            ),
-            (
-                "restore finalizer",
-                restore_finalizer::run(plain.clone()).boxed(),
-            ),
-            (
-                "server status request",
-                server_status::run(plain.clone()).boxed(),
-            ),
-            ("schedule", schedule::run(schedule).boxed()),
-            ("garbage collection", periodic(gc::run(gc).boxed())),
-            (
-                "location validation",
-                periodic(location_validation::run(validation).boxed()),
-            ),
-            ("sync", periodic(sync::run(sync).boxed())),
-            (
-                "repository maintenance",
-                periodic(repository_maintenance::run(plain.clone()).boxed()),
-            ),
-        ],
-        left_behind: Box::new(move || format!("backups: {}", running_backups.names().join(", "))),
-        stop,
-    }
+    vec![
+        ("garbage collection", periodic(gc::run(gc).boxed())),
+        (
+            "location validation",
+            periodic(location_validation::run(validation).boxed()),
+        ),
+        ("sync", periodic(sync::run(sync).boxed())),
+        (
+            "repository maintenance",
+            periodic(repository_maintenance::run(plain).boxed()),
+        ),
+    ]
 }
