@@ -537,6 +537,10 @@ async fn each_tool_restores_the_other_s_backup_with_hooks_in_the_restore_spec() 
             }
         }
     }
+    // Each server refuses a backup to a location it has not found Available yet.
+    for ns in [&ark_ns.name, &velero_ns.name] {
+        wait_available(&client, ns, "default").await;
+    }
     ark_ok(
         &cluster,
         &ark_ns.name,
@@ -1421,6 +1425,8 @@ async fn a_restore_velero_ran_is_deleted_under_ark_s_server_with_its_files() {
     let copy = format!("{}-copy", app.name);
     let _copy = cluster.delete_on_drop::<k8s_openapi::api::core::v1::Namespace>(&copy);
     let velero = VeleroServer::start(&cluster, &ns.name).await;
+    // Velero refuses a backup to a location it has not found Available yet.
+    wait_available(&client, &ns.name, "default").await;
     velero_ok(
         &cluster,
         &ns.name,
