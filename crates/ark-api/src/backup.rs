@@ -1,3 +1,4 @@
+use k8s_openapi::api::core::v1::TypedLocalObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -65,7 +66,11 @@ pub struct BackupSpec {
     /// the new field says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_volumes_to_restic: Option<bool>,
-    /// Velero's fields that ark does not model (datamover, resource policies, ...), kept as they
+    /// The ConfigMap (`kind: configmap`, in the backup's namespace) of the backup's resource
+    /// policies: how each volume's data is taken, and scoped resource filters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_policy: Option<TypedLocalObjectReference>,
+    /// Velero's fields that ark does not model (datamover, uploader settings, ...), kept as they
     /// came.
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,

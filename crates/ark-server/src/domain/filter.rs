@@ -62,6 +62,27 @@ impl IncludesExcludes {
         }
     }
 
+    /// The list with a resource policy's entries added, Velero's `CombineWithPolicy`: an entry
+    /// joins (excludes first) unless the list already includes or excludes it, so that the
+    /// backup's own filters win.
+    pub fn combined_with(mut self, includes: &[String], excludes: &[String]) -> Self {
+        let listed = |list: &IncludesExcludes, item: &str| {
+            let matched = |patterns: &[String]| patterns.iter().any(|p| glob_matches(p, item));
+            matched(&list.includes) || matched(&list.excludes)
+        };
+        for item in excludes {
+            if !listed(&self, item) {
+                self.excludes.push(item.clone());
+            }
+        }
+        for item in includes {
+            if !listed(&self, item) {
+                self.includes.push(item.clone());
+            }
+        }
+        self
+    }
+
     /// Velero's validation of a scoped list (`ValidateScopedIncludesExcludes`): `*` alone or not
     /// at all, no includes beside an exclude of `*`, nothing both included and excluded.
     pub fn validate_scoped(&self, what: &str) -> Vec<String> {
@@ -495,6 +516,20 @@ mod tests {
             match_labels: Some(labels(pairs)),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_policy_s_lists_join_the_backup_s_unless_it_names_them_already() {
+        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let own = IncludesExcludes::new(list(&["deploy*"]).as_ref(), list(&["secrets"]).as_ref());
+        let combined = own.combined_with(
+            &strings(&["configmaps", "secrets"]),
+            &strings(&["deployments", "pods"]),
+        );
+        // deployments: the backup includes them; secrets: it excludes them. Its own word holds.
+        assert_eq!(combined.includes, ["deploy*", "configmaps"]);
+        assert_eq!(combined.excludes, ["secrets", "pods"]);
+        assert!(combined.should_include("deployments") && !combined.should_include("pods"));
     }
 
     #[test]

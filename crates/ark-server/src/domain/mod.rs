@@ -5,6 +5,8 @@ pub mod csi;
 pub mod discovery;
 pub mod filter;
 pub mod locations;
+pub mod quantity;
 pub mod repositories;
 pub mod snapshots;
 pub mod unhonoured;
+pub mod volume_policy;

@@ -25,10 +25,6 @@ pub const BACKUP_BEHAVIOURS: &[Field] = &[
     field("datamover", "moves snapshot data with this data mover"),
     field("uploaderConfig", "configures its volume data uploader"),
     field("orderedResources", "backs these items up in this order"),
-    field(
-        "resourcePolicy",
-        "applies this volume policy to the backup's volumes",
-    ),
 ];
 
 /// Restore fields ark does not act on yet: the restore runs without them, with a warning each.

@@ -82,6 +82,10 @@ pub struct BackupTemplateArgs {
     /// VolumeSnapshotClass (default: true)
     #[arg(long, value_name = "BOOL")]
     pub snapshot_volumes: Option<bool>,
+    /// The ConfigMap (in the server's namespace) of the backup's resource policies: which volumes
+    /// go to the node agent, are snapshotted or skipped, by Velero's volume policies
+    #[arg(long, value_name = "CONFIGMAP")]
+    pub resource_policies_configmap: Option<String>,
     #[command(flatten)]
     pub scoped: ScopedResourceArgs,
 }
@@ -130,7 +134,8 @@ impl BackupTemplateArgs {
             && self.ttl.is_none()
             && self.storage_location.is_none()
             && self.default_volumes_to_fs_backup.is_none()
-            && self.snapshot_volumes.is_none())
+            && self.snapshot_volumes.is_none()
+            && self.resource_policies_configmap.is_none())
     }
 
     pub fn spec(self) -> ark_api::BackupSpec {
@@ -159,6 +164,13 @@ impl BackupTemplateArgs {
             storage_location: self.storage_location,
             default_volumes_to_fs_backup: self.default_volumes_to_fs_backup,
             snapshot_volumes: self.snapshot_volumes,
+            resource_policy: self.resource_policies_configmap.map(|name| {
+                k8s_openapi::api::core::v1::TypedLocalObjectReference {
+                    kind: "configmap".into(),
+                    name,
+                    api_group: None,
+                }
+            }),
             ..Default::default()
         }
     }

@@ -35,6 +35,7 @@ mod node {
     mod demo;
     mod pod_volumes;
     mod real_node;
+    mod volume_policies;
 }
 
 mod velero {

@@ -7,6 +7,7 @@ mod pod_volumes;
 mod pod_work;
 mod tracker;
 mod validate;
+mod volume_methods;
 mod volume_snapshots;
 mod writer;
 
@@ -399,18 +400,23 @@ impl Attempt<'_> {
                 ark_api::duration::parse_or_default(Some(t), ctx.config.pod_volume_timeout).ok()
             })
             .unwrap_or(ctx.config.pod_volume_timeout);
+        let methods = volume_methods::VolumeMethods::new(
+            ctx.kube.client.clone(),
+            validated.policies.clone(),
+            validated.volumes_by_default,
+        );
         let pod_volumes = pod_volumes::PodVolumes::new(
             ctx.kube.client.clone(),
             ctx.kube.namespace.clone(),
             current.clone(),
             self.open.name(),
-            validated.volumes_by_default,
+            methods.clone(),
             pod_volume_timeout,
         );
         let snapshots = volume_snapshots::ClaimSnapshots::new(
             ctx.kube.client.clone(),
             current.clone(),
-            validated.volumes_by_default,
+            methods,
             validated.durations.csi_snapshot_timeout,
         );
         let pod_work = pod_work::PodWork::new(

@@ -18,49 +18,13 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, ResourceExt as _};
 use tokio::sync::watch;
 
+use super::volume_methods::{VOLUMES_TO_BACK_UP, VolumeMethods};
 use crate::domain::repositories;
 use crate::runtime::objects;
 use crate::runtime::sync::Locked;
 
-/// Velero's pod annotations naming the volumes to back up, or (when every volume is backed up by
-/// default) those not to.
-pub const VOLUMES_TO_BACK_UP: &str = "backup.velero.io/backup-volumes";
-pub const VOLUMES_TO_EXCLUDE: &str = "backup.velero.io/backup-volumes-excludes";
 /// The label Velero's node agent pods carry, by which the server finds one on a node.
 pub const NODE_AGENT_ROLE: (&str, &str) = ("role", "node-agent");
-
-/// The volumes of `pod` to back up, as Velero's `GetVolumesByPod` picks them: those its
-/// annotation names, or, when volumes are backed up by default, every volume but the excluded and
-/// those whose data is the cluster's own (secrets, config maps, projected, downward API, service
-/// account tokens) or not under the kubelet's directory (host paths).
-pub fn chosen(pod: &Pod, by_default: bool) -> Vec<String> {
-    let annotation = |key: &str| -> Vec<String> {
-        pod.annotations()
-            .get(key)
-            .filter(|v| !v.is_empty())
-            .map(|v| v.split(',').map(str::to_string).collect())
-            .unwrap_or_default()
-    };
-    if !by_default {
-        return annotation(VOLUMES_TO_BACK_UP);
-    }
-    let excluded = annotation(VOLUMES_TO_EXCLUDE);
-    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
-    volumes
-        .into_iter()
-        .flatten()
-        .filter(|v| {
-            v.host_path.is_none()
-                && v.secret.is_none()
-                && v.config_map.is_none()
-                && v.projected.is_none()
-                && v.downward_api.is_none()
-                && !excluded.contains(&v.name)
-                && !v.name.starts_with("default-token")
-        })
-        .map(|v| v.name.clone())
-        .collect()
-}
 
 /// Whether a pod runs as Velero's `IsPodRunning` requires: on a node, Running, not terminating.
 fn is_running(pod: &Pod) -> bool {
@@ -88,7 +52,7 @@ pub struct PodVolumes {
     namespace: String,
     backup: Backup,
     location: String,
-    by_default: bool,
+    methods: VolumeMethods,
     deadline: tokio::time::Instant,
     /// The namespaces whose repository is known to exist in this backup.
     ensured: tokio::sync::Mutex<BTreeSet<String>>,
@@ -126,7 +90,7 @@ impl PodVolumes {
         namespace: String,
         backup: Backup,
         location: String,
-        by_default: bool,
+        methods: VolumeMethods,
         timeout: Duration,
     ) -> Self {
         let (seen_tx, seen) = watch::channel(BTreeMap::new());
@@ -165,7 +129,7 @@ impl PodVolumes {
             namespace,
             backup,
             location,
-            by_default,
+            methods,
             deadline: tokio::time::Instant::now() + timeout,
             ensured: Default::default(),
             seen,
@@ -176,7 +140,7 @@ impl PodVolumes {
 
     /// Whether `pod` has volumes this backup may take (checked further once it is taken).
     pub fn may_take(&self, pod: &Pod) -> bool {
-        !chosen(pod, self.by_default).is_empty()
+        self.methods.may_back_up_files(pod)
     }
 
     /// Makes the PodVolumeBackups of `pod`'s chosen volumes. A pod that is not running is
@@ -184,7 +148,13 @@ impl PodVolumes {
     /// node agent, or whose namespace's repository cannot be made, is an error.
     pub async fn start(&self, pod: &Pod) -> Started {
         let mut started = Started::default();
-        let volumes = chosen(pod, self.by_default);
+        let volumes = match self.methods.backed_up_files(pod).await {
+            Ok(volumes) => volumes,
+            Err(error) => {
+                started.errors.push(error);
+                return started;
+            }
+        };
         if volumes.is_empty() {
             return started;
         }
@@ -515,40 +485,5 @@ impl PodVolumes {
             }
         }
         (pvbs, errors)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(annotations: serde_json::Value) -> Pod {
-        serde_json::from_value(serde_json::json!({
-            "metadata": { "name": "db", "namespace": "shop", "annotations": annotations },
-            "spec": { "containers": [], "volumes": [
-                { "name": "data", "persistentVolumeClaim": { "claimName": "db-data" } },
-                { "name": "scratch", "emptyDir": {} },
-                { "name": "host", "hostPath": { "path": "/var/log" } },
-                { "name": "conf", "configMap": { "name": "c" } },
-                { "name": "token", "projected": { "sources": [] } },
-                { "name": "default-token-x", "emptyDir": {} },
-            ] },
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn volumes_are_chosen_as_velero_chooses_them() {
-        let none = pod(serde_json::json!({}));
-        assert!(chosen(&none, false).is_empty());
-        assert_eq!(chosen(&none, true), ["data", "scratch"]);
-        let named = pod(serde_json::json!({ VOLUMES_TO_BACK_UP: "data,host" }));
-        // Named ones are taken as named (a host path is refused when its backup is made).
-        assert_eq!(chosen(&named, false), ["data", "host"]);
-        let excluded = pod(serde_json::json!({ VOLUMES_TO_EXCLUDE: "scratch" }));
-        assert_eq!(chosen(&excluded, true), ["data"]);
-        // Velero splits the annotation on commas without trimming.
-        let spaced = pod(serde_json::json!({ VOLUMES_TO_BACK_UP: "data, scratch" }));
-        assert_eq!(chosen(&spaced, false), ["data", " scratch"]);
     }
 }

@@ -2,15 +2,19 @@
 //! reason it cannot run. Failing to read what validation needs (the API server gone a moment) is
 //! neither: the backup stays New and is validated again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{Backup, BackupSpec, BackupStorageLocation};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, ResourceExt as _};
 use serde_json::json;
 
 use super::Config;
 use super::engine::Selection;
 use crate::domain::filter::{IncludesExcludes, LabelSelection, ResourceFilter};
 use crate::domain::locations::{self, LocationError};
+use crate::domain::volume_policy::{IncludeExcludePolicy, ResourcePolicies};
 use crate::hooks::backup::BackupHookSpecs;
 use crate::runtime::context::Kube;
 use crate::runtime::objects;
@@ -32,6 +36,8 @@ pub(super) struct ValidatedBackup {
     /// Whether every pod volume is backed up with the node agent (the spec's
     /// `defaultVolumesToFsBackup`, else the server's default), or only those pods name.
     pub volumes_by_default: bool,
+    /// The backup's resource policies, when its `resourcePolicy` names some.
+    pub policies: Option<Arc<ResourcePolicies>>,
 }
 
 /// A backup's durations as Velero's backup controller reads them: zero or absent means the
@@ -80,13 +86,19 @@ pub(super) async fn validate(
 ) -> Result<ValidatedBackup, Rejected> {
     let spec = &backup.spec;
     let mut errors = Vec::new();
+    let policies = resource_policies(backup, kube)
+        .await?
+        .map_err(|error| errors.push(error))
+        .ok()
+        .flatten();
     let namespaces = IncludesExcludes::checked(
         spec.included_namespaces.as_ref(),
         spec.excluded_namespaces.as_ref(),
         "namespace",
         &mut errors,
     );
-    let resources = resource_filter(spec, &mut errors);
+    let include_exclude = policies.as_ref().and_then(|p| p.include_exclude.as_ref());
+    let resources = resource_filter(spec, include_exclude, &mut errors);
     let durations = Durations::of(spec, config, &mut errors);
     let hooks = BackupHookSpecs::read(spec.hooks.as_ref()).unwrap_or_else(|hook_errors| {
         errors.extend(hook_errors);
@@ -112,6 +124,7 @@ pub(super) async fn validate(
             location,
             location_name,
             volumes_by_default: volumes_by_default(spec, config),
+            policies: policies.map(Arc::new),
         }),
         _ => Err(Rejected::Invalid(errors)),
     }
@@ -128,10 +141,51 @@ fn volumes_by_default(spec: &BackupSpec, config: &Config) -> bool {
         .unwrap_or(config.default_volumes_to_fs_backup)
 }
 
+/// The resource policies of the ConfigMap the backup's `resourcePolicy` names (in the backup's
+/// namespace), as Velero's `GetResourcePoliciesFromBackup` reads them; the reason they cannot be
+/// used otherwise. Velero ignores a reference of another kind in silence; ark refuses it, since
+/// going on would take the backup without the policies its author asked for.
+async fn resource_policies(
+    backup: &Backup,
+    kube: &Kube,
+) -> Result<Result<Option<ResourcePolicies>, String>, kube::Error> {
+    let Some(reference) = &backup.spec.resource_policy else {
+        return Ok(Ok(None));
+    };
+    let namespace = backup.namespace().unwrap_or_default();
+    let shown = format!(
+        "spec.resourcePolicy: ConfigMap {namespace}/{}",
+        reference.name
+    );
+    if !reference.kind.eq_ignore_ascii_case("configmap") {
+        return Ok(Err(format!(
+            "spec.resourcePolicy: kind {:?} is not one Velero reads resource policies from (configmap)",
+            reference.kind
+        )));
+    }
+    let config_map = match Api::<ConfigMap>::namespaced(kube.client.clone(), &namespace)
+        .get(&reference.name)
+        .await
+    {
+        Ok(config_map) => config_map,
+        Err(error) if objects::is_transient(&error) => return Err(error),
+        Err(error) => return Ok(Err(format!("{shown}: {}", objects::reason(&error)))),
+    };
+    Ok(ResourcePolicies::from_config_map(&config_map)
+        .map(Some)
+        .map_err(|errors| format!("{shown}: {}", errors.join("; "))))
+}
+
 /// The backup's resource filter: the old one (`includedResources`, `excludedResources`,
 /// `includeClusterResources`) unless only the scoped lists are set, as Velero's
-/// `UseOldResourceFilters` decides; both at once are refused, in Velero's words.
-fn resource_filter(spec: &BackupSpec, errors: &mut Vec<String>) -> ResourceFilter {
+/// `UseOldResourceFilters` decides; both at once are refused, in Velero's words. A policy's
+/// `includeExcludePolicy` joins the scoped lists, which keep precedence, and cannot be used with
+/// the old filters.
+fn resource_filter(
+    spec: &BackupSpec,
+    policy: Option<&IncludeExcludePolicy>,
+    errors: &mut Vec<String>,
+) -> ResourceFilter {
     let set = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
     let old = set(&spec.included_resources)
         || set(&spec.excluded_resources)
@@ -149,7 +203,14 @@ fn resource_filter(spec: &BackupSpec, errors: &mut Vec<String>) -> ResourceFilte
                 .to_string(),
         );
     }
-    if !scoped || old {
+    if old && policy.is_some() {
+        errors.push(
+            "include-resources, exclude-resources and include-cluster-resources are old filter \
+             parameters.\nThey cannot be used with include-exclude policies."
+                .to_string(),
+        );
+    }
+    if (!scoped && policy.is_none()) || old {
         return ResourceFilter::Global {
             resources: IncludesExcludes::checked(
                 spec.included_resources.as_ref(),
@@ -160,21 +221,31 @@ fn resource_filter(spec: &BackupSpec, errors: &mut Vec<String>) -> ResourceFilte
             include_cluster_resources: spec.include_cluster_resources,
         };
     }
-    let mut scoped_list = |includes, excludes, what| {
+    let mut scoped_list = |includes, excludes, what, (policy_includes, policy_excludes)| {
         let list = IncludesExcludes::new(includes, excludes);
         errors.extend(list.validate_scoped(what));
-        list
+        list.combined_with(policy_includes, policy_excludes)
     };
+    let none = IncludeExcludePolicy::default();
+    let policy = policy.unwrap_or(&none);
     ResourceFilter::Scoped {
         cluster: scoped_list(
             spec.included_cluster_scoped_resources.as_ref(),
             spec.excluded_cluster_scoped_resources.as_ref(),
             "cluster-scoped",
+            (
+                &policy.included_cluster_scoped_resources,
+                &policy.excluded_cluster_scoped_resources,
+            ),
         ),
         namespaced: scoped_list(
             spec.included_namespace_scoped_resources.as_ref(),
             spec.excluded_namespace_scoped_resources.as_ref(),
             "namespace-scoped",
+            (
+                &policy.included_namespace_scoped_resources,
+                &policy.excluded_namespace_scoped_resources,
+            ),
         ),
     }
 }

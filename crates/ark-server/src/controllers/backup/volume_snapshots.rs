@@ -21,8 +21,9 @@ use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Pos
 use kube::{Api, Client, ResourceExt as _};
 use serde_json::{Value, json};
 
-use super::pod_volumes;
+use super::volume_methods::VolumeMethods;
 use crate::domain::csi::{self, ContentStatus, SnapshotStatus};
+use crate::domain::volume_policy::VolumeAction;
 use crate::runtime::sync::Locked;
 use crate::runtime::{objects, patch};
 
@@ -73,7 +74,7 @@ struct Inner {
     backup: Backup,
     /// The backup's `snapshotVolumes` (Velero's default: on).
     enabled: bool,
-    volumes_by_default: bool,
+    methods: VolumeMethods,
     timeout: Duration,
     cuts: Mutex<BTreeMap<(String, String), PendingCut>>,
     /// The pods of each namespace, read once, to tell claims backed up with the node agent.
@@ -82,19 +83,14 @@ struct Inner {
 }
 
 impl ClaimSnapshots {
-    pub fn new(
-        client: Client,
-        backup: Backup,
-        volumes_by_default: bool,
-        timeout: Duration,
-    ) -> Self {
+    pub fn new(client: Client, backup: Backup, methods: VolumeMethods, timeout: Duration) -> Self {
         let enabled = backup.spec.snapshot_volumes != Some(false);
         ClaimSnapshots {
             inner: Arc::new(Inner {
                 client,
                 backup,
                 enabled,
-                volumes_by_default,
+                methods,
                 timeout,
                 cuts: Mutex::default(),
                 pods: Default::default(),
@@ -247,6 +243,16 @@ impl Inner {
                 )));
             }
         };
+        // A matching volume policy decides alone; else the node agent's claims and
+        // `snapshotVolumes` do.
+        let by_policy = self.methods.claim_action(claim, Some(&volume));
+        if let Some(action) = by_policy.filter(|a| *a != VolumeAction::Snapshot) {
+            return Err(decided_by_policy(
+                action,
+                &shown,
+                skipped(&volume_name, String::new()),
+            ));
+        }
         let volume_spec = volume.spec.clone().unwrap_or_default();
         let Some(driver) = volume_spec.csi.as_ref().map(|c| c.driver.clone()) else {
             return Err(Cut {
@@ -257,19 +263,10 @@ impl Inner {
                 ..Default::default()
             });
         };
-        match self.backed_up_by_node_agent(&namespace, &name).await {
-            Ok(true) => return Err(Cut::default()),
-            Ok(false) => {}
-            Err(error) => return Err(Cut::failed(format!("{shown}: {error}"))),
-        }
-        if !self.enabled {
-            return Err(Cut {
-                skipped: Some(skipped(
-                    &volume_name,
-                    "the backup does not snapshot volumes (snapshotVolumes: false)".into(),
-                )),
-                ..Default::default()
-            });
+        if by_policy.is_none() {
+            let unless = skipped(&volume_name, String::new());
+            self.not_otherwise_taken(&namespace, &name, &shown, unless)
+                .await?;
         }
         let classes = match self.classes().await {
             Ok(classes) => classes,
@@ -466,6 +463,29 @@ impl Inner {
     }
 
     /// Velero's legacy rule: a claim that a pod backs up with the node agent is not snapshotted.
+    /// With no policy matching the claim: `Ok` when it is to be snapshotted, as no pod sends it
+    /// to the node agent and the backup snapshots volumes; what came of it otherwise.
+    async fn not_otherwise_taken(
+        &self,
+        namespace: &str,
+        claim: &str,
+        shown: &str,
+        skipped: BackupVolumeInfo,
+    ) -> Result<(), Cut> {
+        match self.backed_up_by_node_agent(namespace, claim).await {
+            Ok(true) => return Err(Cut::default()),
+            Ok(false) => {}
+            Err(error) => return Err(Cut::failed(format!("{shown}: {error}"))),
+        }
+        if !self.enabled {
+            return Err(Cut::skipped(
+                skipped,
+                "the backup does not snapshot volumes (snapshotVolumes: false)",
+            ));
+        }
+        Ok(())
+    }
+
     async fn backed_up_by_node_agent(&self, namespace: &str, claim: &str) -> Result<bool, String> {
         let pods = {
             let mut cached = self.pods.lock().await;
@@ -485,12 +505,11 @@ impl Inner {
             }
         };
         Ok(pods.iter().any(|pod| {
-            let chosen = pod_volumes::chosen(pod, self.volumes_by_default);
             pod.spec
                 .iter()
                 .flat_map(|s| s.volumes.iter().flatten())
                 .any(|v| {
-                    chosen.contains(&v.name)
+                    self.methods.annotated(pod, &v.name)
                         && v.persistent_volume_claim
                             .as_ref()
                             .is_some_and(|c| c.claim_name == claim)
@@ -614,6 +633,15 @@ pub fn operations(backup: &Backup, cuts: &[Arc<Cut>]) -> Vec<BackupOperation> {
 }
 
 impl Cut {
+    /// A claim whose data this backup does not hold, and why.
+    fn skipped(mut info: BackupVolumeInfo, reason: &str) -> Cut {
+        info.skipped_reason = reason.to_string();
+        Cut {
+            skipped: Some(info),
+            ..Default::default()
+        }
+    }
+
     fn failed(error: String) -> Self {
         Cut {
             error: Some(error),
@@ -625,6 +653,29 @@ impl Cut {
 /// The VolumeSnapshotClass for a claim of `driver`, in Velero's order (`GetVolumeSnapshotClass`):
 /// the claim's annotation, the backup's annotation for the driver, the class of the driver
 /// labelled for Velero, the driver's default class, the driver's only class.
+/// What came of a claim a volume policy does not snapshot: nothing for the node agent's (its pod's
+/// volume backup holds the data); skipped, as the policy said; skipped with a warning for a custom
+/// action, which Velero leaves to a plugin and ark has none of.
+fn decided_by_policy(action: VolumeAction, shown: &str, skipped: BackupVolumeInfo) -> Cut {
+    match action {
+        VolumeAction::FsBackup => Cut::default(),
+        VolumeAction::Custom => Cut {
+            warning: Some(format!(
+                "{shown} matches a volume policy with a custom action, which Velero leaves to a \
+                 plugin and ark runs none of: its data is not in this backup"
+            )),
+            ..Cut::skipped(
+                skipped,
+                "matched action is 'custom' in chosen resource policies",
+            )
+        },
+        _ => Cut::skipped(
+            skipped,
+            "matched action is 'skip' in chosen resource policies",
+        ),
+    }
+}
+
 fn choose_class<'a>(
     classes: &'a [DynamicObject],
     driver: &str,

@@ -266,6 +266,12 @@ pub fn describe_text(backup: &Backup) -> String {
         "Label selector",
         &crate::describe::selector(spec.label_selector.as_ref()),
     );
+    if let Some(policy) = &spec.resource_policy {
+        // As Velero's `DescribeResourcePolicies` shows them.
+        d.blank();
+        d.line("Resource policies:");
+        d.nested(&[("Type", policy.kind.clone()), ("Name", policy.name.clone())]);
+    }
     d.blank();
     d.field(
         "Storage Location",

@@ -8,7 +8,6 @@
 
 mod persistent_volume_claim;
 mod pod;
-mod quantity;
 mod service_account;
 mod volume_snapshot;
 

@@ -9,10 +9,10 @@ use kube::api::DynamicObject;
 use kube::{Client, ResourceExt as _};
 use serde_json::{Value, json};
 
-use super::quantity;
 use super::{BackupItemAction, Executed, ItemRef};
 use crate::controllers::backup::volume_snapshots::{ClaimSnapshots, Snapshot};
 use crate::domain::csi::{self, text};
+use crate::domain::quantity;
 
 const CLAIMS: &str = "persistentvolumeclaims";
 
