@@ -46,7 +46,7 @@ pub struct FilterArgs {
     #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
     pub exclude_resources: Vec<String>,
     /// Include cluster-scoped resources (default: only when every namespace is included)
-    #[arg(long, value_name = "BOOL")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub include_cluster_resources: Option<bool>,
     /// Only objects matching this label selector
     #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = parse_selector)]
@@ -76,11 +76,11 @@ pub struct BackupTemplateArgs {
     /// Back up every pod volume with the node agent, but those a pod's annotation
     /// backup.velero.io/backup-volumes-excludes names (default: the server's setting; otherwise
     /// only the volumes named in a pod's annotation backup.velero.io/backup-volumes)
-    #[arg(long, value_name = "BOOL")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub default_volumes_to_fs_backup: Option<bool>,
     /// Snapshot the claims of CSI volumes that no file-system backup takes, with their driver's
     /// VolumeSnapshotClass (default: true)
-    #[arg(long, value_name = "BOOL")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub snapshot_volumes: Option<bool>,
     /// The ConfigMap (in the server's namespace) of the backup's resource policies: which volumes
     /// go to the node agent, are snapshotted or skipped, by Velero's volume policies
@@ -336,6 +336,23 @@ mod tests {
     }
 
     #[test]
+    fn optional_bools_take_velero_s_forms_bare_is_true_a_value_needs_equals() {
+        let spec =
+            backup_spec(&["--snapshot-volumes", "--include-cluster-resources=false"]).unwrap();
+        assert_eq!(spec.snapshot_volumes, Some(true));
+        assert_eq!(spec.include_cluster_resources, Some(false));
+        let spec = backup_spec(&["--default-volumes-to-fs-backup=true"]).unwrap();
+        assert_eq!(spec.default_volumes_to_fs_backup, Some(true));
+        assert_eq!(spec.snapshot_volumes, None);
+        // As under Velero's CLI, a value after a space is not the flag's: here, a second name.
+        let error = backup_spec(&["--snapshot-volumes", "false"]).unwrap_err();
+        assert!(
+            error.to_string().contains("unexpected argument 'false'"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn or_selectors_and_scoped_filters_are_read_as_velero_s_cli_reads_them() {
         let spec = backup_spec(&[
             "--or-selector",
@@ -371,7 +388,6 @@ mod tests {
             ][..],
             &[
                 "--include-cluster-resources",
-                "true",
                 "--include-namespace-scoped-resources",
                 "pods",
             ],

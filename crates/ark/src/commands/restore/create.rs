@@ -37,7 +37,7 @@ pub struct RestoreCreateArgs {
     pub preserve_node_ports: bool,
     /// Restore claims backed up as CSI snapshots from their snapshots (default: true); with
     /// false they come back empty
-    #[arg(long, value_name = "BOOL")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub restore_volumes: Option<bool>,
     /// Restore hooks (YAML or JSON: the `spec.hooks` of a Restore; `-` reads standard input),
     /// checked before anything is created

@@ -16,7 +16,7 @@ pub struct PauseArgs {
     pub names: Vec<String>,
     /// Once unpaused, wait for the next slot rather than backing up at once (sets the schedule's
     /// skipImmediately)
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub skip_immediately: Option<bool>,
 }
 

@@ -102,7 +102,6 @@ async fn a_bound_claim_and_its_volume_restore_bound() {
             "--include-resources",
             "namespaces,persistentvolumes,persistentvolumeclaims",
             "--include-cluster-resources",
-            "true",
             "--wait",
         ],
     );
@@ -563,7 +562,7 @@ async fn a_namespace_backup_takes_the_cluster_scoped_items_its_items_need_and_re
     listed(&selected, "v1/PersistentVolume", &volume_name);
     assert!(!selected.contains("v1/ServiceAccount:"), "{selected}");
     // includeClusterResources: false keeps every cluster-scoped item out, related ones too.
-    let namespaced = backup("b3", &["--include-cluster-resources", "false"]);
+    let namespaced = backup("b3", &["--include-cluster-resources=false"]);
     for key in [
         "v1/PersistentVolume:",
         "ClusterRoleBinding:",

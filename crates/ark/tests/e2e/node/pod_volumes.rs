@@ -248,7 +248,6 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
             "--include-namespaces",
             &app.name,
             "--default-volumes-to-fs-backup",
-            "true",
             "--wait",
             "--timeout",
             "2m",
