@@ -54,6 +54,10 @@ pub struct ServerArgs {
     /// Velero's order)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
     pub restore_items_at_once: u16,
+    /// The order resources are restored in, Velero's form: those before `-` first, in order,
+    /// those after it last, the rest by name between (default: Velero v1.18's order)
+    #[arg(long, value_name = "RESOURCES")]
+    pub restore_resource_priorities: Option<ark_server::RestorePriorities>,
     /// Back up every pod volume with the node agent in backups that do not say (Velero's flag of
     /// that name)
     #[arg(long)]
@@ -123,6 +127,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             items_at_once: args.restore_items_at_once,
             helper_image: args.restore_helper_image,
             pod_volume_timeout: args.fs_backup_timeout,
+            priorities: args.restore_resource_priorities.unwrap_or_default(),
         },
         deletion: ark_server::DeletionConfig {
             workers: args.deletion_workers,

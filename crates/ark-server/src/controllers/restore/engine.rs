@@ -15,7 +15,7 @@ use tokio::sync::{OnceCell, Semaphore};
 
 use super::actions::{Actions, ItemCx, PlanCx, ResourceModifiers, RestoreCx, Skip};
 use super::extract::{child_dirs, json_files};
-use super::order::{is_restorable, restore_order};
+use super::order::{Priorities, is_restorable};
 use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
@@ -65,6 +65,8 @@ pub struct Selection {
     pub labels: LabelSelection,
     pub include_cluster_resources: Option<bool>,
     pub existing: ExistingResourcePolicy,
+    /// The order resources are created in (the server's).
+    pub priorities: Priorities,
 }
 
 /// What becomes of an item that exists already and differs from the backup's (Velero's
@@ -210,7 +212,7 @@ fn plan(
         resources: Vec::new(),
         restored_volumes: BTreeSet::new(),
     };
-    for gr in restore_order(child_dirs(&resources_dir)) {
+    for gr in selection.priorities.order(child_dirs(&resources_dir)) {
         if !is_restorable(&gr) {
             continue;
         }

@@ -5,6 +5,7 @@ mod actions;
 mod engine;
 pub(crate) mod extract;
 mod order;
+pub use order::Priorities;
 mod pod_volumes;
 mod transform;
 mod validate;
@@ -54,6 +55,8 @@ pub struct Config {
     pub helper_image: Option<String>,
     /// How long a restore waits, at most, for its pod volume restores.
     pub pod_volume_timeout: Duration,
+    /// The order resources are restored in (Velero's `--restore-resource-priorities`).
+    pub priorities: order::Priorities,
 }
 
 pub struct Ctx {

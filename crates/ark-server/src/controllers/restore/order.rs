@@ -60,20 +60,71 @@ pub fn is_restorable(group_resource: &str) -> bool {
 }
 
 /// A priority entry names a resource by its group-resource, or by its plural alone.
-fn position(list: &[&str], group_resource: &str) -> Option<usize> {
+fn position(list: &[String], group_resource: &str) -> Option<usize> {
     let plural = group_resource.split('.').next().unwrap_or(group_resource);
     list.iter()
-        .position(|p| *p == group_resource || (!p.contains('.') && *p == plural))
+        .position(|p| p == group_resource || (!p.contains('.') && p == plural))
 }
 
-/// Orders group-resources for restoring: high priorities, then the rest by name, then low ones.
-pub fn restore_order(mut resources: Vec<String>) -> Vec<String> {
-    resources.sort_by_key(|gr| match (position(HIGH, gr), position(LOW, gr)) {
-        (Some(i), _) => (0, i, String::new()),
-        (None, Some(i)) => (2, i, String::new()),
-        (None, None) => (1, 0, gr.clone()),
-    });
-    resources
+/// The order of a restore's resources: those of `high` first, in order, then the rest by name,
+/// then those of `low` (Velero's `--restore-resource-priorities`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Priorities {
+    high: Vec<String>,
+    low: Vec<String>,
+}
+
+impl Default for Priorities {
+    /// Velero v1.18's.
+    fn default() -> Self {
+        let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+        Priorities {
+            high: owned(HIGH),
+            low: owned(LOW),
+        }
+    }
+}
+
+impl std::str::FromStr for Priorities {
+    type Err = String;
+
+    /// Velero's form: `high,...,-,low,...` (the `-` and either side optional). A resource named
+    /// twice, or a second `-`, is refused (Velero would take the first place in silence).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let entries: Vec<&str> = text.split(',').map(str::trim).collect();
+        let separators = entries.iter().filter(|e| **e == "-").count();
+        if separators > 1 {
+            return Err("multiple priority separators \"-\" found".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(twice) = entries.iter().find(|e| **e != "-" && !seen.insert(**e)) {
+            return Err(format!("{twice:?} is named twice"));
+        }
+        if entries.iter().any(|e| e.is_empty()) {
+            return Err("an empty resource name (two commas in a row, or one at an end)".into());
+        }
+        let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+        let (high, low) = match entries.iter().position(|e| *e == "-") {
+            Some(at) => (owned(&entries[..at]), owned(&entries[at + 1..])),
+            None => (owned(&entries), Vec::new()),
+        };
+        Ok(Priorities { high, low })
+    }
+}
+
+impl Priorities {
+    /// Orders group-resources for restoring: high priorities, then the rest by name, then low
+    /// ones.
+    pub fn order(&self, mut resources: Vec<String>) -> Vec<String> {
+        resources.sort_by_key(
+            |gr| match (position(&self.high, gr), position(&self.low, gr)) {
+                (Some(i), _) => (0, i, String::new()),
+                (None, Some(i)) => (2, i, String::new()),
+                (None, None) => (1, 0, gr.clone()),
+            },
+        );
+        resources
+    }
 }
 
 #[cfg(test)]
@@ -82,7 +133,7 @@ mod tests {
 
     #[test]
     fn dependencies_first_workloads_after_pods() {
-        let order = restore_order(
+        let order = Priorities::default().order(
             [
                 "deployments.apps",
                 "pods",
@@ -114,6 +165,67 @@ mod tests {
                 "deployments.apps",
                 "clusters.cluster.x-k8s.io",
             ]
+        );
+    }
+
+    #[test]
+    fn priorities_are_read_in_velero_s_form() {
+        let read = |text: &str| text.parse::<Priorities>();
+        let order = |text: &str| {
+            read(text).unwrap().order(
+                [
+                    "pods",
+                    "configmaps",
+                    "secrets",
+                    "services",
+                    "deployments.apps",
+                ]
+                .map(String::from)
+                .to_vec(),
+            )
+        };
+        assert_eq!(
+            order("secrets,pods,-,configmaps"),
+            [
+                "secrets",
+                "pods",
+                "deployments.apps",
+                "services",
+                "configmaps"
+            ]
+        );
+        assert_eq!(
+            order("-,pods"),
+            [
+                "configmaps",
+                "deployments.apps",
+                "secrets",
+                "services",
+                "pods"
+            ]
+        );
+        assert_eq!(
+            order("services,-"),
+            [
+                "services",
+                "configmaps",
+                "deployments.apps",
+                "pods",
+                "secrets"
+            ]
+        );
+        assert_eq!(
+            read("pods,-,secrets,-").unwrap_err(),
+            "multiple priority separators \"-\" found"
+        );
+        assert_eq!(
+            read("pods,secrets,pods").unwrap_err(),
+            "\"pods\" is named twice"
+        );
+        assert!(
+            read("pods,,secrets")
+                .unwrap_err()
+                .contains("empty resource name")
         );
     }
 

@@ -130,6 +130,7 @@ fn read_spec(
         labels,
         include_cluster_resources: spec.include_cluster_resources,
         existing: existing?,
+        priorities: config.priorities.clone(),
     };
     Some((selection, item_operation_timeout?))
 }

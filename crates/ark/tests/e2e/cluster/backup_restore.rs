@@ -389,6 +389,84 @@ async fn a_backup_of_most_namespaces_keeps_only_the_included_namespaces_items() 
     );
 }
 
+/// A server started with `--restore-resource-priorities` restores in that order: secrets first,
+/// config maps last, the rest by name between; a list naming a resource twice is refused at start.
+#[tokio::test]
+async fn the_server_s_restore_resource_priorities_set_the_order_of_a_restore() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("priorities").await;
+    let app = cluster.namespace("priorities-app").await;
+    let config: ConfigMap = fixtures::object(serde_json::json!({ "metadata": { "name": "c" } }));
+    Api::<ConfigMap>::namespaced(client.clone(), &app.name)
+        .create(&Default::default(), &config)
+        .await
+        .unwrap();
+    let secret: Secret = fixtures::object(serde_json::json!({ "metadata": { "name": "s" } }));
+    Api::<Secret>::namespaced(client.clone(), &app.name)
+        .create(&Default::default(), &secret)
+        .await
+        .unwrap();
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let refused = common::ark(
+        Some(&cluster),
+        &[
+            "server",
+            "-n",
+            &ns.name,
+            "--restore-resource-priorities",
+            "secrets,-,configmaps,secrets",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        common::text(&refused.stderr).contains("\"secrets\" is named twice"),
+        "{}",
+        common::text(&refused.stderr)
+    );
+    let _server = ArkServer::start_with(
+        ARK,
+        &cluster,
+        &ns.name,
+        &["--restore-resource-priorities", "secrets,-,configmaps"],
+    );
+    let namespaces = app.name.as_str();
+    let include = ["--include-namespaces", namespaces];
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[&["backup", "create", "b", "--wait"][..], &include].concat(),
+    );
+    let mapping = format!("{namespaces}:{namespaces}-copy");
+    let _copy = cluster.delete_on_drop::<Namespace>(&format!("{namespaces}-copy"));
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "restore",
+            "create",
+            "r",
+            "--from-backup",
+            "b",
+            "--namespace-mappings",
+            &mapping,
+            "--wait",
+        ],
+    );
+    let logs = ark_ok(&cluster, &ns.name, &["restore", "logs", "r"]);
+    let at = |line: &str| {
+        logs.find(line)
+            .unwrap_or_else(|| panic!("{line:?} not in the restore's log:\n{logs}"))
+    };
+    let order = [
+        at("restored secrets"),
+        at("restored namespaces"),
+        at("restored serviceaccounts"),
+        at("restored configmaps"),
+    ];
+    assert!(order.is_sorted(), "{order:?}:\n{logs}");
+}
+
 /// `/metrics` after one backup, one restore and one deletion counts each under Velero's names and
 /// labels, so that Velero's dashboards and alerts read an ark server as they read Velero.
 #[tokio::test]

@@ -82,6 +82,7 @@ fn options(
             items_at_once: 32,
             helper_image: None,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
+            priorities: Default::default(),
         },
         deletion: ark_server::DeletionConfig {
             workers: 2,

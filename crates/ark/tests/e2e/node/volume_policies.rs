@@ -170,6 +170,18 @@ async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and
         of("skip").skipped_reason,
         "matched action is 'skip' in chosen resource policies"
     );
+    let described = ark_ok(&cluster, ns, &["backup", "describe", "b1"]);
+    assert!(
+        described.contains("Resource policies:\n  Type:  configmap\n  Name:  volume-policy\n"),
+        "{described}"
+    );
+    assert!(
+        described.contains(&format!(
+            "Volumes Without Data In This Backup:\n  {}/skip:  matched action is 'skip' in chosen resource policies",
+            app.name
+        )),
+        "{described}"
+    );
 
     lose(&cluster, &app.name).await;
     let restored = ark_ok(
