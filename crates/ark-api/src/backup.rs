@@ -70,6 +70,9 @@ pub struct BackupSpec {
     /// policies: how each volume's data is taken, and scoped resource filters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_policy: Option<TypedLocalObjectReference>,
+    /// How the node agent uploads the backup's pod volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uploader_config: Option<crate::uploader::UploaderConfigForBackup>,
     /// Velero's fields that ark does not model (datamover, uploader settings, ...), kept as they
     /// came.
     #[serde(flatten)]

@@ -17,6 +17,7 @@ mod schedule;
 mod schema;
 pub mod selector;
 mod server_status_request;
+pub mod uploader;
 mod volume_info;
 
 pub use backup::*;

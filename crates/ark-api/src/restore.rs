@@ -7,6 +7,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Puts (part of) a backup back into the cluster.
+/// Velero's `restoreStatus`: which resources' status is restored.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreStatusSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_resources: Option<Vec<String>>,
+}
+
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "velero.io",
@@ -60,6 +70,12 @@ pub struct RestoreSpec {
     /// How long asynchronous item operations may take; zero or absent is the server's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_operation_timeout: Option<String>,
+    /// The resources whose backed-up status is put back on the objects the restore creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_status: Option<RestoreStatusSpec>,
+    /// How the node agent writes the restore's pod volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uploader_config: Option<crate::uploader::UploaderConfigForRestore>,
     /// Velero's fields that ark does not model, kept as they came.
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,

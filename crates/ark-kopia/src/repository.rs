@@ -59,6 +59,18 @@ pub struct SnapshotOptions {
     pub parent: Option<SnapshotManifest>,
     /// What the upload has done so far, for whoever reports its progress meanwhile.
     pub counts: Arc<UploadCounts>,
+    /// Files of one directory read at once (zero: ark's default), Velero's `parallelFilesUpload`.
+    pub files_at_once: usize,
+}
+
+/// How a restore writes files, Velero's `uploaderConfig` of a restore.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RestoreSettings {
+    /// Blocks of zeros are left as holes, so that sparse files come back sparse
+    /// (`writeSparseFiles`).
+    pub sparse: bool,
+    /// Entries of one directory written at once (zero: ark's default), `parallelFilesDownload`.
+    pub files_at_once: usize,
 }
 
 impl Repository {
@@ -214,7 +226,8 @@ impl Repository {
             },
             None => None,
         };
-        let uploader = Uploader::new(&self.contents, options.counts.clone());
+        let uploader = Uploader::new(&self.contents, options.counts.clone())
+            .with_files_at_once(options.files_at_once);
         let root = uploader.directory(path, parent_root.as_deref()).await?;
         self.contents.flush().await?;
         let summary = root.summary.clone().unwrap_or_default();
@@ -313,12 +326,26 @@ impl Repository {
         target: &Path,
         counts: &RestoreCounts,
     ) -> Result<(), Error> {
+        self.restore_with(entry, target, counts, RestoreSettings::default())
+            .await
+    }
+
+    /// [`restore`](Self::restore), written as `settings` say.
+    pub async fn restore_with(
+        &self,
+        entry: &DirEntry,
+        target: &Path,
+        counts: &RestoreCounts,
+        settings: RestoreSettings,
+    ) -> Result<(), Error> {
         let restorer = Restorer {
             contents: &self.contents,
             counts,
             // SAFETY: geteuid has no preconditions.
             owners: unsafe { libc::geteuid() } == 0,
             large_files: tokio::sync::Semaphore::new(snapshot::LARGE_FILES_AT_ONCE),
+            sparse: settings.sparse,
+            files_at_once: snapshot::files_at_once(settings.files_at_once),
         };
         restorer.entry(entry, target).await
     }
@@ -428,6 +455,62 @@ mod tests {
         assert_send(&repo.restore(&root, dir.path(), &RestoreCounts::default()));
         assert_send(&repo.verify(&[], &VerifyProgress::default()));
         assert_send(&repo.run_maintenance("default@default", crate::maintenance::Safety::Full));
+    }
+
+    /// A file of 8 MiB holding a few bytes at 1 MiB and at its end comes back whole either way,
+    /// and with `sparse` takes about its data's blocks on disk rather than its length.
+    #[tokio::test]
+    async fn a_sparse_file_comes_back_sparse_when_asked_and_whole_either_way() {
+        use std::io::{Seek as _, SeekFrom, Write as _};
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let store =
+            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+        let repo = Repository::create(store, object_store::path::Path::from("r"), "pw")
+            .await
+            .unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let mut file = std::fs::File::create(data.join("holes")).unwrap();
+        file.seek(SeekFrom::Start(1 << 20)).unwrap();
+        file.write_all(b"middle").unwrap();
+        file.seek(SeekFrom::Start((8 << 20) - 3)).unwrap();
+        file.write_all(b"end").unwrap();
+        drop(file);
+        let source = SourceInfo {
+            host: "h".into(),
+            user_name: "u".into(),
+            path: "/p".into(),
+        };
+        let (snapshot, _) = repo
+            .create_snapshot(&data, source, SnapshotOptions::default())
+            .await
+            .unwrap();
+        let root = snapshot.manifest.root_entry.clone().unwrap();
+        let original = std::fs::read(data.join("holes")).unwrap();
+        for (target, sparse) in [("dense", false), ("sparse", true)] {
+            let target = dir.path().join(target);
+            let settings = RestoreSettings {
+                sparse,
+                files_at_once: 1,
+            };
+            repo.restore_with(&root, &target, &RestoreCounts::default(), settings)
+                .await
+                .unwrap();
+            let restored = target.join("holes");
+            assert_eq!(
+                std::fs::read(&restored).unwrap(),
+                original,
+                "sparse: {sparse}"
+            );
+            // 512-byte blocks allocated: two 4 KiB blocks of data, against 8 MiB written whole.
+            let allocated = std::fs::metadata(&restored).unwrap().blocks() * 512;
+            if sparse {
+                assert!(allocated <= 64 << 10, "{allocated} bytes allocated");
+            } else {
+                assert!(allocated >= 8 << 20, "{allocated} bytes allocated");
+            }
+        }
     }
 
     #[tokio::test]

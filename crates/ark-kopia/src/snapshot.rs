@@ -317,6 +317,33 @@ pub struct Uploader<'a> {
     contents: &'a Contents,
     pub counts: std::sync::Arc<UploadCounts>,
     large_files: tokio::sync::Semaphore,
+    /// Entries of one directory read at once.
+    files_at_once: usize,
+}
+
+/// Entries of a directory handled at once: as asked, or ark's default for zero.
+pub fn files_at_once(asked: usize) -> usize {
+    if asked == 0 { FILES_AT_ONCE } else { asked }
+}
+
+/// The blocks a sparse write looks at: one of zeros is left a hole.
+const SPARSE_BLOCK: u64 = 4096;
+
+/// Writes `chunk` at `offset` of `file`, leaving out the blocks (aligned on the file) that are
+/// all zeros; the file's length is set once it is whole.
+fn write_sparse(file: &std::fs::File, offset: u64, chunk: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    let mut at = 0usize;
+    while at < chunk.len() {
+        let position = offset + at as u64;
+        let to_boundary = (SPARSE_BLOCK - position % SPARSE_BLOCK) as usize;
+        let piece = &chunk[at..(at + to_boundary).min(chunk.len())];
+        if piece.iter().any(|b| *b != 0) {
+            file.write_all_at(piece, position)?;
+        }
+        at += piece.len();
+    }
+    Ok(())
 }
 
 fn name_of(path: &Path) -> String {
@@ -358,7 +385,14 @@ impl<'c> Uploader<'c> {
             contents,
             counts,
             large_files: tokio::sync::Semaphore::new(LARGE_FILES_AT_ONCE),
+            files_at_once: FILES_AT_ONCE,
         }
+    }
+
+    /// Reads `asked` entries of a directory at once (zero: the default).
+    pub fn with_files_at_once(mut self, asked: usize) -> Self {
+        self.files_at_once = files_at_once(asked);
+        self
     }
 
     /// Uploads the tree at `path`; `parent` is the same directory in a previous snapshot, whose
@@ -390,7 +424,7 @@ impl<'c> Uploader<'c> {
             // Owned paths: a stream of borrowed ones would make the future not `Send`.
             let entries: Vec<Option<DirEntry>> = futures::stream::iter(children)
                 .map(|(child, md)| async move { self.child(&child, md, parent).await })
-                .buffered(FILES_AT_ONCE)
+                .buffered(self.files_at_once)
                 .try_collect()
                 .await?;
             let entries: Vec<DirEntry> = entries.into_iter().flatten().collect();
@@ -565,6 +599,10 @@ pub struct Restorer<'a> {
     pub owners: bool,
     /// Files of a chunk or more written at once (see `LARGE_FILES_AT_ONCE`).
     pub large_files: tokio::sync::Semaphore,
+    /// Blocks of zeros left as holes.
+    pub sparse: bool,
+    /// Entries of one directory written at once.
+    pub files_at_once: usize,
 }
 
 fn set_times(path: &Path, mtime: Time, follow: bool) -> Result<(), Error> {
@@ -633,7 +671,7 @@ impl Restorer<'_> {
             // Owned entries: a stream of borrowed ones would make the future not `Send`.
             futures::stream::iter(children)
                 .map(|c| async move { self.entry(&c, &path.join(&c.name)).await })
-                .buffer_unordered(FILES_AT_ONCE)
+                .buffer_unordered(self.files_at_once)
                 .try_collect::<()>()
                 .await?;
             self.counts.directories.fetch_add(1, Ordering::Relaxed);
@@ -669,10 +707,21 @@ impl Restorer<'_> {
             .mode(0o600)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
+        let mut offset = 0u64;
         let written = object::read_into(self.contents, entry.object, &mut |chunk| {
-            std::io::Write::write_all(&mut file, chunk).map_err(|e| Error::io(path, e))
+            let wrote = if self.sparse {
+                write_sparse(&file, offset, chunk)
+            } else {
+                std::io::Write::write_all(&mut file, chunk)
+            };
+            offset += chunk.len() as u64;
+            wrote.map_err(|e| Error::io(path, e))
         })
         .await?;
+        if self.sparse {
+            // The holes at its end, if any, are the file's too.
+            file.set_len(written).map_err(|e| Error::io(path, e))?;
+        }
         if written != entry.size as u64 {
             return Err(Error::Invalid(format!(
                 "{}: object {} holds {written} bytes, its entry says {}",

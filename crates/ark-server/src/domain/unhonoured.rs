@@ -23,14 +23,7 @@ pub const BACKUP_BEHAVIOURS: &[Field] = &[
         "moves CSI snapshots' data into the backup location",
     ),
     field("datamover", "moves snapshot data with this data mover"),
-    field("uploaderConfig", "configures its volume data uploader"),
     field("orderedResources", "backs these items up in this order"),
-];
-
-/// Restore fields ark does not act on yet: the restore runs without them, with a warning each.
-pub const RESTORE_BEHAVIOURS: &[Field] = &[
-    field("restoreStatus", "restores these resources' status"),
-    field("uploaderConfig", "configures its volume data downloader"),
 ];
 
 /// Whether a value says anything: not null, false, zero, empty, or made only of those (Velero's

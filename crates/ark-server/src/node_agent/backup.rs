@@ -158,6 +158,10 @@ async fn back_up(
         });
     }
 
+    let files_at_once = ark_api::uploader::files_at_once(
+        &spec.uploader_settings,
+        ark_api::uploader::PARALLEL_FILES_UPLOAD,
+    )?;
     // Velero names the snapshot's source after the claim, or the volume when there is none.
     let source_volume = pod
         .spec
@@ -185,7 +189,10 @@ async fn back_up(
             .await
             .expect("walking does not panic")
     };
-    let options = velero::pod_volume_options(parent);
+    let options = ark_kopia::repository::SnapshotOptions {
+        files_at_once,
+        ..velero::pod_volume_options(parent)
+    };
     let counts = options.counts.clone();
     let reporter = {
         let counts = counts.clone();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ark_api::{PodVolumePhase, PodVolumeRestore, PodVolumeRestoreStatus, labels};
+use ark_api::{PodVolumePhase, PodVolumeRestore, PodVolumeRestoreStatus, labels, uploader};
 use ark_kopia::snapshot::RestoreCounts;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
@@ -141,6 +141,13 @@ async fn restore(
         .cloned()
         .filter(|uid| !uid.is_empty() && !uid.contains('/') && uid != "." && uid != "..")
         .ok_or_else(|| format!("it has no valid label {}", labels::RESTORE_UID))?;
+    let settings = ark_kopia::repository::RestoreSettings {
+        sparse: uploader::write_sparse_files(&spec.uploader_settings)?,
+        files_at_once: uploader::files_at_once(
+            &spec.uploader_settings,
+            uploader::PARALLEL_FILES_DOWNLOAD,
+        )?,
+    };
     let dir = volume_path::volume_directory(&ctx.kube.client, pod, &spec.volume)
         .await
         .map_err(|e| e.to_string())?;
@@ -172,7 +179,9 @@ async fn restore(
             counts.bytes.load(Ordering::Relaxed)
         })
     };
-    let restored = repository.restore(&root, &path, &counts).await;
+    let restored = repository
+        .restore_with(&root, &path, &counts, settings)
+        .await;
     reporter.stop().await;
     if let Err(error) = restored {
         return Err(format!(

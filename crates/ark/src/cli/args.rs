@@ -86,6 +86,9 @@ pub struct BackupTemplateArgs {
     /// go to the node agent, are snapshotted or skipped, by Velero's volume policies
     #[arg(long, value_name = "CONFIGMAP")]
     pub resource_policies_configmap: Option<String>,
+    /// Files of a pod volume the node agent reads at once (default: its own)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub parallel_files_upload: Option<i64>,
     #[command(flatten)]
     pub scoped: ScopedResourceArgs,
 }
@@ -135,7 +138,8 @@ impl BackupTemplateArgs {
             && self.storage_location.is_none()
             && self.default_volumes_to_fs_backup.is_none()
             && self.snapshot_volumes.is_none()
-            && self.resource_policies_configmap.is_none())
+            && self.resource_policies_configmap.is_none()
+            && self.parallel_files_upload.is_none())
     }
 
     pub fn spec(self) -> ark_api::BackupSpec {
@@ -169,6 +173,11 @@ impl BackupTemplateArgs {
                     kind: "configmap".into(),
                     name,
                     api_group: None,
+                }
+            }),
+            uploader_config: self.parallel_files_upload.map(|files| {
+                ark_api::uploader::UploaderConfigForBackup {
+                    parallel_files_upload: Some(files),
                 }
             }),
             ..Default::default()

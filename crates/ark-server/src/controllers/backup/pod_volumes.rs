@@ -346,6 +346,9 @@ impl PodVolumes {
                 repo_identifier: String::new(),
                 uploader_type: Some(UPLOADER_KOPIA.into()),
                 tags,
+                uploader_settings: (self.backup.spec.uploader_config.as_ref())
+                    .map(|config| config.settings())
+                    .unwrap_or_default(),
                 ..Default::default()
             },
         );

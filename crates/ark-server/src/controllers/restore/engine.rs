@@ -9,7 +9,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::{ApiCapabilities, Scope};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt as _};
 use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
@@ -67,6 +67,8 @@ pub struct Selection {
     pub existing: ExistingResourcePolicy,
     /// The order resources are created in (the server's).
     pub priorities: Priorities,
+    /// The resources whose backed-up status is restored (`restoreStatus`); none when unset.
+    pub status: Option<IncludesExcludes>,
 }
 
 /// What becomes of an item that exists already and differs from the backup's (Velero's
@@ -167,6 +169,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             actions: &actions,
             restore_name,
             labels: &selection.labels,
+            status: selection.status.as_ref(),
             unpacked,
             update_existing: selection.existing == ExistingResourcePolicy::Update,
             namespaces: EnsuredNamespaces::default(),
@@ -306,6 +309,8 @@ struct Shared<'a> {
     actions: &'a Actions,
     restore_name: &'a str,
     labels: &'a LabelSelection,
+    /// The resources whose backed-up status is restored.
+    status: Option<&'a IncludesExcludes>,
     unpacked: &'a Path,
     update_existing: bool,
     namespaces: EnsuredNamespaces,
@@ -626,6 +631,8 @@ struct Prepared {
     shown: String,
     candidate: Value,
     object: DynamicObject,
+    /// The backed-up status, to put back once the object is created.
+    status: Option<Value>,
     pod_hooks: PodHooks,
     volume_data: Vec<ark_api::PodVolumeBackup>,
     from_snapshot: Option<String>,
@@ -692,6 +699,9 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
         .to_string();
     let object: DynamicObject = serde_json::from_value(candidate.clone())
         .map_err(|error| format!("{gr} {name}: not a Kubernetes object: {error}"))?;
+    let kind = cx.resource.kind.to_lowercase();
+    let names = resource_names(gr.split('.').next().unwrap_or(gr), gr, &kind);
+    let status = status.filter(|_| restores_status(cx.shared.status, &names, &candidate));
     let shown = match &target_ns {
         Some(ns) => format!("{ns}/{name}"),
         None => name.clone(),
@@ -702,11 +712,56 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
         shown,
         candidate,
         object,
+        status,
         pod_hooks: actions.pod_hooks,
         volume_data: actions.volume_data,
         from_snapshot: actions.from_snapshot,
         action_errors: actions.errors,
     }))
+}
+
+/// Whether an item's backed-up status is put back once it is created, as Velero's
+/// `determineRestoreStatus` decides: its annotation `velero.io/restore-status` (`true` or `false`)
+/// first, else whether the restore's `restoreStatus` includes its resource.
+fn restores_status(filter: Option<&IncludesExcludes>, names: &[&str], item: &Value) -> bool {
+    let by_spec = filter.is_some_and(|f| f.should_include_any(names));
+    let annotation = item
+        .pointer("/metadata/annotations/velero.io~1restore-status")
+        .and_then(Value::as_str)
+        .map(|v| v.trim().to_ascii_lowercase());
+    match annotation.as_deref() {
+        Some("true") => true,
+        Some("false") => false,
+        _ => by_spec,
+    }
+}
+
+/// Replaces the created object's status with the backed-up one (the status subresource, as
+/// Velero's `UpdateStatus`), again on a conflict with whoever wrote it since.
+async fn put_status(
+    api: &Api<DynamicObject>,
+    made: DynamicObject,
+    status: &Value,
+) -> Result<(), kube::Error> {
+    let mut object = serde_json::to_value(&made).unwrap_or_default();
+    object["status"] = status.clone();
+    let mut with_status: DynamicObject = serde_json::from_value(object).unwrap_or(made);
+    let name = with_status.name_any();
+    for _ in 0..4 {
+        match api
+            .replace_status(&name, &PostParams::default(), &with_status)
+            .await
+        {
+            Err(kube::Error::Api(conflict)) if conflict.code == 409 => {
+                with_status.metadata.resource_version =
+                    api.get(&name).await?.metadata.resource_version;
+            }
+            done => return done.map(drop),
+        }
+    }
+    api.replace_status(&name, &PostParams::default(), &with_status)
+        .await
+        .map(drop)
 }
 
 /// What creating one item came to, as Velero's resource list says it.
@@ -768,7 +823,16 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         at,
     };
     match api.create(&PostParams::default(), &prepared.object).await {
-        Ok(_) => created(CreateOutcome::Created, None, None),
+        Ok(made) => {
+            let warning = match &prepared.status {
+                Some(status) => put_status(&api, made, status)
+                    .await
+                    .err()
+                    .map(|error| format!("could not restore the status of {gr} {shown}: {error}")),
+                None => None,
+            };
+            created(CreateOutcome::Created, warning, None)
+        }
         Err(kube::Error::Api(status)) if status.code == 409 => match api.get(name).await {
             Ok(existing) => {
                 let existing_value = serde_json::to_value(&existing).unwrap_or_default();

@@ -26,7 +26,6 @@ use serde_json::json;
 use validate::ValidatedRestore;
 
 use crate::domain::locations::{self, OpenLocation};
-use crate::domain::unhonoured;
 use crate::hooks;
 use crate::records::recorder::Recorder;
 use crate::records::resource_list::ResourceListWriter;
@@ -217,9 +216,6 @@ async fn restore_from(
         record.general_error(rejected.clone());
     }
     record.omitted_errors(extracted.rejected.omitted);
-    for ignored in unhonoured::ignored(&restore.spec.unmodelled, unhonoured::RESTORE_BEHAVIOURS) {
-        record.general_warning(ignored);
-    }
     let items = restored.items;
     let hook_results = after_items(ctx, restore, open, restored, &mut record).await;
     let final_status = final_status(items, record.errors(), record.warnings(), &hook_results);

@@ -255,6 +255,9 @@ fn volume_restore(
             snapshot_id: status.snapshot_id.unwrap_or_default(),
             snapshot_size: status.progress.and_then(|p| p.total_bytes),
             source_namespace: pvb.spec.pod.namespace.clone(),
+            uploader_settings: (restore.spec.uploader_config.as_ref())
+                .map(|config| config.settings())
+                .unwrap_or_default(),
             ..Default::default()
         },
     );

@@ -131,6 +131,14 @@ fn read_spec(
         include_cluster_resources: spec.include_cluster_resources,
         existing: existing?,
         priorities: config.priorities.clone(),
+        status: spec.restore_status.as_ref().map(|status| {
+            IncludesExcludes::checked(
+                status.included_resources.as_ref(),
+                status.excluded_resources.as_ref(),
+                "restoreStatus resource",
+                errors,
+            )
+        }),
     };
     Some((selection, item_operation_timeout?))
 }

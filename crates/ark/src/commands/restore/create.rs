@@ -47,6 +47,24 @@ pub struct RestoreCreateArgs {
     /// Velero's format (see docs/restores-and-hooks.md)
     #[arg(long, value_name = "CONFIGMAP", value_parser = parse_name)]
     pub resource_modifier_configmap: Option<String>,
+    /// Resources whose backed-up status is put back on the objects created (comma-separated,
+    /// resource.group: `foos.example.com`; `*` for all)
+    #[arg(long, value_delimiter = ',', value_name = "RESOURCES")]
+    pub status_include_resources: Vec<String>,
+    /// Resources whose status is not restored (with --status-include-resources)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "RESOURCES",
+        requires = "status_include_resources"
+    )]
+    pub status_exclude_resources: Vec<String>,
+    /// Write blocks of zeros in pod volumes as holes, so that sparse files come back sparse
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub write_sparse_files: Option<bool>,
+    /// Files of a pod volume the node agent writes at once (default: its own)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub parallel_files_download: Option<i64>,
     #[command(flatten)]
     pub wait: WaitArgs,
 }
@@ -191,6 +209,19 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         hooks,
         preserve_node_ports: args.preserve_node_ports.then_some(true),
         restore_pvs: args.restore_volumes,
+        uploader_config: (args.write_sparse_files.is_some()
+            || args.parallel_files_download.is_some())
+        .then_some(ark_api::uploader::UploaderConfigForRestore {
+            write_sparse_files: args.write_sparse_files,
+            parallel_files_download: args.parallel_files_download,
+        }),
+        // As Velero's CLI: only with resources to include.
+        restore_status: (!args.status_include_resources.is_empty()).then(|| {
+            ark_api::RestoreStatusSpec {
+                included_resources: Some(args.status_include_resources),
+                excluded_resources: crate::cli::args::non_empty(args.status_exclude_resources),
+            }
+        }),
         // As Velero's CLI names the reference.
         resource_modifier: args.resource_modifier_configmap.map(|name| {
             k8s_openapi::api::core::v1::TypedLocalObjectReference {

@@ -467,6 +467,161 @@ async fn the_server_s_restore_resource_priorities_set_the_order_of_a_restore() {
     assert!(order.is_sorted(), "{order:?}:\n{logs}");
 }
 
+/// Velero's status restore: `--status-include-resources` puts the backed-up status back on the
+/// objects of that resource a restore creates (through their status subresource), an object
+/// annotated `velero.io/restore-status: "false"` keeps none, and without the flag only an object
+/// annotated `"true"` gets its status back.
+#[tokio::test]
+async fn a_restored_object_gets_its_status_back_as_restore_status_and_its_annotation_say() {
+    use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("status").await;
+    let app = cluster.namespace("status-app").await;
+    let group = format!("{}.ark.test", ark_tests::unique_name("status"));
+    let definition = format!("gauges.{group}");
+    let _definition = cluster.delete_on_drop::<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    >(&definition);
+    let definitions: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "apiextensions.k8s.io/v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+        },
+    );
+    definitions
+        .create(&PostParams::default(), &fixtures::object(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": { "name": definition },
+            "spec": { "group": group, "scope": "Namespaced",
+                "names": { "plural": "gauges", "singular": "gauge", "kind": "Gauge" },
+                "versions": [{ "name": "v1", "served": true, "storage": true,
+                    "subresources": { "status": {} },
+                    "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }] },
+        })))
+        .await
+        .unwrap();
+    let gauges = |namespace: &str| -> Api<DynamicObject> {
+        Api::namespaced_with(
+            client.clone(),
+            namespace,
+            &ApiResource {
+                group: group.clone(),
+                version: "v1".into(),
+                api_version: format!("{group}/v1"),
+                kind: "Gauge".into(),
+                plural: "gauges".into(),
+            },
+        )
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while gauges(&app.name).list(&Default::default()).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{definition} was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (name, annotation) in [
+        ("plain", None),
+        ("opted-out", Some("false")),
+        ("opted-in", Some("true")),
+    ] {
+        let annotations = annotation
+            .map(|value| serde_json::json!({ "velero.io/restore-status": value }))
+            .unwrap_or_default();
+        gauges(&app.name)
+            .create(
+                &PostParams::default(),
+                &fixtures::object(serde_json::json!({
+                    "apiVersion": format!("{group}/v1"), "kind": "Gauge",
+                    "metadata": { "name": name, "annotations": annotations }, "spec": { "max": 10 },
+                })),
+            )
+            .await
+            .unwrap();
+        gauges(&app.name)
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "status": { "reading": 7, "by": name } })),
+            )
+            .await
+            .unwrap();
+    }
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    let status_of = |namespace: String| {
+        let gauges = gauges(&namespace);
+        async move {
+            let mut found = Vec::new();
+            for name in ["plain", "opted-out", "opted-in"] {
+                let gauge = gauges.get(name).await.unwrap();
+                found.push((name, gauge.data.get("status").cloned()));
+            }
+            found
+        }
+    };
+    let with = |name: &str| Some(serde_json::json!({ "reading": 7, "by": name }));
+    for (restore, flags, expected) in [
+        (
+            "with-flag",
+            &["--status-include-resources", &definition][..],
+            [
+                ("plain", with("plain")),
+                ("opted-out", None),
+                ("opted-in", with("opted-in")),
+            ],
+        ),
+        (
+            "without",
+            &[][..],
+            [
+                ("plain", None),
+                ("opted-out", None),
+                ("opted-in", with("opted-in")),
+            ],
+        ),
+    ] {
+        let target = format!("{}-{restore}", app.name);
+        let _target = cluster.delete_on_drop::<Namespace>(&target);
+        let mapping = format!("{}:{target}", app.name);
+        let args = [
+            &[
+                "restore",
+                "create",
+                restore,
+                "--from-backup",
+                "b",
+                "--namespace-mappings",
+                &mapping,
+                "--wait",
+            ][..],
+            flags,
+        ]
+        .concat();
+        let restored = ark_ok(&cluster, &ns.name, &args);
+        assert!(restored.contains("Completed"), "{restored}");
+        assert_eq!(status_of(target).await, expected, "restore {restore}");
+    }
+}
+
 /// `/metrics` after one backup, one restore and one deletion counts each under Velero's names and
 /// labels, so that Velero's dashboards and alerts read an ark server as they read Velero.
 #[tokio::test]

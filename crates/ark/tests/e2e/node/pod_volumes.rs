@@ -1236,3 +1236,159 @@ fn kubectl_apply(cluster: &Cluster, object: serde_json::Value) {
     std::fs::write(file.path(), object.to_string()).unwrap();
     kubectl(cluster, &["apply", "-f", file.path().to_str().unwrap()]);
 }
+
+/// A pod on the real node whose volume `data` (named for backup) holds a 32 MiB file of a few
+/// bytes and holes.
+fn sparse_pod(cluster: &Cluster) -> Pod {
+    let script = "test -f /data/.done || { dd if=/dev/zero of=/data/holes bs=1048576 seek=32 count=0 2>/dev/null \
+        && printf middle | dd of=/data/holes bs=1 seek=1048576 conv=notrunc 2>/dev/null && touch /data/.done; }; \
+        exec sleep 3600";
+    cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "sparse",
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "sparse", "image": ark_tests::BUSYBOX, "command": ["sh", "-c", script],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
+        },
+    }))
+}
+
+/// Velero's `uploaderConfig` carried to the node agent: `--parallel-files-upload` and
+/// `--parallel-files-download` in the requests' `uploaderSettings`, and `--write-sparse-files`
+/// restoring a sparse file sparse (a few KiB on disk), when without it the same file takes its
+/// whole length; its bytes are the same either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sparse_file_is_restored_sparse_with_write_sparse_files() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("sparse").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &sparse_pod(&cluster))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "sparse", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let inspect = |namespace: &str| {
+        kubectl(
+            &cluster,
+            &[
+                "-n",
+                namespace,
+                "exec",
+                "sparse",
+                "--",
+                "sh",
+                "-c",
+                "md5sum /data/holes; du -k /data/holes",
+            ],
+        )
+    };
+    let original = sum_kib(&inspect(&app.name));
+    assert!(
+        original.1 < 1024,
+        "the pod wrote a sparse file: {original:?}"
+    );
+    ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--parallel-files-upload",
+            "2",
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+    );
+    let pvb = only_pvb(&client, ns, "b1").await;
+    assert_eq!(pvb.spec.uploader_settings["ParallelFilesUpload"], "2");
+    assert_eq!(pvb.status.unwrap().phase, Some(PodVolumePhase::Completed));
+    for (restore, flags, sparse) in [
+        (
+            "sparse",
+            &["--write-sparse-files", "--parallel-files-download", "3"][..],
+            true,
+        ),
+        ("whole", &[][..], false),
+    ] {
+        let target = format!("{}-{restore}", app.name);
+        let _target = cluster.delete_on_drop::<k8s_openapi::api::core::v1::Namespace>(&target);
+        let mapping = format!("{}:{target}", app.name);
+        let args = [
+            &[
+                "restore",
+                "create",
+                restore,
+                "--from-backup",
+                "b1",
+                "--namespace-mappings",
+                &mapping,
+                "--wait",
+                "--timeout",
+                "2m",
+            ][..],
+            flags,
+        ]
+        .concat();
+        let restored = ark_ok(&cluster, ns, &args);
+        assert!(restored.contains("Completed"), "{restored}");
+        let pvr = only_pvr(&client, ns, restore).await;
+        let settings = &pvr.spec.uploader_settings;
+        if sparse {
+            assert_eq!(
+                (
+                    settings["WriteSparseFiles"].as_str(),
+                    settings["ParallelFilesDownload"].as_str()
+                ),
+                ("true", "3")
+            );
+        } else {
+            assert!(settings.is_empty(), "{settings:?}");
+        }
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &target);
+        wait_for(pods, "sparse", is_ready(), WAIT).await.unwrap();
+        let (restored_sum, restored_kib) = sum_kib(&inspect(&target));
+        assert_eq!(restored_sum, original.0, "restore {restore}");
+        if sparse {
+            assert!(restored_kib < 1024, "restored sparse: {restored_kib} KiB");
+        } else {
+            assert!(
+                restored_kib >= 32 * 1024,
+                "restored whole: {restored_kib} KiB"
+            );
+        }
+        lose(&cluster, &target).await;
+    }
+}
+
+/// `md5sum FILE; du -k FILE` as printed: the sum, and the KiB on disk.
+fn sum_kib(shown: &str) -> (String, u64) {
+    let mut lines = shown.lines();
+    let first = |line: Option<&str>| {
+        line.unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let sum = first(lines.next());
+    let kib = first(lines.next())
+        .parse()
+        .unwrap_or_else(|_| panic!("{shown}"));
+    (sum, kib)
+}
