@@ -296,6 +296,11 @@ pub struct VeleroWithAgent {
 
 impl VeleroWithAgent {
     pub async fn start(cluster: &Cluster, prefix: &str) -> VeleroWithAgent {
+        Self::start_with(cluster, prefix, &[]).await
+    }
+
+    /// The same, with more `velero server` arguments (`--features=EnableCSI`).
+    pub async fn start_with(cluster: &Cluster, prefix: &str, extra: &[&str]) -> VeleroWithAgent {
         let client = cluster.client().await;
         let ns = cluster.namespace("velero").await;
         let (flags, _) =
@@ -303,9 +308,51 @@ impl VeleroWithAgent {
         let mut create = vec!["backup-location", "create", "default", "--default"];
         create.extend(flags.iter().map(String::as_str));
         velero_ok(cluster, &ns.name, &create);
-        let server = VeleroServer::start_beside_node_agent(cluster, &ns.name).await;
+        let server = VeleroServer::start_beside_node_agent(cluster, &ns.name, extra).await;
         let agent = NodeAgent::install(cluster, &ns.name).await;
         VeleroWithAgent { server, ns, agent }
+    }
+
+    /// Backup `name` of this server, once it has ended, asserted Completed; if it is not, the
+    /// failure shows Velero's own account of it (`velero backup describe --details` and the errors
+    /// and warnings of its log) beside the agent's pods.
+    pub async fn backup_completed(&self, cluster: &Cluster, name: &str) -> ark_api::Backup {
+        let ns = &self.ns.name;
+        let backups = Api::<ark_api::Backup>::namespaced(cluster.client().await, ns);
+        let ended = |b: Option<&ark_api::Backup>| b.is_some_and(|b| b.phase().is_terminal());
+        let backup = crate::wait_for(backups, name, ended, std::time::Duration::from_secs(180))
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "Velero's backup {name} did not end: {e:#}\n{}",
+                    diagnostics(cluster, ns)
+                )
+            });
+        if backup.phase() != ark_api::BackupPhase::Completed {
+            let shown = |args: &[&str]| {
+                let output = velero(cluster, ns, args);
+                format!(
+                    "--- velero {} ---\n{}{}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            };
+            let log = shown(&["backup", "logs", name]);
+            let notable: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("level=error") || l.contains("level=warn"))
+                .collect();
+            panic!(
+                "Velero's backup {name} ended {:?}, not Completed: {:#?}\n{}--- its log's errors and warnings ---\n{}\n{}",
+                backup.phase(),
+                backup.status,
+                shown(&["backup", "describe", name, "--details"]),
+                notable.join("\n"),
+                diagnostics(cluster, ns)
+            );
+        }
+        backup
     }
 
     /// Stops the server and removes the agent, waiting until its pods are gone: they take ports
@@ -409,12 +456,16 @@ impl VeleroServer {
     /// The same, in a network namespace of its own that reaches the API server and S3: beside
     /// Velero's node agent on the host's network, which binds `:8080` too. Only then, as the
     /// forwarders add a hop to each of the server's requests, which the benchmarks time.
-    pub async fn start_beside_node_agent(cluster: &Cluster, ns: &str) -> VeleroServer {
+    pub async fn start_beside_node_agent(
+        cluster: &Cluster,
+        ns: &str,
+        extra: &[&str],
+    ) -> VeleroServer {
         let network = crate::netns::IsolatedNetwork::new(&[
             cluster.api_server_address(),
             cluster.s3_address(),
         ]);
-        Self::spawn(&bin_dir(), cluster, ns, Some(network), &[]).await
+        Self::spawn(&bin_dir(), cluster, ns, Some(network), extra).await
     }
 
     async fn spawn(

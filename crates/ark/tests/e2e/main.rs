@@ -43,6 +43,7 @@ mod velero {
     mod filters;
     mod interop;
     mod pod_volumes;
+    mod volume_policies;
 }
 
 mod alone {

@@ -4,6 +4,7 @@
 
 pub mod node_agent;
 pub mod setup;
+pub mod volume_policies;
 
 use std::process::{Command, Output};
 

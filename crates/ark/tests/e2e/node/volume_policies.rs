@@ -4,80 +4,15 @@
 
 use crate::common;
 
-use ark_api::{BackupPhase, BackupVolumeInfo, PodVolumeBackup};
+use ark_api::BackupPhase;
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
-use common::node_agent::{WAIT, install, is_ready, kubectl, lose};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use common::node_agent::{WAIT, install, is_ready, lose};
+use common::volume_policies::{POLICY_MAP, application, contents, methods, policy};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::PostParams;
 use serde_json::json;
-
-/// Claims of the test ground's CSI class, each labelled with the method its policy gives it.
-const CLAIMS: [(&str, &str); 3] = [("files", "fs"), ("snap", "csi"), ("skip", "none")];
-
-/// Velero's policy document: by the claim's label, to the node agent, snapshotted, or skipped.
-const POLICY: &str = "version: v1
-volumePolicies:
-- conditions:
-    pvcLabels: {method: fs}
-  action: {type: fs-backup}
-- conditions:
-    pvcLabels: {method: csi}
-    csi: {driver: hostpath.csi.ark.test}
-  action: {type: snapshot}
-- conditions:
-    pvcLabels: {method: none}
-  action: {type: skip}
-";
-
-/// A pod on the real node mounting each claim at `/<claim>`, each holding its own line and a
-/// MiB of random bytes once it is ready. Its annotation names `skip` and `snap` for the node
-/// agent: the policy's word is the one that counts.
-fn pod(cluster: &Cluster) -> Pod {
-    let script = "for d in files snap skip; do test -f /$d/.done || { echo \"$d before the backup\" > /$d/line \
-        && head -c 1048576 /dev/urandom > /$d/blob && touch /$d/.done; }; done; sync; exec sleep 3600";
-    let mounts: Vec<_> = CLAIMS
-        .iter()
-        .map(|(name, _)| json!({ "name": name, "mountPath": format!("/{name}") }))
-        .collect();
-    let volumes: Vec<_> = CLAIMS
-        .iter()
-        .map(|(name, _)| json!({ "name": name, "persistentVolumeClaim": { "claimName": name } }))
-        .collect();
-    cluster.on_real_node(json!({
-        "metadata": {
-            "name": "app",
-            "annotations": { "backup.velero.io/backup-volumes": "skip,snap" },
-        },
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{
-                "name": "app", "image": ark_tests::BUSYBOX, "command": ["sh", "-c", script],
-                "readinessProbe": { "exec": { "command": ["test", "-f", "/skip/.done"] }, "periodSeconds": 1 },
-                "volumeMounts": mounts,
-            }],
-            "volumes": volumes,
-        },
-    }))
-}
-
-/// Each claim's line and the checksum of its random bytes (or what `sh` said without them).
-fn contents(cluster: &Cluster, namespace: &str) -> String {
-    kubectl(
-        cluster,
-        &[
-            "-n",
-            namespace,
-            "exec",
-            "app",
-            "--",
-            "sh",
-            "-c",
-            "for d in files snap skip; do cat /$d/line 2>&1; md5sum /$d/blob 2>&1; done",
-        ],
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and_skips_a_third() {
@@ -86,34 +21,10 @@ async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and
     let client = cluster.client().await;
     let installed = install(&cluster).await;
     let ns = &installed.ns;
-    let app = cluster.namespace("policies").await;
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
-    for (name, method) in CLAIMS {
-        let claim = serde_json::from_value(json!({
-            "metadata": { "name": name, "labels": { "method": method } },
-            "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
-                "resources": { "requests": { "storage": "64Mi" } } },
-        }))
-        .unwrap();
-        claims.create(&PostParams::default(), &claim).await.unwrap();
-    }
+    let app = application(&cluster).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
-    pods.create(&PostParams::default(), &pod(&cluster))
-        .await
-        .unwrap();
-    wait_for(pods.clone(), "app", is_ready(), WAIT)
-        .await
-        .unwrap();
     let before = contents(&cluster, &app.name);
-    let policy: ConfigMap = serde_json::from_value(json!({
-        "metadata": { "name": "volume-policy" },
-        "data": { "policy.yaml": POLICY },
-    }))
-    .unwrap();
-    Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
+    policy(&cluster, ns).await;
 
     let created = ark_ok(
         &cluster,
@@ -125,21 +36,30 @@ async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and
             "--include-namespaces",
             &app.name,
             "--resource-policies-configmap",
-            "volume-policy",
+            POLICY_MAP,
             "--wait",
             "--timeout",
             "3m",
         ],
     );
     assert!(created.contains("Completed"), "{created}");
-    // The node agent took `files` alone (not `skip` nor `snap`, which the annotation names).
-    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/backup-name=b1"))
-        .await
-        .unwrap();
-    let volumes: Vec<_> = pvbs.items.iter().map(|p| p.spec.volume.as_str()).collect();
-    assert_eq!(volumes, ["files"], "{pvbs:#?}");
-    // One CSI snapshot, of `snap`; `skip` recorded as skipped by the policy.
+    // The node agent took `files` alone (not `skip` nor `snap`, which the annotation names), the
+    // CSI driver snapshotted `snap`, `skip` is recorded as skipped by the policy.
+    let taken = methods(&cluster, ns, &installed.prefix, "b1").await;
+    assert_eq!(
+        taken
+            .iter()
+            .map(|(c, m)| (c.as_str(), m.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("files", "node agent"),
+            (
+                "skip",
+                "skipped: matched action is 'skip' in chosen resource policies"
+            ),
+            ("snap", "CSI snapshot"),
+        ]
+    );
     let backups = Api::<ark_api::Backup>::namespaced(client.clone(), ns);
     let status = backups.get("b1").await.unwrap().status.unwrap();
     assert_eq!(status.phase, Some(BackupPhase::Completed));
@@ -149,26 +69,6 @@ async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and
             status.csi_volume_snapshots_completed
         ),
         (Some(1), Some(1))
-    );
-    let store = ark_storage::open(&cluster.s3_location(&installed.prefix)).unwrap();
-    let info: Vec<BackupVolumeInfo> = serde_json::from_slice(&ark_tests::gunzip(
-        &store
-            .get_volume_info("b1")
-            .await
-            .unwrap()
-            .expect("the backup's volume information"),
-    ))
-    .unwrap();
-    let of = |claim: &str| {
-        info.iter()
-            .find(|v| v.pvc_name == claim)
-            .unwrap_or_else(|| panic!("no volume information of {claim}: {info:#?}"))
-    };
-    assert!(of("snap").csi_snapshot_info.is_some() && !of("snap").skipped);
-    assert!(of("skip").skipped, "{info:#?}");
-    assert_eq!(
-        of("skip").skipped_reason,
-        "matched action is 'skip' in chosen resource policies"
     );
     let described = ark_ok(&cluster, ns, &["backup", "describe", "b1"]);
     assert!(

@@ -56,52 +56,6 @@ fn kopia_of(cluster: &Cluster, prefix: &str, app: &str) -> Kopia {
     kopia
 }
 
-/// Backup `name` of Velero's server in `velero`, once it has ended, asserted Completed; if it is
-/// not, the failure shows Velero's own account of it (`velero backup describe --details` and the
-/// errors and warnings of its log) beside the agent's pods.
-async fn velero_backup_completed(
-    cluster: &Cluster,
-    velero: &VeleroWithAgent,
-    name: &str,
-) -> Backup {
-    let backups = Api::<Backup>::namespaced(cluster.client().await, &velero.ns.name);
-    let ended = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
-    let backup = wait_for(backups, name, ended, WAIT)
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "Velero's backup {name} did not end: {e:#}\n{}",
-                velero::diagnostics(cluster, &velero.ns.name)
-            )
-        });
-    if backup.phase() != ark_api::BackupPhase::Completed {
-        let ns = &velero.ns.name;
-        let shown = |args: &[&str]| {
-            let output = velero::velero(cluster, ns, args);
-            format!(
-                "--- velero {} ---\n{}{}",
-                args.join(" "),
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            )
-        };
-        let log = shown(&["backup", "logs", name]);
-        let notable: Vec<&str> = log
-            .lines()
-            .filter(|l| l.contains("level=error") || l.contains("level=warn"))
-            .collect();
-        panic!(
-            "Velero's backup {name} ended {:?}, not Completed: {:#?}\n{}--- its log's errors and warnings ---\n{}\n{}",
-            backup.phase(),
-            backup.status,
-            shown(&["backup", "describe", name, "--details"]),
-            notable.join("\n"),
-            velero::diagnostics(cluster, ns)
-        );
-    }
-    backup
-}
-
 /// ark's agent writes a snapshot of a volume; Velero's agent restores it into a restored pod
 /// before the pod's own container starts, then backs the volume up again into the same
 /// repository, which kopia verifies.
@@ -202,7 +156,7 @@ async fn velero_s_node_agent_restores_ark_s_volume_backup_and_writes_after_it() 
         &ns,
         &["backup", "create", "vb2", "--include-namespaces", &app.name],
     );
-    velero_backup_completed(&cluster, &velero, "vb2").await;
+    velero.backup_completed(&cluster, "vb2").await;
     let pvb = only_pvb(&client, &ns, "vb2").await;
     let status = pvb.status.unwrap();
     assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
@@ -238,7 +192,7 @@ async fn ark_s_node_agent_restores_velero_s_volume_backup_and_writes_after_it() 
         &velero.ns.name,
         &["backup", "create", "vb1", "--include-namespaces", &app.name],
     );
-    velero_backup_completed(&cluster, &velero, "vb1").await;
+    velero.backup_completed(&cluster, "vb1").await;
     let snapshot_id = only_pvb(&client, &velero.ns.name, "vb1")
         .await
         .status
