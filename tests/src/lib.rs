@@ -437,6 +437,8 @@ impl Drop for TestNamespace {
     fn drop(&mut self) {
         // Best effort: a namespace a failed test leaves is labelled.
         self.cluster.delete_while_dropping::<Namespace>(&self.name);
+        // Its Restores carry the server's finalizer, which a stopped server cannot remove.
+        self.cluster.release_restores_while_dropping(&self.name);
     }
 }
 
@@ -493,6 +495,21 @@ impl Cluster {
 
     /// Deletes a cluster-scoped object from a `Drop`: with a client of its own on a runtime of its
     /// own, because the test's client is driven by the test's runtime, which a drop blocks.
+    /// Takes the finalizers off the Restores of namespace `ns` (best effort), from a `Drop`.
+    pub fn release_restores_while_dropping(&self, ns: &str) {
+        let (cluster, ns) = (self.clone(), ns.to_string());
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    crate::velero::release_restores(&cluster.client().await, &ns).await;
+                })
+        })
+        .join();
+    }
+
     pub fn delete_while_dropping<K>(&self, name: &str)
     where
         K: ClusterObject,

@@ -118,7 +118,17 @@ impl Installed {
             .delete(&self.ns, &Default::default())
             .await
             .unwrap();
-        crate::wait_deleted(namespaces, &namespace, Duration::from_secs(120)).await;
+        // The server goes with the namespace and may not live to release its restores' finalizer
+        // (it puts it back on one not yet being deleted): released until the namespace is gone.
+        let client = cluster.client().await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while namespaces.get_opt(&self.ns).await.unwrap().is_some()
+            && tokio::time::Instant::now() < deadline
+        {
+            crate::velero::release_restores(&client, &self.ns).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        crate::wait_deleted(namespaces, &namespace, Duration::from_secs(10)).await;
     }
 }
 

@@ -7,6 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Puts (part of) a backup back into the cluster.
+/// The finalizer Velero's server (and ark's) puts on every Restore, and removes once a deleted
+/// one's files are gone from the bucket.
+pub const RESTORE_FINALIZER: &str = "restores.velero.io/external-resources-finalizer";
+
 /// Velero's `restoreStatus`: which resources' status is restored.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,14 +1,14 @@
-//! Velero's server puts a finalizer on every Restore it runs
-//! (`restores.velero.io/external-resources-finalizer`) and, once one is deleted, removes the
-//! restore's files from the bucket (`restores/<name>/`) and then the finalizer. Under ark, which
-//! takes over from Velero, those Restores would stay Terminating forever: this controller does
-//! what Velero's does for them (`restore_controller.go`, `deleteExternalResources`). ark puts no
-//! such finalizer on its own Restores.
+//! Velero's server puts a finalizer on every Restore (`restores.velero.io/external-resources-finalizer`)
+//! and, once one is deleted (`velero restore delete`, `ark restore delete`, kubectl), removes the
+//! restore's files from the bucket (`restores/<name>/`) and then the finalizer. This controller
+//! does what Velero's does (`restore_controller.go`: `AddFinalizer`, `deleteExternalResources`),
+//! for the Restores Velero ran before ark took over and for ark's own, so that deleting a restore
+//! never leaves its files behind.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{Backup, Restore};
+use ark_api::{Backup, RESTORE_FINALIZER, Restore};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use serde_json::json;
@@ -17,9 +17,6 @@ use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::{self, Readable};
-
-/// Velero's finalizer on its Restores.
-pub const VELERO_FINALIZER: &str = "restores.velero.io/external-resources-finalizer";
 
 /// How soon a deletion whose files cannot be removed yet (the location down) is tried again.
 const RETRY: Duration = Duration::from_secs(30);
@@ -37,8 +34,14 @@ async fn reconcile(
         .metadata
         .finalizers
         .as_ref()
-        .is_some_and(|f| f.iter().any(|f| f == VELERO_FINALIZER));
-    if stored.metadata.deletion_timestamp.is_none() || !held {
+        .is_some_and(|f| f.iter().any(|f| f == RESTORE_FINALIZER));
+    if stored.metadata.deletion_timestamp.is_none() {
+        if !held {
+            hold(&kube, stored).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if !held {
         return Ok(Action::await_change());
     }
     let name = object.name();
@@ -93,17 +96,39 @@ async fn remove_files(kube: &Kube, restore: &str, backup: &str) -> Result<usize,
         .map_err(|e| format!("backup storage location {location:?}: {e}"))
 }
 
-/// Removes Velero's finalizer, the others kept, unless the Restore changed meanwhile.
-async fn release(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
-    let kept: Vec<&String> = stored
+/// Adds the finalizer, the others kept, unless the Restore changed meanwhile.
+async fn hold(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
+    let mut finalizers: Vec<&str> = stored
         .metadata
         .finalizers
         .iter()
         .flatten()
-        .filter(|f| *f != VELERO_FINALIZER)
+        .map(String::as_str)
         .collect();
+    finalizers.push(RESTORE_FINALIZER);
+    set_finalizers(kube, stored, &finalizers).await
+}
+
+/// Removes the finalizer, the others kept, unless the Restore changed meanwhile.
+async fn release(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
+    let kept: Vec<&str> = stored
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .filter(|f| *f != RESTORE_FINALIZER)
+        .collect();
+    set_finalizers(kube, stored, &kept).await
+}
+
+async fn set_finalizers(
+    kube: &Kube,
+    stored: &kube::api::DynamicObject,
+    finalizers: &[&str],
+) -> Result<(), ReconcileError> {
     let patch = json!({ "metadata": {
-        "finalizers": kept, "resourceVersion": stored.metadata.resource_version,
+        "finalizers": finalizers, "resourceVersion": stored.metadata.resource_version,
     } });
     let api = objects::api::<Restore>(&kube.client, &kube.namespace);
     let name = stored.metadata.name.as_deref().unwrap_or_default();

@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use crate::cli::args::{GetArgs, GlobalArgs, OutputFormat};
 
 /// Objects the user asked for, and how many of the names they gave do not exist or cannot be read.
-pub(super) struct Found<K> {
-    pub(super) items: Vec<K>,
-    pub(super) missing: usize,
+pub(crate) struct Found<K> {
+    pub(crate) items: Vec<K>,
+    pub(crate) missing: usize,
 }
 
 impl<K> Found<K> {
-    pub(super) fn exit_code(&self) -> ExitCode {
+    pub(crate) fn exit_code(&self) -> ExitCode {
         if self.missing == 0 {
             ExitCode::SUCCESS
         } else {
@@ -44,7 +44,7 @@ fn sort_by_name(objects: &mut [kube::api::DynamicObject]) {
 /// The named objects in the order given (each missing one reported by name on stderr), or all
 /// matching the selector, by name.
 /// Read one by one, so that an object ark's types cannot read is named and the others shown.
-pub(super) async fn get_named_or_listed<K>(
+pub(crate) async fn get_named_or_listed<K>(
     client: &kube::Client,
     namespace: &str,
     names: &[String],

@@ -49,6 +49,12 @@ pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<Exi
         else {
             continue;
         };
+        // No server is left to take its finalizer off a Restore once deleted, whether the
+        // namespace goes or stays.
+        if manifest.resource.kind == "Namespace" {
+            server_gone(&client, namespace).await?;
+            release_restores(&client, namespace).await?;
+        }
         // Only the namespace and the CRDs can be someone else's too (they may exist before ark
         // is installed, and Velero shares the CRDs); the rest bears ark's names and is ark's,
         // whoever has written to it since (the server writes a location's status).
@@ -76,6 +82,66 @@ pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<Exi
     }
     println!("the bucket was not touched");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Waits (at most a minute) until the server's pods have stopped, so that none puts the Restores'
+/// finalizer back once it is taken off.
+async fn server_gone(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let servers = ListParams::default()
+        .labels("app.kubernetes.io/name=ark,app.kubernetes.io/component=server");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !pods
+        .list_metadata(&servers)
+        .await
+        .context("cannot list the server's pods")?
+        .items
+        .is_empty()
+    {
+        if tokio::time::Instant::now() > deadline {
+            println!("the server's pods have not stopped within a minute; going on");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    Ok(())
+}
+
+/// Takes the server's finalizer off the namespace's Restores, as `velero uninstall` does: with the
+/// server gone, nothing else would, and the namespace would stay Terminating. Their files stay in
+/// the bucket, as every other byte of it.
+async fn release_restores(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
+    use kube::api::{Patch, PatchParams};
+    let restores: kube::Api<ark_api::Restore> = kube::Api::namespaced(client.clone(), namespace);
+    let held = restores
+        .list_metadata(&ListParams::default())
+        .await
+        .context("cannot list the restores")?;
+    for restore in held.items {
+        let name = restore.metadata.name.unwrap_or_default();
+        let finalizers = restore.metadata.finalizers.unwrap_or_default();
+        if !finalizers.iter().any(|f| f == ark_api::RESTORE_FINALIZER) {
+            continue;
+        }
+        let kept: Vec<&String> = finalizers
+            .iter()
+            .filter(|f| *f != ark_api::RESTORE_FINALIZER)
+            .collect();
+        let patch = serde_json::json!({ "metadata": { "finalizers": kept } });
+        match restores
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            // Gone meanwhile: nothing holds it.
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot release restore {name}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The managers of `object`'s fields other than ark's install (status writers aside), if any.

@@ -1,6 +1,7 @@
 //! `ark restore`: one module per verb, each beside its arguments.
 
 mod create;
+mod delete;
 mod describe;
 mod get;
 mod logs;
@@ -21,6 +22,8 @@ pub enum RestoreCommand {
     Describe(DescribeArgs),
     /// Print a restore's logs
     Logs(LogsArgs),
+    /// Delete restores and their files in the bucket (what they restored stays)
+    Delete(delete::RestoreDeleteArgs),
 }
 
 pub async fn run(global: &GlobalArgs, command: RestoreCommand) -> anyhow::Result<ExitCode> {
@@ -29,5 +32,6 @@ pub async fn run(global: &GlobalArgs, command: RestoreCommand) -> anyhow::Result
         RestoreCommand::Get(args) => get::run(global, args).await,
         RestoreCommand::Describe(args) => describe::run(global, args).await,
         RestoreCommand::Logs(args) => logs::run(global, args).await,
+        RestoreCommand::Delete(args) => delete::run(global, args).await,
     }
 }

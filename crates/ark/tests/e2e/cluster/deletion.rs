@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ark_api::{
     Backup, BackupPhase, BackupStorageLocation, DeleteBackupRequest, DeleteBackupRequestPhase,
-    labels,
+    Restore, labels,
 };
 use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_deleted, wait_for};
@@ -737,4 +737,60 @@ async fn expired_backups_and_backups_gone_from_the_bucket_are_deleted_through_re
             &DeleteParams::default(),
         )
         .await;
+}
+
+/// `ark restore delete`: the server holds every Restore with Velero's finalizer; deleting one
+/// removes its files from the bucket (`restores/<name>/`), then lets it go, and the backup's own
+/// files stay. A name that does not exist is named, with the exit code saying so.
+#[tokio::test]
+async fn ark_restore_delete_removes_the_restore_and_its_files_and_keeps_the_backup() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    setup.backup("b1", Some("r1"));
+    let _copy = setup
+        .cluster
+        .delete_on_drop::<Namespace>(&format!("{}-r1", setup.app.name));
+    let restores = setup.restores();
+    let held = wait_for(
+        restores.clone(),
+        "r1",
+        |r: Option<&Restore>| {
+            r.and_then(|r| r.metadata.finalizers.as_ref())
+                .is_some_and(|f| f.iter().any(|f| f == ark_api::RESTORE_FINALIZER))
+        },
+        WAIT,
+    )
+    .await
+    .expect("the server holds the restore with Velero's finalizer");
+    let layout = &setup.store.layout;
+    let backup_keys = setup.keys(&layout.backup_dir("b1")).await;
+    assert!(setup.keys(&layout.restore_dir("r1")).await > 0);
+
+    let deleted = setup.ark(&[
+        "restore",
+        "delete",
+        "r1",
+        "--confirm",
+        "--wait",
+        "--timeout",
+        "1m",
+    ]);
+    assert!(
+        deleted.contains("Request to delete restore \"r1\" submitted successfully."),
+        "{deleted}"
+    );
+    wait_deleted(restores, &held, WAIT).await;
+    assert_eq!(setup.keys(&layout.restore_dir("r1")).await, 0);
+    assert_eq!(setup.keys(&layout.backup_dir("b1")).await, backup_keys);
+
+    let missing = ark(
+        Some(&setup.cluster),
+        &["restore", "delete", "r2", "--confirm", "-n", setup.ns()],
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).contains("restore \"r2\" not found"),
+        "{}",
+        text(&missing.stderr)
+    );
 }
