@@ -91,8 +91,16 @@ pub struct CsiSnapshotInfo {
 pub struct PvInfo {
     #[serde(default)]
     pub reclaim_policy: String,
-    #[serde(default)]
+    /// Velero writes `null` for a volume without labels (a Go map left nil).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub labels: BTreeMap<String, String>,
+}
+
+fn null_as_empty<'de, D>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// An item named in an operation. Velero's `ResourceIdentifier` embeds a `GroupResource` and has
@@ -218,6 +226,19 @@ mod tests {
                 "pvInfo": { "reclaimPolicy": "Delete", "labels": {} },
             })
         );
+    }
+
+    /// The regression: Velero's volume information for a volume without labels (`"labels": null`)
+    /// could not be read, so its backup's volumes were unknown to ark.
+    #[test]
+    fn velero_s_volume_without_labels_is_read() {
+        let written_by_velero = r#"{"pvcName":"skip","pvcNamespace":"app","pvName":"pvc-1",
+            "snapshotDataMoved":false,"preserveLocalSnapshot":false,"skipped":true,
+            "skippedReason":"matched action is 'skip' in chosen resource policies",
+            "pvInfo":{"reclaimPolicy":"Delete","labels":null}}"#;
+        let info: BackupVolumeInfo = serde_json::from_str(written_by_velero).unwrap();
+        assert!(info.skipped);
+        assert_eq!(info.pv_info.unwrap().labels, BTreeMap::new());
     }
 
     #[test]

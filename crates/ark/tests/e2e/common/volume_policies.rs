@@ -117,7 +117,7 @@ pub fn contents(cluster: &Cluster, namespace: &str) -> String {
 }
 
 /// What backup `backup` (its server in `ns`, its bucket at `prefix`) made of each claim: the node
-/// agent's (a PodVolumeBackup of the pod's volume), a CSI snapshot, or skipped and why.
+/// agent's (a PodVolumeBackup of the pod's volume), a CSI snapshot, or skipped.
 pub async fn methods(
     cluster: &Cluster,
     ns: &str,
@@ -143,8 +143,9 @@ pub async fn methods(
     ))
     .unwrap();
     for volume in info {
+        // The reasons differ in words: Velero's joins what each of its trackers noted.
         let method = if volume.skipped {
-            format!("skipped: {}", volume.skipped_reason)
+            "skipped".to_string()
         } else if volume.csi_snapshot_info.is_some() {
             "CSI snapshot".to_string()
         } else {

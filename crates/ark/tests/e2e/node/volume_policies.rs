@@ -53,10 +53,7 @@ async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and
             .collect::<Vec<_>>(),
         [
             ("files", "node agent"),
-            (
-                "skip",
-                "skipped: matched action is 'skip' in chosen resource policies"
-            ),
+            ("skip", "skipped"),
             ("snap", "CSI snapshot"),
         ]
     );
