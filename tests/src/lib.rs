@@ -11,6 +11,7 @@ pub mod kopia;
 pub mod netns;
 pub mod node_agent;
 pub mod proxy;
+pub mod tls;
 pub mod turn;
 pub mod velero;
 
@@ -362,6 +363,7 @@ impl Cluster {
                 &self.s3_access_key,
                 &self.s3_secret_key,
             )),
+            ca_bundle: None,
         }
     }
 }
@@ -382,6 +384,7 @@ impl Cluster {
                 "AZURE_STORAGE_ACCOUNT_ACCESS_KEY={}\nAZURE_CLOUD_NAME=AzurePublicCloud\n",
                 self.azure_key
             )),
+            ca_bundle: None,
         }
     }
 }

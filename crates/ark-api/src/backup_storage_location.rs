@@ -47,10 +47,13 @@ pub struct ObjectStorageLocation {
     pub bucket: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
-    /// PEM bundle, base64-encoded as the API carries bytes.
+    /// PEM bundle, base64-encoded as the API carries bytes (Velero: deprecated for `caCertRef`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::bytes")]
     pub ca_cert: Option<String>,
+    /// The Secret key (in the location's namespace) holding the PEM bundle; before `caCert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert_ref: Option<SecretKeySelector>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

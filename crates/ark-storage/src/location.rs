@@ -31,6 +31,9 @@ pub struct Location {
     /// The contents of the credentials file the location's Secret holds; `None` means the server's
     /// environment (AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*...).
     pub credentials: Option<String>,
+    /// Certificates (PEM) trusted besides the system's, for a store behind a private CA: the
+    /// location's `caCertRef` or `caCert`.
+    pub ca_bundle: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Location {
@@ -45,6 +48,7 @@ impl std::fmt::Debug for Location {
                 "credentials",
                 &self.credentials.as_ref().map(|_| "<redacted>"),
             )
+            .field("ca_bundle", &self.ca_bundle.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -232,8 +236,29 @@ fn retry() -> RetryConfig {
 }
 
 fn client_options(location: &Location) -> Result<ClientOptions, StorageError> {
-    Ok(ClientOptions::new()
-        .with_allow_invalid_certificates(flag(location, "insecureSkipTLSVerify")?))
+    let mut options = ClientOptions::new()
+        .with_allow_invalid_certificates(flag(location, "insecureSkipTLSVerify")?);
+    if let Some(bundle) = &location.ca_bundle {
+        for certificate in ca_certificates(bundle).map_err(|reason| StorageError::Config {
+            location: location.name.clone(),
+            reason,
+        })? {
+            options = options.with_root_certificate(certificate);
+        }
+    }
+    Ok(options)
+}
+
+/// The certificates of a PEM bundle: at least one, each one that parses.
+fn ca_certificates(bundle: &[u8]) -> Result<Vec<object_store::Certificate>, String> {
+    let text = String::from_utf8_lossy(bundle);
+    if !text.contains("-----BEGIN CERTIFICATE-----") {
+        return Err(
+            "caCert: not a PEM certificate bundle (no -----BEGIN CERTIFICATE----- block)".into(),
+        );
+    }
+    object_store::Certificate::from_pem_bundle(bundle)
+        .map_err(|error| format!("caCert: a certificate of the bundle does not parse: {error}"))
 }
 
 /// How an S3 bucket is addressed.

@@ -118,6 +118,7 @@ pub async fn open(
         }
         None => None,
     };
+    let ca_bundle = ca_bundle(client, &namespace, &name, &location.spec.object_storage).await?;
     let spec = &location.spec;
     let store = ark_storage::open(&ark_storage::Location {
         name: name.clone(),
@@ -126,6 +127,7 @@ pub async fn open(
         prefix: spec.object_storage.prefix.clone(),
         config: spec.config.clone().unwrap_or_default(),
         credentials,
+        ca_bundle,
     })?;
     Ok(OpenLocation { location, store })
 }
@@ -147,6 +149,35 @@ pub async fn open_named(
     name: &str,
 ) -> Result<OpenLocation, LocationError> {
     open(client, get(client, namespace, name).await?).await
+}
+
+/// The certificates a location trusts besides the system's: its `caCertRef`'s Secret key, else
+/// its `caCert` (base64 in the API, as Velero's CRD has it), as Velero's object store plugins take
+/// them.
+async fn ca_bundle(
+    client: &Client,
+    namespace: &str,
+    location: &str,
+    storage: &ark_api::ObjectStorageLocation,
+) -> Result<Option<Vec<u8>>, LocationError> {
+    if let Some(selector) = &storage.ca_cert_ref {
+        let bundle =
+            read_secret_key(client, namespace, location, &selector.name, &selector.key).await?;
+        return Ok(Some(bundle.into_bytes()));
+    }
+    let Some(encoded) = storage.ca_cert.as_deref().filter(|c| !c.is_empty()) else {
+        return Ok(None);
+    };
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map(Some)
+        .map_err(|error| {
+            LocationError::Storage(ark_storage::StorageError::Config {
+                location: location.to_string(),
+                reason: format!("spec.objectStorage.caCert is not base64: {error}"),
+            })
+        })
 }
 
 async fn read_secret_key(

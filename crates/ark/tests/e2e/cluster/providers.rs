@@ -184,3 +184,136 @@ async fn credentials_given_in_part_are_refused_by_name_on_every_provider() {
         assert!(message.starts_with(&expected), "{message}");
     }
 }
+
+/// S3 behind TLS with a CA of its own (an on-premises MinIO's usual setup): a location given the
+/// CA (`ark backup-location create --cacert`, the location's `caCert`) is Available and takes a
+/// backup; one without it is Unavailable, naming the certificate; one whose `caCertRef` names a
+/// Secret holding the CA works too; a `--cacert` file that holds no certificate is refused by the
+/// CLI, and a `caCert` that is not one makes its location Unavailable, naming `caCert`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_location_behind_a_private_ca_is_reached_with_its_ca_cert_and_refused_without() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let tls = ark_tests::tls::TlsProxy::start(cluster.s3_address()).await;
+    let url = format!("https://127.0.0.1:{}", tls.address.port());
+    let ns = cluster.namespace("ark").await;
+    let app = cluster.namespace("app").await;
+    let (flags, location) =
+        fixtures::s3_location(&cluster, &client, &ns.name, None, Some(&url)).await;
+    let ca = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(ca.path(), &tls.ca_pem).unwrap();
+    let not_a_certificate = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(not_a_certificate.path(), "just text\n").unwrap();
+    let create = |name: &str, extra: &[&str]| {
+        let mut args = vec!["backup-location", "create", name];
+        args.extend(flags.iter().map(String::as_str));
+        args.extend(extra);
+        common::ark(Some(&cluster), &[&args[..], &["-n", &ns.name]].concat())
+    };
+    let with_ca = create(
+        "default",
+        &["--default", "--cacert", ca.path().to_str().unwrap()],
+    );
+    assert!(
+        with_ca.status.success(),
+        "{}",
+        common::text(&with_ca.stderr)
+    );
+    assert!(create("no-ca", &[]).status.success());
+    let refused = create(
+        "bad-ca",
+        &["--cacert", not_a_certificate.path().to_str().unwrap()],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        common::text(&refused.stderr).contains("not a PEM certificate bundle"),
+        "{}",
+        common::text(&refused.stderr)
+    );
+    // By reference, as Velero v1.18 has it; and a caCert that is no certificate, as kubectl may
+    // write one.
+    let ca_secret: k8s_openapi::api::core::v1::Secret = fixtures::object(serde_json::json!({
+        "metadata": { "name": "s3-ca" }, "stringData": { "ca.pem": String::from_utf8_lossy(&tls.ca_pem) },
+    }));
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns.name)
+        .create(&PostParams::default(), &ca_secret)
+        .await
+        .unwrap();
+    let locations: Api<BackupStorageLocation> = Api::namespaced(client.clone(), &ns.name);
+    for (name, storage) in [
+        (
+            "by-ref",
+            serde_json::json!({ "caCertRef": { "name": "s3-ca", "key": "ca.pem" } }),
+        ),
+        (
+            "garbage",
+            serde_json::json!({ "caCert": "bm90IGEgY2VydGlmaWNhdGU=" }),
+        ),
+    ] {
+        let mut copy = locations.get("no-ca").await.unwrap();
+        copy.metadata = kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        copy.status = None;
+        let mut value = serde_json::to_value(&copy).unwrap();
+        for (key, field) in storage.as_object().unwrap() {
+            value["spec"]["objectStorage"][key] = field.clone();
+        }
+        locations
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(value).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let phase = |wanted: BackupStorageLocationPhase| {
+        move |l: Option<&BackupStorageLocation>| {
+            l.and_then(|l| l.status.as_ref())
+                .and_then(|s| s.phase)
+                .is_some_and(|p| p == wanted)
+        }
+    };
+    for name in ["default", "by-ref"] {
+        wait_for(
+            locations.clone(),
+            name,
+            phase(BackupStorageLocationPhase::Available),
+            WAIT,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("location {name}: {e:#}"));
+    }
+    for (name, reason) in [("no-ca", "certificate"), ("garbage", "caCert")] {
+        let unavailable = wait_for(
+            locations.clone(),
+            name,
+            phase(BackupStorageLocationPhase::Unavailable),
+            WAIT,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("location {name}: {e:#}"));
+        let message = unavailable.status.unwrap().message.unwrap_or_default();
+        assert!(message.contains(reason), "{name}: {message}");
+    }
+    let output = ark_ok(
+        &cluster,
+        &ns.name,
+        &[
+            "backup",
+            "create",
+            "b1",
+            "--include-namespaces",
+            &app.name,
+            "--wait",
+        ],
+    );
+    assert!(
+        output.contains("Backup completed with status: Completed."),
+        "{output}"
+    );
+    let store = ark_storage::open(&location).unwrap();
+    assert!(store.backup_exists("b1").await.unwrap());
+}
