@@ -19,7 +19,7 @@ const UPLOADS_AT_ONCE: usize = 4;
 /// An object-store error with the key it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{key}: {source}")]
+    #[error("{key}: {}", with_causes(source))]
     Object {
         key: String,
         source: object_store::Error,
@@ -38,6 +38,22 @@ pub enum StoreError {
         prefix: Option<String>,
         folder: String,
     },
+}
+
+/// An object store's error with the causes it wraps, each once: under "error sending request" lies
+/// what a person can act on (a refused connection, a certificate no CA of the system signed).
+fn with_causes(error: &object_store::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        let shown = inner.to_string();
+        if !text.contains(&shown) {
+            text.push_str(": ");
+            text.push_str(&shown);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 impl StoreError {
