@@ -448,6 +448,14 @@ fn record_ended(kube: &Kube, backup: &Backup, ended: &BackupStatus) {
     let errors = ended.errors.unwrap_or_default();
     kube.metrics
         .backup_ended(&schedule, outcome, took, items, errors);
+    // Attempted in the main pass, completed as the operations ended.
+    let attempted = backup
+        .status
+        .as_ref()
+        .map_or(0, |status| super::backup::csi_counts(status).0);
+    let (_, completed) = super::backup::csi_counts(ended);
+    kube.metrics
+        .csi_snapshots(&schedule, &backup.name_any(), attempted, completed);
 }
 
 /// An item an operation named, as it is in the cluster now (a VolumeSnapshot with the

@@ -53,6 +53,7 @@ async fn validate(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -
             "backup storage location {name:?} cannot be read: {unfit}"
         )),
     };
+    kube.metrics.location_checked(&name, checked.is_ok());
     let (phase, message) = match checked {
         Ok(()) => (BackupStorageLocationPhase::Available, String::new()),
         Err(reason) => (BackupStorageLocationPhase::Unavailable, reason),

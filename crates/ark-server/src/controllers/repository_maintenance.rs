@@ -52,6 +52,7 @@ async fn maintain(cached: Arc<Readable<BackupRepository>>, kube: Arc<Kube>) -> D
         }
     }
     let started = patch::now();
+    let clock = std::time::Instant::now();
     let outcome = async {
         let opened = repositories::open(
             &kube.client,
@@ -68,6 +69,8 @@ async fn maintain(cached: Arc<Readable<BackupRepository>>, kube: Arc<Kube>) -> D
     }
     .await;
     let completed = patch::now();
+    kube.metrics
+        .maintained(&name, outcome.is_ok(), clock.elapsed());
     let (result, message, next) = match &outcome {
         Ok(report) => {
             tracing::info!(

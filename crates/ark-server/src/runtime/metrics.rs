@@ -23,6 +23,24 @@ pub struct Schedule {
     pub schedule: String,
 }
 
+/// Velero's labels on a backup's CSI snapshot counts (its label is `backupName`, in Go's case).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[allow(non_snake_case)]
+struct ScheduleBackup {
+    schedule: String,
+    backupName: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LocationName {
+    backup_location_name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RepositoryName {
+    repository_name: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Reconcile {
     controller: String,
@@ -66,6 +84,13 @@ pub struct Metrics {
     deletion_attempts: Counters,
     deletion_successes: Counters,
     deletion_failures: Counters,
+    csi_snapshot_attempts: Family<ScheduleBackup, Counter>,
+    csi_snapshot_successes: Family<ScheduleBackup, Counter>,
+    csi_snapshot_failures: Family<ScheduleBackup, Counter>,
+    location_status: Family<LocationName, Gauge>,
+    maintenance_successes: Family<RepositoryName, Counter>,
+    maintenance_failures: Family<RepositoryName, Counter>,
+    maintenance_duration: Family<RepositoryName, Histogram, fn() -> Histogram>,
     reconcile_duration: Family<Reconcile, Histogram, fn() -> Histogram>,
     reconcile_failures: Family<ReconcileFailure, Counter>,
 }
@@ -75,6 +100,11 @@ fn backup_duration_histogram() -> Histogram {
     Histogram::new([
         60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 14400.0,
     ])
+}
+
+/// Velero's buckets for a repository's maintenance: 1 minute to 4 hours, as a backup's.
+fn maintenance_duration_histogram() -> Histogram {
+    backup_duration_histogram()
 }
 
 /// 5 ms to about 80 s: a reconcile that claims, a backup that runs for a minute.
@@ -169,6 +199,50 @@ impl Default for Metrics {
             "Last time a backup ran successfully, Unix timestamp in seconds",
             Family::<Schedule, Gauge<f64, AtomicU64>>::default(),
         );
+        let [
+            csi_snapshot_attempts,
+            csi_snapshot_successes,
+            csi_snapshot_failures,
+        ] = [
+            (
+                "velero_csi_snapshot_attempt",
+                "Total number of CSI attempted volume snapshots",
+            ),
+            (
+                "velero_csi_snapshot_success",
+                "Total number of CSI successful volume snapshots",
+            ),
+            (
+                "velero_csi_snapshot_failure",
+                "Total number of CSI failed volume snapshots",
+            ),
+        ]
+        .map(|(name, help)| registered(r, name, help, Family::default()));
+        let location_status = registered(
+            r,
+            "velero_backup_location_status_gauge",
+            "The status of backup location.  A value of 1 is available, 0 is unavailable",
+            Family::<LocationName, Gauge>::default(),
+        );
+        let [maintenance_successes, maintenance_failures] = [
+            (
+                "velero_repo_maintenance_success",
+                "Total number of successful repo maintenance jobs",
+            ),
+            (
+                "velero_repo_maintenance_failure",
+                "Total number of failed repo maintenance jobs",
+            ),
+        ]
+        .map(|(name, help)| registered(r, name, help, Family::default()));
+        let maintenance_duration = registered(
+            r,
+            "velero_repo_maintenance_duration_seconds",
+            "Time taken to complete repo maintenance jobs, in seconds",
+            Family::<RepositoryName, Histogram, fn() -> Histogram>::new_with_constructor(
+                maintenance_duration_histogram,
+            ),
+        );
         let reconcile_duration = registered(
             r,
             "ark_reconcile_duration_seconds",
@@ -203,6 +277,13 @@ impl Default for Metrics {
             deletion_attempts,
             deletion_successes,
             deletion_failures,
+            csi_snapshot_attempts,
+            csi_snapshot_successes,
+            csi_snapshot_failures,
+            location_status,
+            maintenance_successes,
+            maintenance_failures,
+            maintenance_duration,
             reconcile_duration,
             reconcile_failures,
         }
@@ -306,6 +387,51 @@ impl Metrics {
         self.deletion_failures
             .get_or_create(&schedule(schedule_name))
             .inc();
+    }
+
+    /// A backup's CSI snapshots once it ended: attempted, and of those completed (the rest failed).
+    pub fn csi_snapshots(&self, schedule_name: &str, backup: &str, attempted: u64, completed: u64) {
+        let labels = ScheduleBackup {
+            schedule: schedule_name.to_string(),
+            backupName: backup.to_string(),
+        };
+        if attempted == 0 {
+            return;
+        }
+        self.csi_snapshot_attempts
+            .get_or_create(&labels)
+            .inc_by(attempted);
+        self.csi_snapshot_successes
+            .get_or_create(&labels)
+            .inc_by(completed);
+        self.csi_snapshot_failures
+            .get_or_create(&labels)
+            .inc_by(attempted.saturating_sub(completed));
+    }
+
+    /// A location's last check: 1 available, 0 not.
+    pub fn location_checked(&self, location: &str, available: bool) {
+        self.location_status
+            .get_or_create(&LocationName {
+                backup_location_name: location.to_string(),
+            })
+            .set(i64::from(available));
+    }
+
+    /// A repository's maintenance ended after `took`.
+    pub fn maintained(&self, repository: &str, succeeded: bool, took: Duration) {
+        let labels = RepositoryName {
+            repository_name: repository.to_string(),
+        };
+        let counter = if succeeded {
+            &self.maintenance_successes
+        } else {
+            &self.maintenance_failures
+        };
+        counter.get_or_create(&labels).inc();
+        self.maintenance_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
     }
 
     /// One reconcile of the controller of kind `controller` took `took`; `failure` names its
@@ -441,6 +567,31 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} not in:\n{text}");
         }
+    }
+
+    #[test]
+    fn locations_csi_snapshots_and_maintenance_are_counted_under_velero_names_and_labels() {
+        let metrics = Metrics::default();
+        metrics.csi_snapshots("nightly", "nightly-1", 3, 2);
+        metrics.csi_snapshots("", "by-hand", 0, 0);
+        metrics.location_checked("default", true);
+        metrics.location_checked("offsite", false);
+        metrics.maintained("shop-default-kopia", true, Duration::from_secs(90));
+        metrics.maintained("shop-default-kopia", false, Duration::from_secs(5));
+        let text = metrics.render();
+        for line in [
+            "velero_csi_snapshot_attempt_total{schedule=\"nightly\",backupName=\"nightly-1\"} 3\n",
+            "velero_csi_snapshot_success_total{schedule=\"nightly\",backupName=\"nightly-1\"} 2\n",
+            "velero_csi_snapshot_failure_total{schedule=\"nightly\",backupName=\"nightly-1\"} 1\n",
+            "velero_backup_location_status_gauge{backup_location_name=\"default\"} 1\n",
+            "velero_backup_location_status_gauge{backup_location_name=\"offsite\"} 0\n",
+            "velero_repo_maintenance_success_total{repository_name=\"shop-default-kopia\"} 1\n",
+            "velero_repo_maintenance_failure_total{repository_name=\"shop-default-kopia\"} 1\n",
+            "velero_repo_maintenance_duration_seconds_count{repository_name=\"shop-default-kopia\"} 2\n",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+        assert!(!text.contains("by-hand"), "a backup without CSI snapshots counts none:\n{text}");
     }
 
     #[tokio::test]

@@ -249,6 +249,7 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
         remove_snapshots_of_failed(kube, &name, &backup.uid().unwrap_or_default()).await;
     }
     let uploaded = outcome.is_ok();
+    let csi = outcome.as_ref().map_or((0, 0), csi_counts);
     let (ended, items, item_errors) = match &outcome {
         Ok(status) => (
             match status.phase {
@@ -271,6 +272,7 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
     if let (patch::Claim::Won, Some(ended)) = (claim, ended) {
         kube.metrics
             .backup_ended(&schedule, ended, started.elapsed(), items, item_errors);
+        kube.metrics.csi_snapshots(&schedule, &name, csi.0, csi.1);
     }
     if let (patch::Claim::Lost, true, Ok(open)) = (claim, uploaded, &open) {
         // Ended elsewhere meanwhile (another server marked it Failed): what this server uploaded
@@ -278,6 +280,15 @@ async fn process(backup: &Backup, ctx: &Ctx) -> Result<(), kube::Error> {
         open.store.remove_uploaded_backup(&name).await;
     }
     Ok(())
+}
+
+/// A backup's CSI snapshots as its status counts them: attempted, completed.
+pub(crate) fn csi_counts(status: &BackupStatus) -> (u64, u64) {
+    let count = |n: Option<i64>| u64::try_from(n.unwrap_or_default()).unwrap_or_default();
+    (
+        count(status.csi_volume_snapshots_attempted),
+        count(status.csi_volume_snapshots_completed),
+    )
 }
 
 /// Ends a New backup FailedValidation, with an expiration as Velero sets one, so that garbage

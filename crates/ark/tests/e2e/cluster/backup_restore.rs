@@ -692,6 +692,7 @@ async fn metrics_count_a_backup_a_restore_and_a_deletion_under_velero_names() {
         "velero_backup_deletion_attempt_total{schedule=\"\"} 1\n",
         "velero_backup_deletion_success_total{schedule=\"\"} 1\n",
         "velero_backup_deletion_failure_total{schedule=\"\"} 0\n",
+        "velero_backup_location_status_gauge{backup_location_name=\"default\"} 1\n",
     ] {
         assert!(
             scraped.contains(line),
