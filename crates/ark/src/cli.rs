@@ -64,4 +64,7 @@ pub enum Command {
     Completion(crate::commands::completion::CompletionArgs),
     /// Print ark's version and the cluster's
     Version(crate::commands::version::VersionArgs),
+    /// Write a support bundle (.tar.gz): ark's objects, the server's and node agents' logs,
+    /// Events, describe outputs and each location's listing, every credential left out
+    Debug(crate::commands::debug::DebugArgs),
 }

@@ -591,7 +591,10 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} not in:\n{text}");
         }
-        assert!(!text.contains("by-hand"), "a backup without CSI snapshots counts none:\n{text}");
+        assert!(
+            !text.contains("by-hand"),
+            "a backup without CSI snapshots counts none:\n{text}"
+        );
     }
 
     #[tokio::test]

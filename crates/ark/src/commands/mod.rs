@@ -9,6 +9,7 @@ mod bucket;
 pub mod client;
 pub mod completion;
 mod confirm;
+pub mod debug;
 mod download;
 pub mod install;
 mod lookup;
@@ -44,5 +45,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Client(command) => client::run(command),
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,
+        Command::Debug(args) => debug::run(global, args).await,
     }
 }

@@ -12,6 +12,7 @@ mod common;
 mod cluster {
     mod backup_restore;
     mod cli;
+    mod debug;
     mod deletion;
     mod fault_suite;
     mod faults;
