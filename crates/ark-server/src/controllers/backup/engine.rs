@@ -336,8 +336,10 @@ impl Run<'_> {
             let listed = match page {
                 Ok(listed) => listed,
                 Err(error) => {
-                    let message = format!("listing {}: {error}", listing.gr);
-                    self.record.error(listing.namespace, message);
+                    match listing_failed(&listing.gr, &error) {
+                        Ok(gone) => self.record.warning(listing.namespace, gone),
+                        Err(failed) => self.record.error(listing.namespace, failed),
+                    }
                     break;
                 }
             };
@@ -720,6 +722,19 @@ impl Related {
     }
 }
 
+/// What a failed listing of `gr` comes to: `Ok` of a warning when the resource is not served any
+/// more (a 404 for a list: its definition, a CRD, was removed since discovery, so there is
+/// nothing of it to back up; Velero counts an error, and the backup ends PartiallyFailed for a
+/// definition someone else removed); `Err` of an error otherwise.
+fn listing_failed(gr: &str, error: &kube::Error) -> Result<String, String> {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => Ok(format!(
+            "{gr} is no longer served (its definition was removed during the backup): none backed up"
+        )),
+        error => Err(format!("listing {gr}: {error}")),
+    }
+}
+
 fn shown(object: &DynamicObject) -> String {
     let name = object.metadata.name.as_deref().unwrap_or_default();
     match &object.metadata.namespace {
@@ -851,6 +866,31 @@ async fn planned_resources(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resource_removed_since_discovery_is_a_warning_and_other_failures_errors() {
+        let answered = |code: u16| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                message: "404 page not found".into(),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(
+            listing_failed("gauges.example.com", &answered(404)),
+            Ok(
+                "gauges.example.com is no longer served (its definition was removed during the \
+                backup): none backed up"
+                    .into()
+            )
+        );
+        assert!(
+            listing_failed("pods", &answered(500))
+                .unwrap_err()
+                .starts_with("listing pods: ")
+        );
+        assert!(listing_failed("pods", &answered(403)).is_err());
+    }
 
     #[test]
     fn pages_hold_what_fits_in_the_byte_budget() {
