@@ -73,6 +73,10 @@ pub struct BackupSpec {
     /// How the node agent uploads the backup's pod volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uploader_config: Option<crate::uploader::UploaderConfigForBackup>,
+    /// Items backed up first, in this order, by resource (its plural): `pods: ns/a,ns/b`,
+    /// `persistentvolumes: pv-1,pv-2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordered_resources: Option<std::collections::BTreeMap<String, String>>,
     /// Velero's fields that ark does not model (datamover, uploader settings, ...), kept as they
     /// came.
     #[serde(flatten)]

@@ -23,7 +23,6 @@ pub const BACKUP_BEHAVIOURS: &[Field] = &[
         "moves CSI snapshots' data into the backup location",
     ),
     field("datamover", "moves snapshot data with this data mover"),
-    field("orderedResources", "backs these items up in this order"),
 ];
 
 /// Whether a value says anything: not null, false, zero, empty, or made only of those (Velero's

@@ -84,6 +84,13 @@ pub struct Metrics {
     deletion_attempts: Counters,
     deletion_successes: Counters,
     deletion_failures: Counters,
+    storage: StorageMetrics,
+    reconcile_duration: Family<Reconcile, Histogram, fn() -> Histogram>,
+    reconcile_failures: Family<ReconcileFailure, Counter>,
+}
+
+/// Velero's metrics of volume data and storage: CSI snapshots, locations, repository maintenance.
+struct StorageMetrics {
     csi_snapshot_attempts: Family<ScheduleBackup, Counter>,
     csi_snapshot_successes: Family<ScheduleBackup, Counter>,
     csi_snapshot_failures: Family<ScheduleBackup, Counter>,
@@ -91,8 +98,64 @@ pub struct Metrics {
     maintenance_successes: Family<RepositoryName, Counter>,
     maintenance_failures: Family<RepositoryName, Counter>,
     maintenance_duration: Family<RepositoryName, Histogram, fn() -> Histogram>,
-    reconcile_duration: Family<Reconcile, Histogram, fn() -> Histogram>,
-    reconcile_failures: Family<ReconcileFailure, Counter>,
+}
+
+impl StorageMetrics {
+    fn register(r: &mut Registry) -> Self {
+        let [
+            csi_snapshot_attempts,
+            csi_snapshot_successes,
+            csi_snapshot_failures,
+        ] = [
+            (
+                "velero_csi_snapshot_attempt",
+                "Total number of CSI attempted volume snapshots",
+            ),
+            (
+                "velero_csi_snapshot_success",
+                "Total number of CSI successful volume snapshots",
+            ),
+            (
+                "velero_csi_snapshot_failure",
+                "Total number of CSI failed volume snapshots",
+            ),
+        ]
+        .map(|(name, help)| registered(r, name, help, Family::default()));
+        let location_status = registered(
+            r,
+            "velero_backup_location_status_gauge",
+            "The status of backup location.  A value of 1 is available, 0 is unavailable",
+            Family::<LocationName, Gauge>::default(),
+        );
+        let [maintenance_successes, maintenance_failures] = [
+            (
+                "velero_repo_maintenance_success",
+                "Total number of successful repo maintenance jobs",
+            ),
+            (
+                "velero_repo_maintenance_failure",
+                "Total number of failed repo maintenance jobs",
+            ),
+        ]
+        .map(|(name, help)| registered(r, name, help, Family::default()));
+        let maintenance_duration = registered(
+            r,
+            "velero_repo_maintenance_duration_seconds",
+            "Time taken to complete repo maintenance jobs, in seconds",
+            Family::<RepositoryName, Histogram, fn() -> Histogram>::new_with_constructor(
+                maintenance_duration_histogram,
+            ),
+        );
+        StorageMetrics {
+            csi_snapshot_attempts,
+            csi_snapshot_successes,
+            csi_snapshot_failures,
+            location_status,
+            maintenance_successes,
+            maintenance_failures,
+            maintenance_duration,
+        }
+    }
 }
 
 /// Velero's buckets for a backup's duration: 1 minute to 4 hours.
@@ -199,50 +262,7 @@ impl Default for Metrics {
             "Last time a backup ran successfully, Unix timestamp in seconds",
             Family::<Schedule, Gauge<f64, AtomicU64>>::default(),
         );
-        let [
-            csi_snapshot_attempts,
-            csi_snapshot_successes,
-            csi_snapshot_failures,
-        ] = [
-            (
-                "velero_csi_snapshot_attempt",
-                "Total number of CSI attempted volume snapshots",
-            ),
-            (
-                "velero_csi_snapshot_success",
-                "Total number of CSI successful volume snapshots",
-            ),
-            (
-                "velero_csi_snapshot_failure",
-                "Total number of CSI failed volume snapshots",
-            ),
-        ]
-        .map(|(name, help)| registered(r, name, help, Family::default()));
-        let location_status = registered(
-            r,
-            "velero_backup_location_status_gauge",
-            "The status of backup location.  A value of 1 is available, 0 is unavailable",
-            Family::<LocationName, Gauge>::default(),
-        );
-        let [maintenance_successes, maintenance_failures] = [
-            (
-                "velero_repo_maintenance_success",
-                "Total number of successful repo maintenance jobs",
-            ),
-            (
-                "velero_repo_maintenance_failure",
-                "Total number of failed repo maintenance jobs",
-            ),
-        ]
-        .map(|(name, help)| registered(r, name, help, Family::default()));
-        let maintenance_duration = registered(
-            r,
-            "velero_repo_maintenance_duration_seconds",
-            "Time taken to complete repo maintenance jobs, in seconds",
-            Family::<RepositoryName, Histogram, fn() -> Histogram>::new_with_constructor(
-                maintenance_duration_histogram,
-            ),
-        );
+        let storage = StorageMetrics::register(r);
         let reconcile_duration = registered(
             r,
             "ark_reconcile_duration_seconds",
@@ -277,13 +297,7 @@ impl Default for Metrics {
             deletion_attempts,
             deletion_successes,
             deletion_failures,
-            csi_snapshot_attempts,
-            csi_snapshot_successes,
-            csi_snapshot_failures,
-            location_status,
-            maintenance_successes,
-            maintenance_failures,
-            maintenance_duration,
+            storage,
             reconcile_duration,
             reconcile_failures,
         }
@@ -398,20 +412,24 @@ impl Metrics {
         if attempted == 0 {
             return;
         }
-        self.csi_snapshot_attempts
+        self.storage
+            .csi_snapshot_attempts
             .get_or_create(&labels)
             .inc_by(attempted);
-        self.csi_snapshot_successes
+        self.storage
+            .csi_snapshot_successes
             .get_or_create(&labels)
             .inc_by(completed);
-        self.csi_snapshot_failures
+        self.storage
+            .csi_snapshot_failures
             .get_or_create(&labels)
             .inc_by(attempted.saturating_sub(completed));
     }
 
     /// A location's last check: 1 available, 0 not.
     pub fn location_checked(&self, location: &str, available: bool) {
-        self.location_status
+        self.storage
+            .location_status
             .get_or_create(&LocationName {
                 backup_location_name: location.to_string(),
             })
@@ -424,12 +442,13 @@ impl Metrics {
             repository_name: repository.to_string(),
         };
         let counter = if succeeded {
-            &self.maintenance_successes
+            &self.storage.maintenance_successes
         } else {
-            &self.maintenance_failures
+            &self.storage.maintenance_failures
         };
         counter.get_or_create(&labels).inc();
-        self.maintenance_duration
+        self.storage
+            .maintenance_duration
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
     }

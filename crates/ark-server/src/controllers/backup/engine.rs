@@ -57,6 +57,9 @@ pub struct Selection {
     pub namespaces: IncludesExcludes,
     pub resources: ResourceFilter,
     pub labels: LabelSelection,
+    /// `orderedResources`: by resource plural, the items (`namespace/name`, or `name` when
+    /// cluster-scoped) backed up first, in that order.
+    pub ordered: BTreeMap<String, Vec<String>>,
 }
 
 impl Selection {
@@ -152,6 +155,7 @@ pub async fn collect(collection: Collection<'_>) -> Result<Collected, EngineErro
         actions,
         pod_work,
         snapshots,
+        taken_in_order: BTreeSet::new(),
         record,
         progress,
     };
@@ -170,6 +174,7 @@ pub async fn collect(collection: Collection<'_>) -> Result<Collected, EngineErro
 }
 
 /// One list of a backup: a resource, in one namespace or across the cluster.
+#[derive(Clone)]
 struct Listing<'a> {
     resource: &'a ApiResource,
     caps: &'a ApiCapabilities,
@@ -246,6 +251,8 @@ struct Run<'a> {
     actions: Actions,
     pod_work: PodWork,
     snapshots: ClaimSnapshots,
+    /// The items `orderedResources` named, backed up first: (namespace, name) by resource.
+    taken_in_order: BTreeSet<(String, Option<String>, String)>,
     record: &'a mut Recorder,
     progress: &'a tokio::sync::watch::Sender<(i64, i64)>,
 }
@@ -311,13 +318,95 @@ impl Run<'_> {
             })
             .buffered(LISTS_AT_ONCE);
         let mut pre_hooks_ended = false;
+        let mut ordered_done = BTreeSet::new();
         while let Some((index, api, params, page)) = first_pages.next().await {
             let listing = &listings[index];
             if listing.gr == CLAIMS && !pre_hooks_ended {
                 pre_hooks_ended = true;
                 self.pods_ready(true).await?;
             }
+            if let Some(order) = self.selection.ordered.get(&listing.resource.plural)
+                && ordered_done.insert(listing.gr.clone())
+            {
+                self.ordered(listing, order).await?;
+            }
             self.listing(listing, api, params, page).await?;
+        }
+        Ok(())
+    }
+
+    /// The items `orderedResources` names for the listing's resource, backed up before the
+    /// listings and in that order, as Velero's `sortResourcesByOrder` puts them: each read by
+    /// name, and a pod's pre hooks ended before the next is taken. One the backup does not take
+    /// (another namespace, not matching the selector) is passed over; one that does not exist is
+    /// a warning, as Velero warns.
+    async fn ordered(
+        &mut self,
+        listing: &Listing<'_>,
+        order: &[String],
+    ) -> Result<(), EngineError> {
+        for entry in order {
+            let (namespace, name) = match (entry.split_once('/'), &listing.caps.scope) {
+                (Some((namespace, name)), Scope::Namespaced) => (Some(namespace), name),
+                (None, Scope::Cluster) => (None, entry.as_str()),
+                _ => {
+                    let message = format!(
+                        "orderedResources: {} entry {entry:?} is not {}",
+                        listing.resource.plural,
+                        if listing.caps.scope == Scope::Namespaced {
+                            "namespace/name"
+                        } else {
+                            "a name"
+                        }
+                    );
+                    self.record.warning(None, message);
+                    continue;
+                }
+            };
+            if namespace.is_some_and(|ns| !self.included.contains(ns)) {
+                continue;
+            }
+            let one = Listing {
+                namespace,
+                ..listing.clone()
+            };
+            let object = match one.api(self.client).get_opt(name).await {
+                Ok(Some(object)) => object,
+                Ok(None) => {
+                    let message = format!(
+                        "orderedResources names {} {entry}, which does not exist",
+                        listing.gr
+                    );
+                    self.record.warning(namespace, message);
+                    continue;
+                }
+                Err(error) => {
+                    let message = format!("reading {} {entry}: {error}", listing.gr);
+                    self.record.error(namespace, message);
+                    continue;
+                }
+            };
+            let Some(item) = self.item(&one, object).await? else {
+                continue;
+            };
+            self.taken_in_order.insert((
+                listing.gr.clone(),
+                namespace.map(str::to_string),
+                name.to_string(),
+            ));
+            let mut page = one.page(1);
+            page.items.push(item);
+            if listing.gr != PODS {
+                self.writer.write(page).await?;
+                continue;
+            }
+            match self.pod(page).await? {
+                Ok(ready) => {
+                    self.write_ready(ready).await?;
+                    self.pods_ready(true).await?;
+                }
+                Err(page) => self.writer.write(page).await?,
+            }
         }
         Ok(())
     }
@@ -384,6 +473,14 @@ impl Run<'_> {
             self.snapshots.start(&objects);
         }
         for object in objects {
+            let key = (
+                listing.gr.clone(),
+                object.metadata.namespace.clone(),
+                object.name_any(),
+            );
+            if self.taken_in_order.contains(&key) {
+                continue;
+            }
             let Some(item) = self.item(listing, object).await? else {
                 continue;
             };

@@ -118,6 +118,7 @@ pub(super) async fn validate(
                 namespaces,
                 resources,
                 labels,
+                ordered: ordered_resources(spec),
             },
             hooks,
             durations,
@@ -128,6 +129,22 @@ pub(super) async fn validate(
         }),
         _ => Err(Rejected::Invalid(errors)),
     }
+}
+
+/// The backup's `orderedResources`, each list split on commas as Velero splits it (entries
+/// trimmed, empty ones dropped).
+fn ordered_resources(spec: &BackupSpec) -> std::collections::BTreeMap<String, Vec<String>> {
+    (spec.ordered_resources.iter().flatten())
+        .map(|(resource, order)| {
+            let names = order
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+                .collect();
+            (resource.clone(), names)
+        })
+        .collect()
 }
 
 /// Whether every pod volume is backed up with the node agent: `defaultVolumesToRestic: true` (the

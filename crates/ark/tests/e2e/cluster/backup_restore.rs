@@ -622,6 +622,85 @@ async fn a_restored_object_gets_its_status_back_as_restore_status_and_its_annota
     }
 }
 
+/// Velero's `orderedResources`: the pods it names are backed up first and in that order, each
+/// one's pre hook ended before the next one's starts (kwok runs the hooks on this host, each
+/// appending the pod's name to one file); a name that does not exist is a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordered_resources_back_pods_up_in_the_order_given_one_hook_after_another() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    ark_tests::allow_local_exec(&client).await;
+    let ns = cluster.namespace("ordered").await;
+    let app = cluster.namespace("ordered-app").await;
+    let written = tempfile::NamedTempFile::new().unwrap();
+    let file = written.path().to_str().unwrap().to_string();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &app.name);
+    for name in ["a", "b", "c", "d"] {
+        let mut pod = ark_tests::kwok_pod(name, &["app"]);
+        // The first pods take longest: unordered, they would end last.
+        let pause = match name {
+            "a" => "0.6",
+            "b" => "0.4",
+            _ => "0",
+        };
+        pod.metadata.annotations = Some(std::collections::BTreeMap::from([(
+            "pre.hook.backup.velero.io/command".to_string(),
+            serde_json::json!(["sh", "-c", format!("sleep {pause}; echo {name} >> {file}")])
+                .to_string(),
+        )]));
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        wait_for(pods.clone(), name, ark_tests::is_pod_running(), WAIT)
+            .await
+            .unwrap();
+    }
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let backups: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    let order = format!("{0}/a,{0}/b,{0}/missing,{0}/c", app.name);
+    let backup: Backup = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "ordered" },
+        "spec": {
+            "includedNamespaces": [app.name],
+            "orderedResources": { "pods": order },
+        },
+    }))
+    .unwrap();
+    backups
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    let ended = wait_for(
+        backups,
+        "ordered",
+        |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal()),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ended.phase(),
+        ark_api::BackupPhase::Completed,
+        "{:#?}",
+        ended.status
+    );
+    let hooks_ran = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = hooks_ran.lines().collect();
+    assert_eq!(lines[..3], ["a", "b", "c"], "{hooks_ran}");
+    assert_eq!(lines.len(), 4, "d's hook ran too: {hooks_ran}");
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "describe", "ordered", "--details"],
+    );
+    assert!(
+        described.contains(&format!(
+            "orderedResources names pods {}/missing, which does not exist",
+            app.name
+        )),
+        "{described}"
+    );
+}
+
 /// `/metrics` after one backup, one restore and one deletion counts each under Velero's names and
 /// labels, so that Velero's dashboards and alerts read an ark server as they read Velero.
 #[tokio::test]
