@@ -89,6 +89,10 @@ pub struct BackupTemplateArgs {
     /// Files of a pod volume the node agent reads at once (default: its own)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
     pub parallel_files_upload: Option<i64>,
+    /// Items backed up first, in order, by resource: 'pods=ns/a,ns/b;persistentvolumes=pv-1'
+    /// (Velero's form: resources separated by `;`, names by `,`, `namespace/name` when namespaced)
+    #[arg(long, value_name = "MAPPING", value_parser = parse_ordered_resources)]
+    pub ordered_resources: Option<OrderedResources>,
     #[command(flatten)]
     pub scoped: ScopedResourceArgs,
 }
@@ -139,7 +143,8 @@ impl BackupTemplateArgs {
             && self.default_volumes_to_fs_backup.is_none()
             && self.snapshot_volumes.is_none()
             && self.resource_policies_configmap.is_none()
-            && self.parallel_files_upload.is_none())
+            && self.parallel_files_upload.is_none()
+            && self.ordered_resources.is_none())
     }
 
     pub fn spec(self) -> ark_api::BackupSpec {
@@ -175,6 +180,7 @@ impl BackupTemplateArgs {
                     api_group: None,
                 }
             }),
+            ordered_resources: self.ordered_resources.map(|o| o.0),
             uploader_config: self.parallel_files_upload.map(|files| {
                 ark_api::uploader::UploaderConfigForBackup {
                     parallel_files_upload: Some(files),
@@ -275,6 +281,24 @@ pub(crate) fn parse_or_selector(text: &str) -> Result<OrSelectors, String> {
         .map(OrSelectors)
 }
 
+/// `--ordered-resources`, as Velero's CLI reads it.
+#[derive(Clone, Debug)]
+pub struct OrderedResources(pub std::collections::BTreeMap<String, String>);
+
+/// Velero's `parseOrderedResources`: `resource=names;resource=names`, each pair whole.
+pub(crate) fn parse_ordered_resources(text: &str) -> Result<OrderedResources, String> {
+    text.split(';')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((resource, names)) if !resource.trim().is_empty() && !names.trim().is_empty() => {
+                Ok((resource.trim().to_string(), names.trim().to_string()))
+            }
+            _ => Err(format!("{pair:?} is not resource=names")),
+        })
+        .collect::<Result<_, _>>()
+        .map(OrderedResources)
+}
+
 pub(crate) fn parse_mapping(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((old, new))
@@ -342,6 +366,23 @@ mod tests {
             panic!("not `ark backup create`")
         };
         Ok(create.template.spec())
+    }
+
+    #[test]
+    fn ordered_resources_are_read_in_velero_s_form() {
+        let spec = backup_spec(&[
+            "--ordered-resources",
+            "pods=shop/db-0,shop/db-1;persistentvolumes=pv-1",
+        ])
+        .unwrap();
+        let ordered = spec.ordered_resources.unwrap();
+        assert_eq!(ordered["pods"], "shop/db-0,shop/db-1");
+        assert_eq!(ordered["persistentvolumes"], "pv-1");
+        let error = backup_spec(&["--ordered-resources", "pods"]).unwrap_err();
+        assert!(
+            error.to_string().contains("\"pods\" is not resource=names"),
+            "{error}"
+        );
     }
 
     #[test]

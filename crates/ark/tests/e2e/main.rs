@@ -40,6 +40,7 @@ mod node {
 }
 
 mod velero {
+    mod cli_forms;
     mod csi;
     mod filters;
     mod interop;

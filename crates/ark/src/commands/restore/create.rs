@@ -22,8 +22,8 @@ pub struct RestoreCreateArgs {
     #[arg(long, value_name = "SCHEDULE", add = clap_complete::ArgValueCompleter::new(crate::cli::args::Names::Schedules))]
     pub from_schedule: Option<String>,
     /// With --from-schedule: a PartiallyFailed backup may be the newest
-    #[arg(long)]
-    pub allow_partially_failed: bool,
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub allow_partially_failed: Option<bool>,
     #[command(flatten)]
     pub filters: FilterArgs,
     /// Restore namespaces under other names: old:new,old2:new2
@@ -33,8 +33,8 @@ pub struct RestoreCreateArgs {
     #[arg(long, value_enum, default_value_t = ExistingResourcePolicy::None)]
     pub existing_resource_policy: ExistingResourcePolicy,
     /// Services keep their node ports (one taken in this cluster fails that Service)
-    #[arg(long = "preserve-nodeports")]
-    pub preserve_node_ports: bool,
+    #[arg(long = "preserve-nodeports", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub preserve_node_ports: Option<bool>,
     /// Restore claims backed up as CSI snapshots from their snapshots (default: true); with
     /// false they come back empty
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
@@ -151,15 +151,17 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         .as_deref()
         .map(read_hooks_file)
         .transpose()?;
-    if args.allow_partially_failed && args.from_schedule.is_none() {
-        anyhow::bail!("--allow-partially-failed goes with --from-schedule");
+    let allow_partially_failed = args.allow_partially_failed == Some(true);
+    if allow_partially_failed && args.from_schedule.is_none() {
+        // As under Velero's CLI, which takes it and does nothing with it.
+        eprintln!("note: --allow-partially-failed has no effect without --from-schedule");
     }
     let client = crate::context::client(global).await?;
     // The backup is looked up first: a typo is named before anything is created.
     let backups = Api::<Backup>::namespaced(client.clone(), &global.namespace);
     let from_backup = match (&args.from_backup, &args.from_schedule) {
         (_, Some(schedule)) => {
-            newest_of_schedule(&backups, schedule, args.allow_partially_failed, global).await?
+            newest_of_schedule(&backups, schedule, allow_partially_failed, global).await?
         }
         (Some(backup), None) => backup.clone(),
         (None, None) => anyhow::bail!("--from-backup or --from-schedule is required"),
@@ -207,7 +209,7 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
             .to_string(),
         ),
         hooks,
-        preserve_node_ports: args.preserve_node_ports.then_some(true),
+        preserve_node_ports: args.preserve_node_ports,
         restore_pvs: args.restore_volumes,
         uploader_config: (args.write_sparse_files.is_some()
             || args.parallel_files_download.is_some())
