@@ -34,6 +34,16 @@ pub fn tarball(tar: &[u8]) {
     let _ = snapshots::csi_contents_in_tarball(gz.as_slice());
 }
 
+/// A backup's resource policy document, as a person writes it in a ConfigMap: read (or refused
+/// with its reasons), then matched against a volume, never a panic (a capacity past any number,
+/// a document nested deep).
+pub fn resource_policies(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    if let Ok(policies) = crate::domain::volume_policy::ResourcePolicies::read(&text) {
+        let _ = policies.action(&Default::default());
+    }
+}
+
 /// A pod's hook annotations.
 pub fn hook_annotations(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
