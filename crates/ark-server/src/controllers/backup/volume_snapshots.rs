@@ -210,12 +210,12 @@ impl Inner {
         let namespace = claim.namespace().unwrap_or_default();
         let name = claim.name_any();
         let shown = format!("claim {namespace}/{name}");
-        let skipped = |volume: &str, reason: String| BackupVolumeInfo {
+        // The claim as its volume information names it, when its data is not in the backup.
+        let info = |volume: &str| BackupVolumeInfo {
             pvc_name: name.clone(),
             pvc_namespace: namespace.clone(),
             pv_name: volume.to_string(),
             skipped: true,
-            skipped_reason: reason,
             ..Default::default()
         };
         let spec = claim.spec.clone().unwrap_or_default();
@@ -223,13 +223,10 @@ impl Inner {
         let storage_class = spec.storage_class_name.clone().unwrap_or_default();
         if volume_name.is_empty() || storage_class.is_empty() {
             // Velero's rule: only a bound claim of a storage class.
-            return Err(Cut {
-                skipped: Some(skipped(
-                    &volume_name,
-                    "not bound to a volume of a storage class: no CSI snapshot".into(),
-                )),
-                ..Default::default()
-            });
+            return Err(Cut::skipped(
+                info(&volume_name),
+                "not bound to a volume of a storage class: no CSI snapshot",
+            ));
         }
         let volume = match Api::<PersistentVolume>::all(self.client.clone())
             .get(&volume_name)
@@ -247,24 +244,17 @@ impl Inner {
         // `snapshotVolumes` do.
         let by_policy = self.methods.claim_action(claim, Some(&volume));
         if let Some(action) = by_policy.filter(|a| *a != VolumeAction::Snapshot) {
-            return Err(decided_by_policy(
-                action,
-                &shown,
-                skipped(&volume_name, String::new()),
-            ));
+            return Err(decided_by_policy(action, &shown, info(&volume_name)));
         }
         let volume_spec = volume.spec.clone().unwrap_or_default();
         let Some(driver) = volume_spec.csi.as_ref().map(|c| c.driver.clone()) else {
-            return Err(Cut {
-                skipped: Some(skipped(
-                    &volume_name,
-                    "not a CSI volume: no CSI snapshot".into(),
-                )),
-                ..Default::default()
-            });
+            return Err(Cut::skipped(
+                info(&volume_name),
+                "not a CSI volume: no CSI snapshot",
+            ));
         };
         if by_policy.is_none() {
-            let unless = skipped(&volume_name, String::new());
+            let unless = info(&volume_name);
             self.not_otherwise_taken(&namespace, &name, &shown, unless)
                 .await?;
         }
@@ -287,8 +277,7 @@ impl Inner {
                     warning: Some(format!(
                         "{shown} (driver {driver}) is not snapshotted: {reason}; its data is not in this backup"
                     )),
-                    skipped: Some(skipped(&volume_name, reason)),
-                    ..Default::default()
+                    ..Cut::skipped(info(&volume_name), &reason)
                 });
             }
         };
