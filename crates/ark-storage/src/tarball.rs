@@ -21,6 +21,9 @@ pub fn item_path(group_resource: &str, namespace: Option<&str>, name: &str) -> S
     }
 }
 
+/// Suffix of the folder of the preferred version's copies (Velero's `PreferredVersionDir`).
+pub const PREFERRED_VERSION_SUFFIX: &str = "-preferredversion";
+
 /// The copy of an item under its preferred version: `resources/<gr>/<version>-preferredversion/...`.
 pub fn preferred_version_path(
     group_resource: &str,
@@ -28,11 +31,24 @@ pub fn preferred_version_path(
     namespace: Option<&str>,
     name: &str,
 ) -> String {
+    let folder = format!("{version}{PREFERRED_VERSION_SUFFIX}");
+    version_path(group_resource, &folder, namespace, name)
+}
+
+/// The copy of an item in the version folder `folder`: `resources/<gr>/<folder>/...`. A backup
+/// of every served version (Velero's `EnableAPIGroupVersions`) writes the other versions' copies
+/// in folders named by the bare version.
+pub fn version_path(
+    group_resource: &str,
+    folder: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> String {
     let scope = match namespace {
         Some(ns) => format!("namespaces/{ns}"),
         None => "cluster".to_string(),
     };
-    format!("resources/{group_resource}/{version}-preferredversion/{scope}/{name}.json")
+    format!("resources/{group_resource}/{folder}/{scope}/{name}.json")
 }
 
 /// An item entry of a tarball, parsed back.
@@ -62,6 +78,29 @@ pub fn parse_item_path(path: &str) -> Option<ItemEntry> {
     }
 }
 
+/// A version copy of an item, parsed back: the item, and its version folder (`v1beta1`,
+/// `v1-preferredversion`). `None` for main copies and anything else.
+pub fn parse_version_path(path: &str) -> Option<(ItemEntry, String)> {
+    let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
+    let (gr, folder, rest) = match parts.as_slice() {
+        ["resources", gr, folder, rest @ ..] if !matches!(*folder, "namespaces" | "cluster") => {
+            (gr, folder, rest)
+        }
+        _ => return None,
+    };
+    let (namespace, file) = match rest {
+        ["namespaces", ns, file] => (Some(ns.to_string()), file),
+        ["cluster", file] => (None, file),
+        _ => return None,
+    };
+    let entry = ItemEntry {
+        group_resource: gr.to_string(),
+        namespace,
+        name: file.strip_suffix(".json")?.to_string(),
+    };
+    Some((entry, folder.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +128,20 @@ mod tests {
             "resources/deployments.apps/v1-preferredversion/namespaces/shop/web.json"
         );
         assert_eq!(parse_item_path(&copy), None);
+        assert_eq!(
+            parse_version_path(&copy),
+            Some((
+                parse_item_path(&path).unwrap(),
+                "v1-preferredversion".into()
+            ))
+        );
+        let other = version_path("namespaces", "v1beta1", None, "shop");
+        assert_eq!(other, "resources/namespaces/v1beta1/cluster/shop.json");
+        assert_eq!(
+            parse_version_path(&other),
+            Some((parse_item_path(&ns).unwrap(), "v1beta1".into()))
+        );
+        assert_eq!(parse_version_path(&path), None);
         assert_eq!(parse_item_path("metadata/version"), None);
     }
 }

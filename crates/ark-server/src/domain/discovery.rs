@@ -2,17 +2,34 @@
 //! a group whose discovery fails (an aggregated API whose backend is down) skipped with a warning
 //! that names it, as Velero skips it, instead of failing the whole operation.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::future::join_all;
 use kube::Client;
 use kube::discovery::{ApiCapabilities, ApiGroup, ApiResource};
 
-/// The resources the cluster serves (each group's preferred version), and the groups skipped.
+/// The resources the cluster serves, and the groups skipped.
 pub struct Served {
+    /// Every resource at its preferred version: the group's preferred version's resources, then
+    /// those only other versions serve, each at the first of them (Velero's
+    /// `ServerPreferredResources`).
     pub resources: Vec<(ApiResource, ApiCapabilities)>,
+    /// Every resource at each other version its group serves it in: what a backup of every
+    /// version (Velero's `EnableAPIGroupVersions`) copies too.
+    pub other_versions: Vec<(ApiResource, ApiCapabilities)>,
+    /// Each group's versions, by name (`""` for the core group).
+    pub groups: BTreeMap<String, GroupVersions>,
     /// One message per group that could not be discovered, naming it and why.
     pub skipped: Vec<String>,
+}
+
+/// The versions a group serves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupVersions {
+    pub preferred: String,
+    /// Every version, by Kubernetes' version priority (`v2` before `v1` before `v1beta1`).
+    pub versions: Vec<String>,
 }
 
 /// How long one group may take to answer. The client retries a 503 (which is what an aggregated
@@ -35,15 +52,41 @@ pub async fn discover(client: &Client) -> kube::Result<Served> {
     .await;
     let mut served = Served {
         resources: Vec::new(),
+        other_versions: Vec::new(),
+        groups: BTreeMap::new(),
         skipped: Vec::new(),
     };
     for (name, group) in found {
         match group {
-            Ok(group) => served.resources.extend(group.recommended_resources()),
+            Ok(group) => served.add(&group),
             Err(error) => served.skipped.push(format!(
                 "API group {name:?} could not be discovered ({error}): its resources are skipped"
             )),
         }
     }
     Ok(served)
+}
+
+impl Served {
+    fn add(&mut self, group: &ApiGroup) {
+        let preferred = group.preferred_version_or_latest().to_string();
+        // kube sorts a group's versions by Kubernetes' priority.
+        let others: Vec<&str> = group.versions().filter(|v| *v != preferred).collect();
+        let mut taken: BTreeSet<String> = BTreeSet::new();
+        for version in std::iter::once(preferred.as_str()).chain(others) {
+            for (resource, caps) in group.versioned_resources(version) {
+                if taken.insert(resource.plural.clone()) {
+                    self.resources.push((resource, caps));
+                } else {
+                    self.other_versions.push((resource, caps));
+                }
+            }
+        }
+        let versions = group.versions().map(str::to_string).collect();
+        let versions = GroupVersions {
+            preferred,
+            versions,
+        };
+        self.groups.insert(group.name().to_string(), versions);
+    }
 }

@@ -217,6 +217,29 @@ pub struct BucketArgs {
     pub prefix: Option<String>,
 }
 
+/// Velero's feature flags (`--features`, comma-separated), under Velero's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Feature {
+    /// Back up every version the cluster serves of each resource, and restore the version
+    /// Velero's priorities choose
+    #[value(name = "EnableAPIGroupVersions")]
+    EnableApiGroupVersions,
+    /// Accepted as Velero's command lines have it: ark always takes CSI snapshots
+    #[value(name = "EnableCSI")]
+    EnableCsi,
+}
+
+impl Feature {
+    /// `--features=A,B`, as Velero's command line has it; None for no feature.
+    pub fn flag(features: &[Feature]) -> Option<String> {
+        let names: Vec<String> = (features.iter())
+            .filter_map(|f| f.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        (!names.is_empty()).then(|| format!("--features={}", names.join(",")))
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Provider {
     Aws,

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::cli::args::{GlobalArgs, parse_duration};
+use crate::cli::args::{Feature, GlobalArgs, parse_duration};
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -73,6 +73,9 @@ pub struct ServerArgs {
     /// unpaused, as Velero's flag of that name
     #[arg(long)]
     pub schedule_skip_immediately: bool,
+    /// Velero's feature flags, comma-separated
+    #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
+    pub features: Vec<Feature>,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_address: Option<std::net::SocketAddr>,
@@ -101,6 +104,7 @@ pub(crate) fn log_to_stderr() {
 
 pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCode> {
     log_to_stderr();
+    let every_api_version = args.features.contains(&Feature::EnableApiGroupVersions);
     let client = crate::context::client(global).await?;
     let options = ark_server::ServerOptions {
         namespace: global.namespace.clone(),
@@ -118,6 +122,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             hook_pods_at_once: args.backup_hook_pods_at_once,
             default_volumes_to_fs_backup: args.default_volumes_to_fs_backup,
             pod_volume_timeout: args.fs_backup_timeout,
+            every_api_version,
         },
         restore: ark_server::RestoreConfig {
             workers: args.workers,
@@ -128,6 +133,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             helper_image: args.restore_helper_image,
             pod_volume_timeout: args.fs_backup_timeout,
             priorities: args.restore_resource_priorities.unwrap_or_default(),
+            every_api_version,
         },
         deletion: ark_server::DeletionConfig {
             workers: args.deletion_workers,

@@ -60,6 +60,9 @@ pub struct Selection {
     /// `orderedResources`: by resource plural, the items (`namespace/name`, or `name` when
     /// cluster-scoped) backed up first, in that order.
     pub ordered: BTreeMap<String, Vec<String>>,
+    /// Every version the cluster serves each resource in, not only the preferred one (Velero's
+    /// `EnableAPIGroupVersions`): a restore into a cluster that serves other versions picks one.
+    pub every_version: bool,
 }
 
 impl Selection {
@@ -104,6 +107,8 @@ struct Plan {
     /// reads at most twice what is kept, in one paged list instead of one per namespace.
     cluster_wide: bool,
     resources: Vec<(ApiResource, ApiCapabilities)>,
+    /// The planned resources at their other versions, when the backup takes every version.
+    other_versions: Vec<(ApiResource, ApiCapabilities)>,
     /// The cluster-scoped resources listed (others are taken only when an item names them).
     cluster_scoped_listed: BTreeSet<String>,
 }
@@ -182,6 +187,9 @@ struct Listing<'a> {
     /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
     key: String,
     namespace: Option<&'a str>,
+    /// Whether this is the resource's preferred version. Another version's items are written as
+    /// its copies, without the item actions (which ran on the preferred version's).
+    preferred: bool,
 }
 
 impl Listing<'_> {
@@ -196,6 +204,7 @@ impl Listing<'_> {
         Page {
             gr: self.gr.clone(),
             version: self.resource.version.clone(),
+            preferred: self.preferred,
             key: self.key.clone(),
             items: Vec::with_capacity(capacity),
         }
@@ -203,7 +212,8 @@ impl Listing<'_> {
 }
 
 /// What to list, in the tarball's order: every planned resource in each included namespace (or
-/// once across the cluster), cluster-scoped ones when the backup takes them; claims last, as a
+/// once across the cluster), cluster-scoped ones when the backup takes them, each followed by its
+/// other versions when the backup takes every version; claims last, as a
 /// claim is snapshotted as its item is written, and the snapshot of a pod's claim is cut after
 /// the pod's pre hooks (Velero's order), which have all run by then. The Namespace objects are
 /// not listed: [`Run::namespaces`] writes them.
@@ -218,15 +228,25 @@ fn listings(plan: &Plan) -> Vec<Listing<'_>> {
             Scope::Cluster if plan.cluster_scoped_listed.contains(&gr) => vec![None],
             Scope::Cluster => continue,
         };
-        let key = resource_list::key(resource);
-        for namespace in scopes {
-            listings.push(Listing {
-                resource,
-                caps,
-                gr: gr.clone(),
-                key: key.clone(),
-                namespace,
-            });
+        let versions = std::iter::once((resource, true)).chain(
+            (plan.other_versions.iter())
+                .filter(|(other, _)| {
+                    other.group == resource.group && other.plural == resource.plural
+                })
+                .map(|(other, _)| (other, false)),
+        );
+        for (resource, preferred) in versions {
+            let key = resource_list::key(resource);
+            for namespace in &scopes {
+                listings.push(Listing {
+                    resource,
+                    caps,
+                    gr: gr.clone(),
+                    key: key.clone(),
+                    namespace: *namespace,
+                    preferred,
+                });
+            }
         }
     }
     listings.sort_by_key(|listing| listing.gr == CLAIMS);
@@ -272,6 +292,7 @@ impl Run<'_> {
         let mut page = Page {
             gr: group_resource(&resource.group, &resource.plural),
             version: resource.version.clone(),
+            preferred: true,
             key: resource_list::key(resource),
             items: Vec::new(),
         };
@@ -326,6 +347,7 @@ impl Run<'_> {
                 self.pods_ready(true).await?;
             }
             if let Some(order) = self.selection.ordered.get(&listing.resource.plural)
+                && listing.preferred
                 && ordered_done.insert(listing.gr.clone())
             {
                 self.ordered(listing, order).await?;
@@ -447,12 +469,18 @@ impl Run<'_> {
         if !seen.is_empty() {
             self.related.backed_up.insert(listing.gr.clone());
         }
+        let at_version = match listing.preferred {
+            true => String::new(),
+            false => format!(" at version {}", listing.resource.version),
+        };
         for (namespace, count) in seen {
             let in_namespace = namespace
                 .map(|ns| format!(" in namespace {ns}"))
                 .unwrap_or_default();
-            self.record
-                .info(&format!("backed up {count} {}{in_namespace}", listing.gr));
+            self.record.info(&format!(
+                "backed up {count} {}{at_version}{in_namespace}",
+                listing.gr
+            ));
         }
         Ok(())
     }
@@ -478,7 +506,7 @@ impl Run<'_> {
                 object.metadata.namespace.clone(),
                 object.name_any(),
             );
-            if self.taken_in_order.contains(&key) {
+            if listing.preferred && self.taken_in_order.contains(&key) {
                 continue;
             }
             let Some(item) = self.item(listing, object).await? else {
@@ -534,15 +562,17 @@ impl Run<'_> {
         if let Some(namespace) = &namespace {
             self.listed_in.insert(namespace.clone());
         }
-        self.related
-            .found(
-                &self.actions,
-                &listing.gr,
-                &mut object,
-                self.client,
-                self.record,
-            )
-            .await;
+        if listing.preferred {
+            self.related
+                .found(
+                    &self.actions,
+                    &listing.gr,
+                    &mut object,
+                    self.client,
+                    self.record,
+                )
+                .await;
+        }
         Ok(Some(writer::Item {
             namespace,
             json: serde_json::to_vec(&object).map_err(std::io::Error::from)?,
@@ -805,6 +835,7 @@ impl Related {
             .write(Page {
                 gr: wanted.group_resource.clone(),
                 version: resource.version.clone(),
+                preferred: true,
                 key: resource_list::key(resource),
                 items: vec![writer::Item {
                     namespace: wanted.namespace.clone(),
@@ -848,11 +879,13 @@ async fn plan(
 ) -> Result<Plan, EngineError> {
     let (namespaces, existing) = included_namespaces(client, &selection.namespaces, record).await?;
     let cluster_wide = namespaces.len() * 2 >= existing && !namespaces.is_empty();
-    let (resources, cluster_scoped_listed) = planned_resources(client, selection, record).await?;
+    let (resources, other_versions, cluster_scoped_listed) =
+        planned_resources(client, selection, record).await?;
     Ok(Plan {
         namespaces,
         cluster_wide,
         resources,
+        other_versions,
         cluster_scoped_listed,
     })
 }
@@ -908,12 +941,13 @@ async fn included_namespaces(
 }
 
 /// The resources the backup may take, namespaces first (as Velero writes them), then by
-/// group-resource for a stable tarball; and the cluster-scoped ones it lists.
+/// group-resource for a stable tarball; their other versions, when the backup takes every
+/// version; and the cluster-scoped ones it lists.
 async fn planned_resources(
     client: &Client,
     selection: &Selection,
     record: &mut Recorder,
-) -> Result<(Vec<(ApiResource, ApiCapabilities)>, BTreeSet<String>), EngineError> {
+) -> Result<(Resources, Resources, BTreeSet<String>), EngineError> {
     let namespace_filter = &selection.namespaces;
     let served = crate::domain::discovery::discover(client)
         .await
@@ -957,8 +991,20 @@ async fn planned_resources(
             group_resource(&r.group, &r.plural),
         )
     });
-    Ok((resources, cluster_scoped_listed))
+    let other_versions = match selection.every_version {
+        true => (served.other_versions.into_iter())
+            .filter(|(other, caps)| {
+                caps.supports_operation(verbs::LIST)
+                    && (resources.iter())
+                        .any(|(r, _)| r.group == other.group && r.plural == other.plural)
+            })
+            .collect(),
+        false => Vec::new(),
+    };
+    Ok((resources, other_versions, cluster_scoped_listed))
 }
+
+type Resources = Vec<(ApiResource, ApiCapabilities)>;
 
 #[cfg(test)]
 mod tests {

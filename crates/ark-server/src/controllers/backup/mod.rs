@@ -54,6 +54,9 @@ pub struct Config {
     /// How long a backup waits, at most, for its pod volume backups (Velero's
     /// `--fs-backup-timeout`; a backup's annotation `velero.io/pod-volume-timeout` overrides it).
     pub pod_volume_timeout: Duration,
+    /// Whether backups take every version the cluster serves of each resource (Velero's
+    /// `--features=EnableAPIGroupVersions`).
+    pub every_api_version: bool,
 }
 
 /// A backup's own pod volume timeout, a Go duration.

@@ -119,6 +119,7 @@ pub(super) async fn validate(
                 resources,
                 labels,
                 ordered: ordered_resources(spec),
+                every_version: config.every_api_version,
             },
             hooks,
             durations,
@@ -384,6 +385,7 @@ mod tests {
             hook_pods_at_once: 4,
             default_volumes_to_fs_backup: false,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
+            every_api_version: false,
         }
     }
 

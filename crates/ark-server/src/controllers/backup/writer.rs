@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use ark_storage::tarball::{item_path, preferred_version_path};
+use ark_storage::tarball::{item_path, preferred_version_path, version_path};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -18,6 +18,9 @@ pub struct Page {
     /// The group-resource: `configmaps`, `deployments.apps`.
     pub gr: String,
     pub version: String,
+    /// Whether `version` is the resource's preferred version: its items are then written as the
+    /// main copies and the preferred version's; otherwise as that version's copies only.
+    pub preferred: bool,
     /// The resource list's key: `v1/ConfigMap`, `apps/v1/Deployment`.
     pub key: String,
     pub items: Vec<Item>,
@@ -55,10 +58,13 @@ impl ItemWriter {
                 let mut members = compress_large(&page.items)?.into_iter();
                 for item in &page.items {
                     let namespace = item.namespace.as_deref();
-                    let paths = [
-                        item_path(&page.gr, namespace, &item.name),
-                        preferred_version_path(&page.gr, &page.version, namespace, &item.name),
-                    ];
+                    let paths = match page.preferred {
+                        true => vec![
+                            item_path(&page.gr, namespace, &item.name),
+                            preferred_version_path(&page.gr, &page.version, namespace, &item.name),
+                        ],
+                        false => vec![version_path(&page.gr, &page.version, namespace, &item.name)],
+                    };
                     match members.next().flatten() {
                         Some(member) => {
                             for path in &paths {
@@ -175,6 +181,7 @@ mod tests {
         Page {
             gr: "configmaps".into(),
             version: "v1".into(),
+            preferred: true,
             key: key.into(),
             items: names
                 .iter()
@@ -215,6 +222,37 @@ mod tests {
                 "resources/configmaps/v1-preferredversion/namespaces/shop/b.json",
                 "resources/configmaps/namespaces/shop/c.json",
                 "resources/configmaps/v1-preferredversion/namespaces/shop/c.json",
+            ]
+        );
+    }
+
+    /// A page of another version than the preferred one (a backup of every served version) is
+    /// that version's copies only, listed under its own key, as Velero writes them.
+    #[tokio::test]
+    async fn another_version_is_written_as_its_copies_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = ItemWriter::start(dir.path(), BTreeSet::new()).unwrap();
+        writer.write(page("v1/ConfigMap", &["a"])).await.unwrap();
+        let other = Page {
+            version: "v1beta1".into(),
+            preferred: false,
+            ..page("v1beta1/ConfigMap", &["a"])
+        };
+        writer.write(other).await.unwrap();
+        let written = writer.finish().await.unwrap();
+        let list: serde_json::Value =
+            serde_json::from_slice(&gunzip(written.resource_list)).unwrap();
+        assert_eq!(
+            list,
+            serde_json::json!({ "v1/ConfigMap": ["shop/a"], "v1beta1/ConfigMap": ["shop/a"] })
+        );
+        assert_eq!(
+            entry_names(written.tarball),
+            [
+                "metadata/version",
+                "resources/configmaps/namespaces/shop/a.json",
+                "resources/configmaps/v1-preferredversion/namespaces/shop/a.json",
+                "resources/configmaps/v1beta1/namespaces/shop/a.json",
             ]
         );
     }

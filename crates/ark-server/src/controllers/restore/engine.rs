@@ -14,12 +14,14 @@ use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::actions::{Actions, ItemCx, PlanCx, ResourceModifiers, RestoreCx, Skip};
+use super::api_versions::{self, USER_PRIORITIES_CONFIG_MAP, UserPriorities};
 use super::extract::{child_dirs, json_files};
 use super::order::{Priorities, is_restorable};
 use super::pod_volumes::{PodWithVolumeData, VolumeData};
 use super::transform::{self, differs};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
 use crate::domain::csi;
+use crate::domain::discovery::GroupVersions;
 use crate::domain::filter::{
     IncludesExcludes, LabelSelection, include_cluster_scoped, resource_names,
 };
@@ -69,6 +71,10 @@ pub struct Selection {
     pub priorities: Priorities,
     /// The resources whose backed-up status is restored (`restoreStatus`); none when unset.
     pub status: Option<IncludesExcludes>,
+    /// When each resource is read at the version Velero's priorities choose among those its
+    /// backup holds (the server's `EnableAPIGroupVersions`, a backup of format 1.1.0 or later):
+    /// the users' own priorities.
+    pub api_versions: Option<UserPriorities>,
 }
 
 /// What becomes of an item that exists already and differs from the backup's (Velero's
@@ -129,7 +135,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
     for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
         record.warning(None, warning);
     }
-    let served = served(client, record).await?;
+    let (served, groups) = served(client, record).await?;
     let snapshots = BackedUpSnapshots::read(&unpacked.join("resources"), spec);
     let snapshot_classes = snapshot_classes(client, &served).await;
     let actions = Actions::built_in();
@@ -143,9 +149,12 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         claims_from_snapshots: &snapshots.claims,
         claims_with_data: &claims_with_data,
     };
-    let plan = plan(
+    let mut plan = plan(
         unpacked, selection, &served, &snapshots, &actions, &plan_cx, record,
     );
+    if let Some(user) = &selection.api_versions {
+        read_chosen_versions(unpacked, &mut plan, &groups, user, record);
+    }
     let mapping = spec.namespace_mapping.clone().unwrap_or_default();
     let restore_cx = RestoreCx {
         spec,
@@ -254,6 +263,35 @@ fn plan(
         }
     }
     plan
+}
+
+/// Each resource's items read at the version Velero's priorities choose, from that version's
+/// copies (an item without one then fails, naming the file, as in Velero).
+fn read_chosen_versions(
+    unpacked: &Path,
+    plan: &mut Plan,
+    target: &BTreeMap<String, GroupVersions>,
+    user: &UserPriorities,
+    record: &mut Recorder,
+) {
+    for ignored in &user.ignored {
+        let message = format!("ConfigMap {USER_PRIORITIES_CONFIG_MAP}: {ignored}: passed over");
+        record.warning(None, message);
+    }
+    let resources = unpacked.join("resources");
+    let chosen = api_versions::choose_all(&resources, target, user);
+    for (gr, items) in &mut plan.resources {
+        let Some(chosen) = chosen.get(gr.as_str()) else {
+            continue;
+        };
+        record.info(&format!(
+            "{gr} restored at version {}: {}",
+            chosen.version, chosen.why
+        ));
+        for item in items {
+            item.path = api_versions::copy_path(&resources, gr, chosen, &item.path);
+        }
+    }
 }
 
 /// The item files of one resource (its folder `dir`) that the restore's filters take.
@@ -468,17 +506,23 @@ const CUSTOM_RESOURCE_DEFINITIONS: &str = "customresourcedefinitions.apiextensio
 /// it (a definition is served once established, within seconds).
 const DEFINITION_SERVED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// What the cluster serves, by group-resource; the resources discovery could not read are
-/// warnings.
+/// What the cluster serves, by group-resource, and each group's versions; the resources discovery
+/// could not read are warnings.
 async fn served(
     client: &Client,
     record: &mut Recorder,
-) -> Result<BTreeMap<String, (ApiResource, ApiCapabilities)>, EngineError> {
+) -> Result<
+    (
+        BTreeMap<String, (ApiResource, ApiCapabilities)>,
+        BTreeMap<String, GroupVersions>,
+    ),
+    EngineError,
+> {
     let discovered = crate::domain::discovery::discover(client).await?;
     for skipped in discovered.skipped {
         record.warning(None, skipped);
     }
-    Ok(by_group_resource(discovered.resources))
+    Ok((by_group_resource(discovered.resources), discovered.groups))
 }
 
 fn by_group_resource(

@@ -1,13 +1,17 @@
 //! Unpacking a backup tarball into a scratch directory, refusing anything that could write outside
 //! it or fill the disk: absolute paths, `..`, links and devices, oversized entries. Only the items
 //! a restore reads are written (`resources/<gr>/namespaces/<ns>/<name>.json` and
-//! `resources/<gr>/cluster/<name>.json`): not the preferred-version copies, which would double the
-//! files created, nor anything else a tarball holds.
+//! `resources/<gr>/cluster/<name>.json`, and the copies of other versions than the preferred one
+//! that a backup of every version holds, `resources/<gr>/<version>/...`): not the
+//! preferred-version copies, which are the main copies again and would double the files created,
+//! nor anything else a tarball holds. The preferred version's folder is made, empty: the folders
+//! say which versions the backup holds, as Velero reads them.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
+use ark_storage::tarball::PREFERRED_VERSION_SUFFIX;
 use tempfile::TempDir;
 
 /// Bounds on what a tarball may unpack to.
@@ -81,6 +85,7 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
     let mut entries = 0u64;
     // Items come folder by folder: one create_dir_all per folder, not per item.
     let mut created_folder: Option<PathBuf> = None;
+    let mut preferred_folders = std::collections::BTreeSet::new();
     for entry in archive.entries().map_err(ExtractError::Corrupt)? {
         let mut entry = entry.map_err(ExtractError::Corrupt)?;
         entries += 1;
@@ -112,12 +117,22 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
         };
         // Safe paths are UTF-8; an item path has a fixed shape, so no item's file can be another
         // item's folder.
-        if relative
-            .to_str()
-            .and_then(ark_storage::tarball::parse_item_path)
-            .is_none()
-        {
-            continue;
+        let path = relative.to_str().unwrap_or_default();
+        if ark_storage::tarball::parse_item_path(path).is_none() {
+            match ark_storage::tarball::parse_version_path(path) {
+                Some((item, folder)) if folder.ends_with(PREFERRED_VERSION_SUFFIX) => {
+                    let folder = Path::new("resources")
+                        .join(&item.group_resource)
+                        .join(folder);
+                    if preferred_folders.insert(folder.clone()) {
+                        std::fs::create_dir_all(dir.path().join(folder))
+                            .map_err(ExtractError::Io)?;
+                    }
+                    continue;
+                }
+                Some(_) => {}
+                None => continue,
+            }
         }
         if entry.size() > limits.max_entry_bytes {
             rejected.add_general(format!(
@@ -273,6 +288,38 @@ mod tests {
         assert!(!scratch.path().join("x.json").exists());
         let written: Vec<_> = walk(extracted.dir.path());
         assert_eq!(written, ["resources/configmaps/namespaces/a/ok.json"]);
+    }
+
+    /// A backup of every version: the other versions' copies are written, the preferred
+    /// version's are not (they are the main copies), but its folder is there to say it is.
+    #[test]
+    fn other_versions_copies_are_written_and_the_preferred_folder_made() {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = tarball(scratch.path(), |b| {
+            for path in [
+                "resources/gauges.example.com/namespaces/a/g.json",
+                "resources/gauges.example.com/v1-preferredversion/namespaces/a/g.json",
+                "resources/gauges.example.com/v1beta1/namespaces/a/g.json",
+                "resources/gauges.example.com/v1beta1/cluster/c.json",
+            ] {
+                b.append_data(&mut file_header(2), path, &b"{}"[..])
+                    .unwrap();
+            }
+        });
+        let extracted = extract(path, scratch.path(), Limits::default()).unwrap();
+        assert_eq!(
+            walk(extracted.dir.path()),
+            [
+                "resources/gauges.example.com/namespaces/a/g.json",
+                "resources/gauges.example.com/v1beta1/cluster/c.json",
+                "resources/gauges.example.com/v1beta1/namespaces/a/g.json",
+            ]
+        );
+        let gauges = extracted.dir.path().join("resources/gauges.example.com");
+        assert_eq!(
+            child_dirs(&gauges),
+            ["namespaces", "v1-preferredversion", "v1beta1"]
+        );
     }
 
     /// The files under `dir`, relative to it.

@@ -2,6 +2,7 @@
 //! its items created in Velero's order; logs and results go to `restores/<name>/`.
 
 mod actions;
+mod api_versions;
 mod engine;
 pub(crate) mod extract;
 mod order;
@@ -56,6 +57,9 @@ pub struct Config {
     pub pod_volume_timeout: Duration,
     /// The order resources are restored in (Velero's `--restore-resource-priorities`).
     pub priorities: order::Priorities,
+    /// Whether each resource is restored at the version Velero's priorities choose among those a
+    /// backup of every version holds (Velero's `--features=EnableAPIGroupVersions`).
+    pub every_api_version: bool,
 }
 
 pub struct Ctx {

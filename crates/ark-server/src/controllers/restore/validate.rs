@@ -5,10 +5,12 @@
 use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, Restore, RestoreSpec};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 
 use super::Config;
 use super::actions::ResourceModifiers;
+use super::api_versions::{USER_PRIORITIES_CONFIG_MAP, USER_PRIORITIES_KEY, UserPriorities};
 use super::engine::{ExistingResourcePolicy, Selection};
 use crate::domain::filter::{IncludesExcludes, LabelSelection};
 use crate::runtime::context::Kube;
@@ -61,7 +63,8 @@ pub(super) async fn validate(
     };
     let backup = backup.map_err(|error| errors.push(error)).ok();
     match (read, backup) {
-        (Some((selection, item_operation_timeout)), Some(backup)) if errors.is_empty() => {
+        (Some((mut selection, item_operation_timeout)), Some(backup)) if errors.is_empty() => {
+            selection.api_versions = api_versions(&backup, kube, config).await?;
             Ok(ValidatedRestore {
                 selection,
                 item_operation_timeout,
@@ -131,6 +134,7 @@ fn read_spec(
         include_cluster_resources: spec.include_cluster_resources,
         existing: existing?,
         priorities: config.priorities.clone(),
+        api_versions: None,
         status: spec.restore_status.as_ref().map(|status| {
             IncludesExcludes::checked(
                 status.included_resources.as_ref(),
@@ -141,6 +145,29 @@ fn read_spec(
         }),
     };
     Some((selection, item_operation_timeout?))
+}
+
+/// The users' version priorities when the restore chooses the version of each resource (Velero
+/// chooses for backups of format 1.1.0 or later, the first to hold every version); None when it
+/// does not choose.
+async fn api_versions(
+    backup: &Backup,
+    kube: &Kube,
+    config: &Config,
+) -> Result<Option<UserPriorities>, kube::Error> {
+    let format = backup
+        .status
+        .as_ref()
+        .and_then(|s| s.format_version.as_deref());
+    // Velero compares the version strings.
+    if !config.every_api_version || format.unwrap_or_default() < "1.1.0" {
+        return Ok(None);
+    }
+    let api: Api<ConfigMap> = Api::namespaced(kube.client.clone(), &kube.namespace);
+    let config_map = api.get_opt(USER_PRIORITIES_CONFIG_MAP).await?;
+    let data = config_map.and_then(|c| c.data).unwrap_or_default();
+    let user = data.get(USER_PRIORITIES_KEY).map(String::as_str);
+    Ok(Some(UserPriorities::parse(user.unwrap_or_default())))
 }
 
 /// The restore's resource modifiers, read from their ConfigMap in the restore's namespace and
@@ -159,8 +186,7 @@ async fn read_resource_modifiers(
             reference.kind
         )));
     }
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(kube.client.clone(), &kube.namespace);
+    let api: Api<ConfigMap> = Api::namespaced(kube.client.clone(), &kube.namespace);
     let config_map = match api.get_opt(&reference.name).await {
         Ok(Some(config_map)) => config_map,
         Ok(None) => {

@@ -9,6 +9,7 @@ use kube::api::ApiResource;
 use serde_json::{Value, json};
 
 use super::{CREDENTIALS_SECRET, roles};
+use crate::cli::args::Feature;
 
 /// The field manager of every object ark installs: `ark uninstall` removes what only it manages.
 pub const FIELD_MANAGER: &str = "ark-install";
@@ -67,6 +68,8 @@ pub struct Plan {
     /// The node agent's DaemonSet, reading pods' volumes under this directory of each node (the
     /// kubelet's pod directory); no agent when None.
     pub node_agent: Option<String>,
+    /// Velero's feature flags the server runs with.
+    pub features: Vec<Feature>,
 }
 
 /// One object to apply, with the API it is served by.
@@ -298,6 +301,7 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         image: String::new(),
         replicas: 1,
         node_agent: Some(KUBELET_PODS_DIR.into()),
+        features: Vec::new(),
     })
 }
 
@@ -332,14 +336,16 @@ fn probe(path: &str) -> Value {
 
 /// The server's command line inside the image.
 pub fn server_args(plan: &Plan) -> Vec<String> {
-    vec![
+    let mut args = vec![
         "server".into(),
         format!("--namespace={}", plan.namespace),
         format!("--scratch-dir={SCRATCH}"),
         format!("--metrics-address=0.0.0.0:{METRICS_PORT}"),
         // Restored pods wait for their volumes' data in a container of ark's own image.
         format!("--restore-helper-image={}", plan.image),
-    ]
+    ];
+    args.extend(Feature::flag(&plan.features));
+    args
 }
 
 fn deployment(plan: &Plan) -> Value {
@@ -419,6 +425,7 @@ mod tests {
             image: "example/ark:1".into(),
             replicas: 2,
             node_agent: Some(KUBELET_PODS_DIR.into()),
+            features: vec![Feature::EnableApiGroupVersions, Feature::EnableCsi],
         }
     }
 
@@ -474,6 +481,10 @@ mod tests {
             Some(std::path::Path::new(SCRATCH))
         );
         assert_eq!(server.metrics_address.unwrap().port(), METRICS_PORT);
+        assert_eq!(
+            server.features,
+            [Feature::EnableApiGroupVersions, Feature::EnableCsi]
+        );
         assert_eq!(container["ports"][0]["containerPort"], METRICS_PORT);
         assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
     }

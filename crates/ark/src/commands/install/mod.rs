@@ -17,7 +17,7 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 
-use crate::cli::args::{BucketArgs, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
+use crate::cli::args::{BucketArgs, Feature, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
 use manifests::{FIELD_MANAGER, Manifest, Plan};
 
 /// The Secret the default location reads its credentials from (Velero's name): installed by
@@ -50,6 +50,9 @@ pub struct InstallArgs {
     /// Where the kubelet keeps its pods' directories on each node (its root dir's `pods`)
     #[arg(long, value_name = "DIR", default_value = manifests::KUBELET_PODS_DIR, requires = "use_node_agent")]
     pub kubelet_pods_dir: String,
+    /// Velero's feature flags for the server, comma-separated (as `velero install --features`)
+    #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
+    pub features: Vec<Feature>,
     /// Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)
     #[arg(long)]
     pub dry_run: bool,
@@ -78,6 +81,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         image: args.image,
         replicas: args.replicas,
         node_agent: args.use_node_agent.then_some(args.kubelet_pods_dir),
+        features: args.features,
     };
     let all = manifests::manifests(&plan);
     if args.dry_run {

@@ -73,6 +73,7 @@ fn options(
             hook_pods_at_once: 16,
             default_volumes_to_fs_backup: false,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
+            every_api_version: false,
         },
         restore: ark_server::RestoreConfig {
             workers: 2,
@@ -83,6 +84,7 @@ fn options(
             helper_image: None,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
             priorities: Default::default(),
+            every_api_version: false,
         },
         deletion: ark_server::DeletionConfig {
             workers: 2,
