@@ -496,8 +496,6 @@ impl Cluster {
         }
     }
 
-    /// Deletes a cluster-scoped object from a `Drop`: with a client of its own on a runtime of its
-    /// own, because the test's client is driven by the test's runtime, which a drop blocks.
     /// Takes the finalizers off the Restores of namespace `ns` (best effort), from a `Drop`.
     pub fn release_restores_while_dropping(&self, ns: &str) {
         let (cluster, ns) = (self.clone(), ns.to_string());
@@ -513,6 +511,8 @@ impl Cluster {
         .join();
     }
 
+    /// Deletes a cluster-scoped object from a `Drop`: with a client of its own on a runtime of its
+    /// own, because the test's client is driven by the test's runtime, which a drop blocks.
     pub fn delete_while_dropping<K>(&self, name: &str)
     where
         K: ClusterObject,
@@ -565,6 +565,49 @@ where
         .with_context(|| format!("{name} did not reach the expected state within {timeout:?}"))?
         .context("watch failed")?
         .with_context(|| format!("{name} was deleted"))
+}
+
+/// Waits until the location `ns/name` is Available, or panics after `timeout`.
+pub async fn location_available(client: &Client, ns: &str, name: &str, timeout: Duration) {
+    use ark_api::{BackupStorageLocation, BackupStorageLocationPhase};
+    wait_for(
+        Api::<BackupStorageLocation>::namespaced(client.clone(), ns),
+        name,
+        |l: Option<&BackupStorageLocation>| {
+            l.and_then(|l| l.status.as_ref()).and_then(|s| s.phase)
+                == Some(BackupStorageLocationPhase::Available)
+        },
+        timeout,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("location {ns}/{name} not Available: {e:#}"));
+}
+
+/// Object `ns/name` once `done` says so (it may not exist yet), or panics after `timeout`.
+pub async fn ended<K>(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    done: impl Fn(&K) -> bool,
+    timeout: Duration,
+) -> K
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    wait_for(
+        Api::<K>::namespaced(client.clone(), ns),
+        name,
+        |o: Option<&K>| o.is_some_and(&done),
+        timeout,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{ns}/{name} did not end: {e:#}"))
 }
 
 /// Waits (watching) until this very object (its uid) is gone, or fails after `timeout`.

@@ -530,6 +530,9 @@ impl VeleroServer {
         .args(extra)
         .env("KUBECONFIG", &cluster.kubeconfig)
         .env("HOME", dir.path())
+        // As `velero install` sets it: where the server's own clients look (the ConfigMap
+        // `enableapigroupversions`, for one).
+        .env("VELERO_NAMESPACE", ns)
         // A group of its own, stopped as a whole: the plugins the server starts would outlive it.
         .process_group(0)
         // Velero's server logs to stdout.

@@ -11,14 +11,15 @@ use ark_api::{PodVolumeBackup, PodVolumeBackupStatus, PodVolumePhase};
 use ark_kopia::snapshot::UploadCounts;
 use ark_kopia::velero;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::volume_path;
 use super::{Ctx, ProgressReport, progress};
 use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::metrics::PodVolumeOperation;
 use crate::runtime::objects::{self, Phase, Readable};
 use crate::runtime::patch;
 
@@ -76,6 +77,8 @@ async fn reconcile(
     if claim == patch::Claim::Lost {
         return Ok(Action::await_change());
     }
+    let started = std::time::Instant::now();
+    ctx.kube.metrics.pod_volume_backup_started(&ctx.node);
     let status = match back_up(pvb, &name, &api, &ctx).await {
         Ok(status) => status,
         Err(reason) => {
@@ -86,7 +89,7 @@ async fn reconcile(
     // Ends it only while it is still InProgress as this agent left it.
     // The work is done (a snapshot taken, a volume written): its end is written however long the
     // API server is gone, or whoever waits on it would wait for nothing.
-    let _ = patch::final_status_in_phase(
+    let ended = patch::final_status_in_phase(
         &api,
         "pod volume backup",
         &name,
@@ -94,7 +97,30 @@ async fn reconcile(
         &status,
     )
     .await;
+    if ended == patch::Claim::Won && status.phase == Some(PodVolumePhase::Completed) {
+        let operation = operation(&cached.stored, pvb, &ctx.node);
+        (ctx.kube.metrics).pod_volume_backup_completed(operation, started.elapsed());
+    }
     Ok(Action::await_change())
+}
+
+/// The labels Velero's node agent puts on a completed backup's latency.
+fn operation(stored: &DynamicObject, pvb: &PodVolumeBackup, node: &str) -> PodVolumeOperation {
+    let name = stored.name_any();
+    // The Backup that owns it; Velero reads the first owner.
+    let owner = (stored.metadata.owner_references.iter().flatten().next())
+        .map(|owner| owner.name.as_str())
+        .unwrap_or_default();
+    let uploader = pvb.spec.uploader_type.as_deref().unwrap_or_default();
+    PodVolumeOperation {
+        node: node.to_string(),
+        operation: format!(
+            "{name}-{}-{}-{uploader}-backup",
+            pvb.spec.backup_storage_location, pvb.spec.pod.namespace
+        ),
+        backupName: format!("{}/{owner}", stored.namespace().unwrap_or_default()),
+        pod_volume_backup: name,
+    }
 }
 
 fn ended(phase: PodVolumePhase, message: String) -> PodVolumeBackupStatus {

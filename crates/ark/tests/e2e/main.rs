@@ -40,6 +40,7 @@ mod node {
 }
 
 mod velero {
+    mod api_group_versions;
     mod cli_forms;
     mod csi;
     mod filters;

@@ -89,6 +89,22 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     );
     assert!(status.incremental_bytes.unwrap() > 3_000_000, "{status:#?}");
 
+    // The agent's metrics, under Velero's node agent names and labels (its host network's port).
+    let scraped = ark_tests::scrape("127.0.0.1:8086", "/metrics");
+    let pvb_name = pvb.metadata.name.as_deref().unwrap();
+    let labels = format!(
+        "node=\"127.0.0.1\",operation=\"{pvb_name}-default-{}-kopia-backup\",\
+         backupName=\"{ns}/b1\",pod_volume_backup=\"{pvb_name}\"",
+        app.name
+    );
+    for line in [
+        "podVolume_pod_volume_backup_enqueue_count{node=\"127.0.0.1\"} 1\n".to_string(),
+        "podVolume_pod_volume_backup_dequeue_count{node=\"127.0.0.1\"} 1\n".to_string(),
+        format!("podVolume_pod_volume_operation_latency_seconds_count{{{labels}}} 1\n"),
+    ] {
+        assert!(scraped.contains(&line), "{line} not in:\n{scraped}");
+    }
+
     // The repository Velero keeps for the namespace, Ready, and the backup's file of its PVBs.
     let repository = Api::<BackupRepository>::namespaced(client.clone(), ns)
         .get(&format!("{}-default-kopia", app.name))

@@ -10,9 +10,9 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ark_api::{Backup, BackupStorageLocation, BackupStorageLocationPhase, Restore};
+use ark_api::{Backup, Restore};
 use ark_tests::velero::{self, VeleroServer, velero_ok};
-use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name, wait_for};
+use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name};
 use common::ARK;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::ClusterRole;
@@ -67,7 +67,7 @@ impl Ground {
         let velero_server = VeleroServer::start(&cluster, &velero.ns.name).await;
         let ark_server = ArkServer::start(ARK, &cluster, &ark.ns.name);
         for side in [&velero, &ark] {
-            available(&client, &side.ns.name).await;
+            ark_tests::location_available(&client, &side.ns.name, "default", WAIT).await;
         }
         let a = cluster.namespace("a").await;
         let b = cluster.namespace("b").await;
@@ -131,9 +131,13 @@ impl Ground {
             let mut create = vec!["backup", "create", name];
             create.extend(args);
             velero_ok(&self.cluster, &side.ns.name, &create);
-            let ended = ended::<Backup>(&self.client, &side.ns.name, name, |b| {
-                b.phase().is_terminal()
-            })
+            let ended = ark_tests::ended::<Backup>(
+                &self.client,
+                &side.ns.name,
+                name,
+                |b| b.phase().is_terminal(),
+                WAIT,
+            )
             .await;
             assert_eq!(
                 ended.phase(),
@@ -184,41 +188,6 @@ impl Ground {
             })
             .collect()
     }
-}
-
-async fn available(client: &Client, ns: &str) {
-    wait_for(
-        Api::<BackupStorageLocation>::namespaced(client.clone(), ns),
-        "default",
-        |l: Option<&BackupStorageLocation>| {
-            l.and_then(|l| l.status.as_ref()).and_then(|s| s.phase)
-                == Some(BackupStorageLocationPhase::Available)
-        },
-        WAIT,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("location {ns}/default not Available: {e:#}"));
-}
-
-/// Object `name` of `ns` once `done` says so.
-async fn ended<K>(client: &Client, ns: &str, name: &str, done: impl Fn(&K) -> bool) -> K
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    wait_for(
-        Api::<K>::namespaced(client.clone(), ns),
-        name,
-        |o: Option<&K>| o.is_some_and(&done),
-        WAIT,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{ns}/{name} did not end: {e:#}"))
 }
 
 /// `orLabelSelectors` (Velero's `--or-selector`) and the scoped resource filters, on backups of
@@ -358,12 +327,18 @@ async fn velero_s_and_ark_s_servers_take_the_same_items_under_or_selectors_and_s
                 "--wait",
             ],
         );
-        let restore = ended::<Restore>(&ground.client, &side.ns.name, "selected", |r| {
-            r.status
-                .as_ref()
-                .and_then(|s| s.phase)
-                .is_some_and(|p| p.is_terminal())
-        })
+        let restore = ark_tests::ended::<Restore>(
+            &ground.client,
+            &side.ns.name,
+            "selected",
+            |r| {
+                r.status
+                    .as_ref()
+                    .and_then(|s| s.phase)
+                    .is_some_and(|p| p.is_terminal())
+            },
+            WAIT,
+        )
         .await;
         assert_eq!(
             restore.status.as_ref().and_then(|s| s.phase),

@@ -75,20 +75,6 @@ async fn set_access_mode(client: &Client, ns: &str, location: &str, mode: &str) 
         .unwrap();
 }
 
-async fn wait_available(client: &Client, ns: &str, location: &str) {
-    wait_for(
-        Api::<BackupStorageLocation>::namespaced(client.clone(), ns),
-        location,
-        |l: Option<&BackupStorageLocation>| {
-            l.and_then(|l| l.status.as_ref()).and_then(|s| s.phase)
-                == Some(BackupStorageLocationPhase::Available)
-        },
-        WAIT,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("location {ns}/{location} not Available: {e:#}"));
-}
-
 /// Waits until a backup of that name exists (synced from the bucket) and is Completed.
 async fn wait_completed(client: &Client, ns: &str, backup: &str) -> Backup {
     wait_for(
@@ -219,7 +205,7 @@ async fn ark_s_cli_deletes_through_velero_s_server_and_shows_velero_s_attempts()
     let flags = s3_flags(&cluster, &client, &ns.name, &prefix, &[]).await;
     create.extend(flags.iter().map(String::as_str));
     velero_ok(&cluster, &ns.name, &create);
-    wait_available(&client, &ns.name, "default").await;
+    ark_tests::location_available(&client, &ns.name, "default", WAIT).await;
     velero_ok(
         &cluster,
         &ns.name,
@@ -327,7 +313,7 @@ async fn ark_s_cli_schedule_is_run_by_velero_s_server() {
     let flags = s3_flags(&cluster, &client, &ns.name, &prefix, &[]).await;
     create.extend(flags.iter().map(String::as_str));
     ark_ok(&cluster, &ns.name, &create);
-    wait_available(&client, &ns.name, "default").await;
+    ark_tests::location_available(&client, &ns.name, "default", WAIT).await;
     ark_ok(
         &cluster,
         &ns.name,
@@ -427,7 +413,7 @@ async fn velero_s_server_and_ark_s_give_the_same_hook_status_and_ark_keeps_the_h
                 velero_ok(&cluster, ns, &args);
             }
         }
-        wait_available(&client, ns, "default").await;
+        ark_tests::location_available(&client, ns, "default", WAIT).await;
     }
     // Every timeout given, and in Go's spelling: Velero writes `timeout` always (`0s` if unset).
     let hooks = serde_json::json!({ "resources": [
@@ -539,7 +525,7 @@ async fn each_tool_restores_the_other_s_backup_with_hooks_in_the_restore_spec() 
     }
     // Each server refuses a backup to a location it has not found Available yet.
     for ns in [&ark_ns.name, &velero_ns.name] {
-        wait_available(&client, ns, "default").await;
+        ark_tests::location_available(&client, ns, "default", WAIT).await;
     }
     ark_ok(
         &cluster,
@@ -803,7 +789,7 @@ impl VeleroCli {
         let prefix = unique_name("interop");
         velero_location(&cluster, &client, &ns.name, &prefix).await;
         let server = ArkServer::start_with(ARK, &cluster, &ns.name, server_args);
-        wait_available(&client, &ns.name, "default").await;
+        ark_tests::location_available(&client, &ns.name, "default", WAIT).await;
         VeleroCli {
             cluster,
             client,
@@ -1312,7 +1298,7 @@ async fn a_location_without_a_secret_uses_the_credentials_file_the_environment_n
         namespaces.push(ns);
     }
     let (with_file, with_part) = (&namespaces[0].name, &namespaces[1].name);
-    wait_available(&client, with_file, "default").await;
+    ark_tests::location_available(&client, with_file, "default", WAIT).await;
     velero_ok(
         &cluster,
         with_file,
@@ -1426,7 +1412,7 @@ async fn a_restore_velero_ran_is_deleted_under_ark_s_server_with_its_files() {
     let _copy = cluster.delete_on_drop::<k8s_openapi::api::core::v1::Namespace>(&copy);
     let velero = VeleroServer::start(&cluster, &ns.name).await;
     // Velero refuses a backup to a location it has not found Available yet.
-    wait_available(&client, &ns.name, "default").await;
+    ark_tests::location_available(&client, &ns.name, "default", WAIT).await;
     velero_ok(
         &cluster,
         &ns.name,
@@ -1483,7 +1469,7 @@ async fn a_restore_velero_ran_is_deleted_under_ark_s_server_with_its_files() {
     assert!(!files().await.is_empty(), "{:#?}", restore.status);
 
     let _server = ArkServer::start(ARK, &cluster, &ns.name);
-    wait_available(&client, &ns.name, "default").await;
+    ark_tests::location_available(&client, &ns.name, "default", WAIT).await;
     velero_ok(
         &cluster,
         &ns.name,

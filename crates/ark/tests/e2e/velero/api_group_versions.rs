@@ -1,0 +1,297 @@
+//! Velero's `--features=EnableAPIGroupVersions`, run by Velero's server and by ark's side by side
+//! on the second cluster: a custom resource served at two versions is backed up by each (Velero's
+//! CLI makes the backups) with the same copies of each version in the tarball; each server then
+//! restores its own backup at the version the users' priorities choose, and, once the definition no
+//! longer serves the backup's preferred version, at the version the cluster still serves (which a
+//! restore without the feature cannot do: it sends the preferred version's copy).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ark_api::{Backup, Restore, RestorePhase};
+use ark_tests::velero::{VeleroServer, velero_ok};
+use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+
+use crate::common::ARK;
+
+const WAIT: Duration = Duration::from_secs(120);
+const FEATURE: &str = "--features=EnableAPIGroupVersions";
+
+/// One server's side: its namespace and where its location keeps its backups.
+struct Side {
+    ns: TestNamespace,
+    prefix: String,
+}
+
+/// The definition `gauges.<group>` (v1 preferred and stored, v1beta1 served too) and one Gauge
+/// `g1` in the application's namespace, made through v1.
+struct Ground {
+    cluster: Cluster,
+    client: Client,
+    group: String,
+    app: TestNamespace,
+    /// The namespaces restored into.
+    targets: Vec<ark_tests::DeletedOnDrop<Namespace>>,
+    _definition: ark_tests::DeletedOnDrop<CustomResourceDefinition>,
+}
+
+impl Ground {
+    async fn start() -> Ground {
+        let cluster = Cluster::second();
+        let client = cluster.client().await;
+        let group = format!("{}.ark.test", unique_name("versions"));
+        let name = format!("gauges.{group}");
+        let definition = cluster.delete_on_drop::<CustomResourceDefinition>(&name);
+        let version = |name: &str, storage: bool| {
+            serde_json::json!({ "name": name, "served": true, "storage": storage,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } })
+        };
+        Api::<CustomResourceDefinition>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &fixtures::object(serde_json::json!({
+                    "metadata": { "name": name },
+                    "spec": { "group": group, "scope": "Namespaced",
+                        "names": { "plural": "gauges", "singular": "gauge", "kind": "Gauge" },
+                        "versions": [version("v1", true), version("v1beta1", false)] },
+                })),
+            )
+            .await
+            .unwrap();
+        let ground = Ground {
+            app: cluster.namespace("versions-app").await,
+            cluster,
+            client,
+            group,
+            targets: Vec::new(),
+            _definition: definition,
+        };
+        served_only(&ground.client, &ground.group, &["v1", "v1beta1"]).await;
+        ground
+            .gauges(&ground.app.name, "v1")
+            .create(
+                &PostParams::default(),
+                &fixtures::object(serde_json::json!({
+                    "apiVersion": format!("{}/v1", ground.group), "kind": "Gauge",
+                    "metadata": { "name": "g1" }, "spec": { "max": 10 },
+                })),
+            )
+            .await
+            .unwrap();
+        ground
+    }
+
+    fn gauges(&self, namespace: &str, version: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client.clone(),
+            namespace,
+            &ApiResource {
+                group: self.group.clone(),
+                version: version.into(),
+                api_version: format!("{}/{version}", self.group),
+                kind: "Gauge".into(),
+                plural: "gauges".into(),
+            },
+        )
+    }
+
+    /// A side with a location of its own, made with Velero's CLI.
+    async fn side(&self, tool: &str) -> Side {
+        let side = Side {
+            ns: self.cluster.namespace(tool).await,
+            prefix: unique_name(&format!("versions-{tool}")),
+        };
+        let (flags, _) = fixtures::s3_location(
+            &self.cluster,
+            &self.client,
+            &side.ns.name,
+            Some(&side.prefix),
+            None,
+        )
+        .await;
+        let mut create = vec!["backup-location", "create", "default", "--default"];
+        create.extend(flags.iter().map(String::as_str));
+        velero_ok(&self.cluster, &side.ns.name, &create);
+        side
+    }
+
+    /// `velero backup create versions` of the application's namespace; the tarball's Gauge
+    /// entries, the namespace shown as `{app}`.
+    async fn backed_up(&self, side: &Side) -> BTreeSet<String> {
+        let args = ["backup", "create", "versions", "--include-namespaces"];
+        let mut create = args.to_vec();
+        create.extend([self.app.name.as_str(), "--wait"]);
+        velero_ok(&self.cluster, &side.ns.name, &create);
+        let backup = ark_tests::ended::<Backup>(
+            &self.client,
+            &side.ns.name,
+            "versions",
+            |b| b.phase().is_terminal(),
+            WAIT,
+        )
+        .await;
+        assert_eq!(
+            backup.phase(),
+            ark_api::BackupPhase::Completed,
+            "backup in {}: {:#?}",
+            side.ns.name,
+            backup.status
+        );
+        let store = ark_storage::open(&self.cluster.s3_location(&side.prefix)).unwrap();
+        let folder = format!("resources/gauges.{}/", self.group);
+        ark_tests::tarball_paths(&store, "versions")
+            .await
+            .into_iter()
+            .filter_map(|path| path.strip_prefix(&folder).map(str::to_string))
+            .map(|path| path.replace(&self.app.name, "{app}"))
+            .collect()
+    }
+
+    /// `velero restore create NAME` of the side's backup into a namespace of its own: the
+    /// restore's phase, and the versions the restored Gauge was written through (its
+    /// managedFields), None when it was not restored.
+    async fn restored(
+        &mut self,
+        side: &Side,
+        name: &str,
+    ) -> (Option<RestorePhase>, Option<BTreeSet<String>>) {
+        let target = unique_name("versions-restored");
+        self.targets.push(self.cluster.delete_on_drop(&target));
+        let mapping = format!("{}:{target}", self.app.name);
+        let args = ["restore", "create", name, "--from-backup", "versions"];
+        let mut create = args.to_vec();
+        create.extend(["--namespace-mappings", &mapping, "--wait"]);
+        velero_ok(&self.cluster, &side.ns.name, &create);
+        let restore = ark_tests::ended::<Restore>(
+            &self.client,
+            &side.ns.name,
+            name,
+            |r| {
+                (r.status.as_ref())
+                    .and_then(|s| s.phase)
+                    .is_some_and(|p| p.is_terminal())
+            },
+            WAIT,
+        )
+        .await;
+        let gauge = self.gauges(&target, "v1beta1").get_opt("g1").await.unwrap();
+        let versions = gauge.map(|gauge| {
+            (gauge.metadata.managed_fields.into_iter().flatten())
+                .filter_map(|entry| entry.api_version)
+                .collect()
+        });
+        (restore.status.and_then(|s| s.phase), versions)
+    }
+}
+
+/// Waits until discovery serves the group at exactly `versions`.
+async fn served_only(client: &Client, group: &str, versions: &[&str]) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Ok(served) = kube::discovery::group(client, group).await
+            && served.versions().collect::<Vec<_>>() == versions
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{group} is not served at exactly {versions:?} after {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn velero_s_and_ark_s_servers_back_up_every_version_and_restore_the_one_velero_chooses() {
+    let mut ground = Ground::start().await;
+    let velero_side = ground.side("velero").await;
+    let ark_side = ground.side("ark").await;
+    let _velero = VeleroServer::start_with(&ground.cluster, &velero_side.ns.name, &[FEATURE]).await;
+    let _ark = ArkServer::start_with(ARK, &ground.cluster, &ark_side.ns.name, &[FEATURE]);
+    let sides = [&velero_side, &ark_side];
+    for side in sides {
+        ark_tests::location_available(&ground.client, &side.ns.name, "default", WAIT).await;
+    }
+
+    // Every version's copy, as Velero writes them.
+    let velero_copies = ground.backed_up(&velero_side).await;
+    let ark_copies = ground.backed_up(&ark_side).await;
+    assert_eq!(ark_copies, velero_copies, "ark's (left), Velero's (right)");
+    assert_eq!(
+        ark_copies,
+        BTreeSet::from(
+            [
+                "namespaces/{app}/g1.json",
+                "v1-preferredversion/namespaces/{app}/g1.json",
+                "v1beta1/namespaces/{app}/g1.json",
+            ]
+            .map(String::from)
+        )
+    );
+
+    // The users' priorities: v1beta1 first, which both clusters serve and the backup holds.
+    let priorities = format!("gauges.{}=v1beta1,v1", ground.group);
+    for side in sides {
+        Api::<ConfigMap>::namespaced(ground.client.clone(), &side.ns.name)
+            .create(
+                &PostParams::default(),
+                &fixtures::object(serde_json::json!({
+                    "metadata": { "name": "enableapigroupversions" },
+                    "data": { "restoreResourcesVersionPriority": priorities },
+                })),
+            )
+            .await
+            .unwrap();
+    }
+    let through_v1beta1 = BTreeSet::from([format!("{}/v1beta1", ground.group)]);
+    let velero_prioritised = ground.restored(&velero_side, "prioritised").await;
+    let ark_prioritised = ground.restored(&ark_side, "prioritised").await;
+    assert_eq!(
+        ark_prioritised, velero_prioritised,
+        "ark's (left), Velero's (right)"
+    );
+    assert_eq!(
+        ark_prioritised,
+        (Some(RestorePhase::Completed), Some(through_v1beta1.clone())),
+        "the Gauge is created through the version the users put first"
+    );
+    for side in sides {
+        Api::<ConfigMap>::namespaced(ground.client.clone(), &side.ns.name)
+            .delete("enableapigroupversions", &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+
+    // The definition stops serving v1, the backup's preferred version: both read the v1beta1 copy,
+    // the version this cluster prefers now.
+    let stopped_v1 = serde_json::json!({ "spec": { "versions": [
+        { "name": "v1", "served": false, "storage": false,
+          "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } },
+        { "name": "v1beta1", "served": true, "storage": true,
+          "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } },
+    ] } });
+    Api::<CustomResourceDefinition>::all(ground.client.clone())
+        .patch(
+            &format!("gauges.{}", ground.group),
+            &PatchParams::default(),
+            &Patch::Merge(stopped_v1),
+        )
+        .await
+        .unwrap();
+    served_only(&ground.client, &ground.group, &["v1beta1"]).await;
+    let velero_only_served = ground.restored(&velero_side, "only-served").await;
+    let ark_only_served = ground.restored(&ark_side, "only-served").await;
+    assert_eq!(
+        ark_only_served, velero_only_served,
+        "ark's (left), Velero's (right)"
+    );
+    assert_eq!(
+        ark_only_served,
+        (Some(RestorePhase::Completed), Some(through_v1beta1)),
+        "the Gauge is restored from its v1beta1 copy"
+    );
+}
