@@ -220,11 +220,12 @@ pub struct BucketArgs {
 /// Velero's feature flags (`--features`, comma-separated), under Velero's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Feature {
-    /// Back up every version the cluster serves of each resource, and restore the version
-    /// Velero's priorities choose
+    // Back up every version the cluster serves of each resource, and restore the version
+    // Velero's priorities choose. (Plain comments: help on a value would turn the whole `--help`
+    // into clap's long layout.)
     #[value(name = "EnableAPIGroupVersions")]
     EnableApiGroupVersions,
-    /// Accepted as Velero's command lines have it: ark always takes CSI snapshots
+    // Accepted as Velero's command lines have it: ark always takes CSI snapshots.
     #[value(name = "EnableCSI")]
     EnableCsi,
 }

@@ -73,7 +73,9 @@ pub struct ServerArgs {
     /// unpaused, as Velero's flag of that name
     #[arg(long)]
     pub schedule_skip_immediately: bool,
-    /// Velero's feature flags, comma-separated
+    /// Velero's feature flags, comma-separated: EnableAPIGroupVersions backs up every version the
+    /// cluster serves and restores the one Velero's priorities choose (EnableCSI is accepted: ark
+    /// always takes CSI snapshots)
     #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
     pub features: Vec<Feature>,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8085)

@@ -50,7 +50,8 @@ pub struct InstallArgs {
     /// Where the kubelet keeps its pods' directories on each node (its root dir's `pods`)
     #[arg(long, value_name = "DIR", default_value = manifests::KUBELET_PODS_DIR, requires = "use_node_agent")]
     pub kubelet_pods_dir: String,
-    /// Velero's feature flags for the server, comma-separated (as `velero install --features`)
+    /// Velero's feature flags for the server, comma-separated, as `velero install --features`
+    /// (see `ark server --help`)
     #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
     pub features: Vec<Feature>,
     /// Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)

@@ -1,9 +1,10 @@
 //! Velero's `--features=EnableAPIGroupVersions`, run by Velero's server and by ark's side by side
 //! on the second cluster: a custom resource served at two versions is backed up by each (Velero's
 //! CLI makes the backups) with the same copies of each version in the tarball; each server then
-//! restores its own backup at the version the users' priorities choose, and, once the definition no
-//! longer serves the backup's preferred version, at the version the cluster still serves (which a
-//! restore without the feature cannot do: it sends the preferred version's copy).
+//! restores its own backup at the version the users' priorities choose; and, once the definition
+//! no longer serves the backup's preferred version, ark's restores it at the version the cluster
+//! still serves (which a restore without the feature cannot do: it sends the preferred version's
+//! copy, and Velero's waits without end).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -152,13 +153,13 @@ impl Ground {
     }
 
     /// `velero restore create NAME` of the side's backup into a namespace of its own: the
-    /// restore's phase, and the versions the restored Gauge was written through (its
-    /// managedFields), None when it was not restored.
+    /// restore's phase and whether the Gauge is back (read through v1beta1), and the restore's log
+    /// (`velero restore logs`).
     async fn restored(
         &mut self,
         side: &Side,
         name: &str,
-    ) -> (Option<RestorePhase>, Option<BTreeSet<String>>) {
+    ) -> ((Option<RestorePhase>, bool), String) {
         let target = unique_name("versions-restored");
         self.targets.push(self.cluster.delete_on_drop(&target));
         let mapping = format!("{}:{target}", self.app.name);
@@ -179,12 +180,8 @@ impl Ground {
         )
         .await;
         let gauge = self.gauges(&target, "v1beta1").get_opt("g1").await.unwrap();
-        let versions = gauge.map(|gauge| {
-            (gauge.metadata.managed_fields.into_iter().flatten())
-                .filter_map(|entry| entry.api_version)
-                .collect()
-        });
-        (restore.status.and_then(|s| s.phase), versions)
+        let log = velero_ok(&self.cluster, &side.ns.name, &["restore", "logs", name]);
+        ((restore.status.and_then(|s| s.phase), gauge.is_some()), log)
     }
 }
 
@@ -247,18 +244,23 @@ async fn velero_s_and_ark_s_servers_back_up_every_version_and_restore_the_one_ve
             .await
             .unwrap();
     }
-    let through_v1beta1 = BTreeSet::from([format!("{}/v1beta1", ground.group)]);
-    let velero_prioritised = ground.restored(&velero_side, "prioritised").await;
-    let ark_prioritised = ground.restored(&ark_side, "prioritised").await;
+    // Both versions work here: which one each read is in its log (Velero restores the backed-up
+    // managedFields, so they do not show it).
+    let restored = (Some(RestorePhase::Completed), true);
+    let (velero_prioritised, velero_log) = ground.restored(&velero_side, "prioritised").await;
+    let (ark_prioritised, ark_log) = ground.restored(&ark_side, "prioritised").await;
     assert_eq!(
         ark_prioritised, velero_prioritised,
         "ark's (left), Velero's (right)"
     );
-    assert_eq!(
-        ark_prioritised,
-        (Some(RestorePhase::Completed), Some(through_v1beta1.clone())),
-        "the Gauge is created through the version the users put first"
+    assert_eq!(ark_prioritised, restored, "{ark_log}");
+    let velero_read = format!("Getting client for {}/v1beta1, Kind=Gauge", ground.group);
+    assert!(velero_log.contains(&velero_read), "{velero_log}");
+    let ark_read = format!(
+        "gauges.{} restored at version v1beta1: the users' priorities",
+        ground.group
     );
+    assert!(ark_log.contains(&ark_read), "{ark_log}");
     for side in sides {
         Api::<ConfigMap>::namespaced(ground.client.clone(), &side.ns.name)
             .delete("enableapigroupversions", &DeleteParams::default())
@@ -266,8 +268,11 @@ async fn velero_s_and_ark_s_servers_back_up_every_version_and_restore_the_one_ve
             .unwrap();
     }
 
-    // The definition stops serving v1, the backup's preferred version: both read the v1beta1 copy,
-    // the version this cluster prefers now.
+    // The definition stops serving v1, the backup's preferred version: ark reads the v1beta1
+    // copy, the version this cluster prefers now. Velero v1.18.3 chooses the same but never ends:
+    // its restore waits for an informer of the backup's preferred version, which is no longer
+    // served ("waiting informer cache sync", then "Failed to watch ... v1, Resource=gauges" every
+    // few seconds), so only ark's server restores here (docs/velero-compatibility.md).
     let stopped_v1 = serde_json::json!({ "spec": { "versions": [
         { "name": "v1", "served": false, "storage": false,
           "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } },
@@ -283,15 +288,11 @@ async fn velero_s_and_ark_s_servers_back_up_every_version_and_restore_the_one_ve
         .await
         .unwrap();
     served_only(&ground.client, &ground.group, &["v1beta1"]).await;
-    let velero_only_served = ground.restored(&velero_side, "only-served").await;
-    let ark_only_served = ground.restored(&ark_side, "only-served").await;
-    assert_eq!(
-        ark_only_served, velero_only_served,
-        "ark's (left), Velero's (right)"
+    let (ark_only_served, ark_log) = ground.restored(&ark_side, "only-served").await;
+    assert_eq!(ark_only_served, restored, "{ark_log}");
+    let ark_read = format!(
+        "gauges.{} restored at version v1beta1: this cluster's preferred version, held by the backup",
+        ground.group
     );
-    assert_eq!(
-        ark_only_served,
-        (Some(RestorePhase::Completed), Some(through_v1beta1)),
-        "the Gauge is restored from its v1beta1 copy"
-    );
+    assert!(ark_log.contains(&ark_read), "{ark_log}");
 }
