@@ -677,6 +677,8 @@ struct Prepared {
     object: DynamicObject,
     /// The backed-up status, to put back once the object is created.
     status: Option<Value>,
+    /// The backed-up field managers, to put back once the object is created.
+    managed_fields: Option<Value>,
     pod_hooks: PodHooks,
     volume_data: Vec<ark_api::PodVolumeBackup>,
     from_snapshot: Option<String>,
@@ -721,6 +723,10 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
             return Ok(None);
         }
     }
+    // Taken before they are stripped: a create cannot set them (the API server gives every field
+    // to the creator), a patch of them alone can.
+    let managed_fields = (candidate.pointer("/metadata/managedFields").cloned())
+        .filter(|fields| fields.as_array().is_some_and(|f| !f.is_empty()));
     let status = transform::strip_and_map(restore, gr, &mut candidate);
     let actions = cx.shared.actions.run(
         &mut candidate,
@@ -757,6 +763,7 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
         candidate,
         object,
         status,
+        managed_fields,
         pod_hooks: actions.pod_hooks,
         volume_data: actions.volume_data,
         from_snapshot: actions.from_snapshot,
@@ -806,6 +813,24 @@ async fn put_status(
     api.replace_status(&name, &PostParams::default(), &with_status)
         .await
         .map(drop)
+}
+
+/// Puts the backed-up field managers back on the created object, as Velero does after its create:
+/// a patch of `managedFields` alone is taken as they are, so whoever applied the object owns its
+/// fields again (one gone since the create is no error: nothing is left to own).
+async fn put_managed_fields(
+    api: &Api<DynamicObject>,
+    name: &str,
+    fields: &Value,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({ "metadata": { "managedFields": fields } });
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Err(kube::Error::Api(gone)) if gone.code == 404 => Ok(()),
+        done => done.map(drop),
+    }
 }
 
 /// What creating one item came to, as Velero's resource list says it.
@@ -875,7 +900,16 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
                     .map(|error| format!("could not restore the status of {gr} {shown}: {error}")),
                 None => None,
             };
-            created(CreateOutcome::Created, warning, None)
+            let error = match &prepared.managed_fields {
+                Some(fields) => put_managed_fields(&api, name, fields)
+                    .await
+                    .err()
+                    .map(|error| {
+                        format!("could not restore the field managers of {gr} {shown}: {error}")
+                    }),
+                None => None,
+            };
+            created(CreateOutcome::Created, warning, error)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => match api.get(name).await {
             Ok(existing) => {

@@ -622,6 +622,104 @@ async fn a_restored_object_gets_its_status_back_as_restore_status_and_its_annota
     }
 }
 
+/// A restored object keeps the field managers it was backed up with, as Velero puts them back
+/// (`pkg/restore/restore.go`: "restore the managedFields"): the tool that applied it applies it
+/// again without a conflict, instead of finding every field owned by the restore.
+#[tokio::test]
+async fn a_restored_object_keeps_its_field_managers_and_its_owner_applies_it_again() {
+    use kube::api::{Patch, PatchParams};
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("managers").await;
+    let app = cluster.namespace("managers-app").await;
+    let applied = |value: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": "owned" }, "data": { "setting": value },
+        })
+    };
+    let config_maps = |namespace: &str| Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    config_maps(&app.name)
+        .patch(
+            "owned",
+            &PatchParams::apply("deployer"),
+            &Patch::Apply(applied("1")),
+        )
+        .await
+        .unwrap();
+    let mut edited = PatchParams::default();
+    edited.field_manager = Some("editor".into());
+    config_maps(&app.name)
+        .patch(
+            "owned",
+            &edited,
+            &Patch::Merge(serde_json::json!({ "data": { "note": "by hand" } })),
+        )
+        .await
+        .unwrap();
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let backup = [
+        "backup",
+        "create",
+        "b",
+        "--include-namespaces",
+        &app.name,
+        "--wait",
+    ];
+    ark_ok(&cluster, &ns.name, &backup);
+    let target = format!("{}-restored", app.name);
+    let _target = cluster.delete_on_drop::<Namespace>(&target);
+    let mapping = format!("{}:{target}", app.name);
+    let restore = [
+        "restore",
+        "create",
+        "r",
+        "--from-backup",
+        "b",
+        "--namespace-mappings",
+    ];
+    let restored = ark_ok(
+        &cluster,
+        &ns.name,
+        &[&restore[..], &[&mapping, "--wait"]].concat(),
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+
+    let managers = |config_map: ConfigMap| -> Vec<(String, String)> {
+        let mut managers: Vec<(String, String)> = (config_map.metadata.managed_fields)
+            .into_iter()
+            .flatten()
+            .map(|entry| {
+                (
+                    entry.manager.unwrap_or_default(),
+                    entry.operation.unwrap_or_default(),
+                )
+            })
+            .collect();
+        managers.sort();
+        managers
+    };
+    let restored = config_maps(&target).get("owned").await.unwrap();
+    assert_eq!(
+        managers(restored),
+        [
+            ("deployer".to_string(), "Apply".to_string()),
+            ("editor".to_string(), "Update".to_string())
+        ]
+    );
+    // Its owner's next apply, without --force-conflicts: nobody else owns its field.
+    let reapplied = config_maps(&target)
+        .patch(
+            "owned",
+            &PatchParams::apply("deployer"),
+            &Patch::Apply(applied("2")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reapplied.data.unwrap()["setting"], "2");
+}
+
 /// Velero's `orderedResources`: the pods it names are backed up first and in that order, each
 /// one's pre hook ended before the next one's starts (kwok runs the hooks on this host, each
 /// appending the pod's name to one file); a name that does not exist is a warning.
