@@ -2,9 +2,10 @@
 # Every check and every test, the cluster tests included: starts the local cluster (building its
 # binaries the first time), then formatting, lints, generated-file drift, the code's shape (`cargo
 # xtask shape --check`: import circles, and long functions in ark-server), the workspace's tests,
-# ark's end-to-end tests in groups side by side, the test ground's own test, and a bounded fuzz run
-# of every fuzz target (scripts/fuzz.sh, on nightly Rust). Ends with a table of its phases and
-# their wall times (docs/test-ground.md keeps the budget).
+# ark's end-to-end tests in groups side by side, the test ground's own test, and beside the groups
+# a bounded fuzz run of every fuzz target (scripts/fuzz.sh, on nightly Rust, at the lowest CPU
+# priority). Ends with a table of its phases and their wall times (docs/test-ground.md keeps the
+# budget).
 #
 # Cargo's output is kept in ~/.cache/ark-target between runs (scripts/build-cache.sh): a fresh
 # clone rebuilds only what changed.
@@ -106,6 +107,14 @@ phase tests:e2e-build check_groups
 # per group: the cluster group's tests are many and short.
 declare -A threads=([cluster]=3 [node]=2 [velero]=2)
 declare -A pids=() started=()
+# The fuzz targets run beside the groups at the lowest CPU priority: the groups mostly wait on the
+# cluster, and libFuzzer takes the CPU they leave (it touches no cluster). Its own process group
+# (timeout's), stopped with the groups if the script ends early.
+echo "test.sh: == fuzz (in the background at nice 19; its output follows when it ends)"
+fuzz_started=$SECONDS
+timeout --kill-after 30s "$group_limit" nice -n 19 bash scripts/fuzz.sh >"$logs/fuzz.log" 2>&1 &
+fuzz_pid=$!
+running_groups="${running_groups:-} $fuzz_pid"
 for group in "${groups[@]}"; do
   echo "test.sh: == tests:e2e:$group (in the background; its output follows when it ends)"
   started[$group]=$SECONDS
@@ -128,6 +137,12 @@ for _ in "${groups[@]}"; do
   done
 done
 
-# One at a time, with nothing beside them: they disturb the whole cluster while they run.
+# One at a time, with no other test beside them: they disturb the whole cluster while they run.
 phase tests:e2e:alone "${e2e[@]}" alone:: --test-threads 1
-phase fuzz bash scripts/fuzz.sh
+
+code=0
+wait "$fuzz_pid" || code=$?
+echo "test.sh: == fuzz ended (exit code $code)"
+cat "$logs/fuzz.log"
+record fuzz $((SECONDS - fuzz_started)) "$code"
+running_groups=${running_groups/ $fuzz_pid/}
