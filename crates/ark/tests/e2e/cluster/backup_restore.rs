@@ -647,8 +647,10 @@ async fn a_restored_object_keeps_its_field_managers_and_its_owner_applies_it_aga
         )
         .await
         .unwrap();
-    let mut edited = PatchParams::default();
-    edited.field_manager = Some("editor".into());
+    let edited = PatchParams {
+        field_manager: Some("editor".into()),
+        ..Default::default()
+    };
     config_maps(&app.name)
         .patch(
             "owned",
