@@ -102,7 +102,9 @@ pub fn import_image(cluster: &Cluster) {
 /// the test ground's patch (the real node, its kubelet's directory, the way to the API server). The
 /// pods the agent makes to read and write volumes inherit its environment but not its host
 /// network, the only way here to the API server and S3: a mutating admission policy gives them
-/// that, for this namespace only. All of it goes when dropped.
+/// that, for this namespace only. Its data mover pods (which Velero schedules anywhere, and the
+/// kwok nodes would take) get the real node's selector and taint toleration from a second one. All
+/// of it goes when dropped.
 pub struct NodeAgent {
     _cleanup: Vec<Box<dyn std::any::Any>>,
 }
@@ -155,11 +157,18 @@ impl NodeAgent {
         };
         let binding_name = format!("velero-{ns}");
         let policy_name = format!("ark-test-host-network-{ns}");
-        let cleanup: Vec<Box<dyn std::any::Any>> = vec![
-            Box::new(cluster.delete_on_drop::<ClusterRoleBinding>(&binding_name)),
-            Box::new(cluster.delete_on_drop::<MutatingAdmissionPolicyBinding>(&policy_name)),
-            Box::new(cluster.delete_on_drop::<MutatingAdmissionPolicy>(&policy_name)),
-        ];
+        let real_node_name = format!("ark-test-real-node-{ns}");
+        let mut cleanup: Vec<Box<dyn std::any::Any>> = vec![Box::new(
+            cluster.delete_on_drop::<ClusterRoleBinding>(&binding_name),
+        )];
+        for name in [&policy_name, &real_node_name] {
+            cleanup.push(Box::new(
+                cluster.delete_on_drop::<MutatingAdmissionPolicyBinding>(name),
+            ));
+            cleanup.push(Box::new(
+                cluster.delete_on_drop::<MutatingAdmissionPolicy>(name),
+            ));
+        }
         let mut binding = item("ClusterRoleBinding");
         binding["metadata"]["name"] = serde_json::json!(binding_name);
         let policy = serde_json::json!({
@@ -179,20 +188,47 @@ impl NodeAgent {
                 }],
             },
         });
-        let policy_binding = serde_json::json!({
+        let real_node = serde_json::json!({
             "apiVersion": "admissionregistration.k8s.io/v1beta1",
-            "kind": "MutatingAdmissionPolicyBinding",
-            "metadata": { "name": policy_name },
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": { "name": real_node_name },
             "spec": {
-                "policyName": policy_name,
-                "matchResources": { "namespaceSelector": {
-                    "matchLabels": { "kubernetes.io/metadata.name": ns },
-                } },
+                "matchConstraints": { "resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["pods"],
+                }] },
+                "matchConditions": [{
+                    "name": "data-mover-pod",
+                    "expression": "has(object.metadata.labels) && 'velero.io/exposer-pod-group' in object.metadata.labels && object.metadata.labels['velero.io/exposer-pod-group'] == 'snapshot-exposer'",
+                }],
+                "failurePolicy": "Fail",
+                "reinvocationPolicy": "Never",
+                // A JSON patch: an apply configuration may not change the pod's (atomic)
+                // selector and tolerations.
+                "mutations": [{
+                    "patchType": "JSONPatch",
+                    "jsonPatch": { "expression": "[has(object.spec.nodeSelector) ? JSONPatch{op: 'add', path: '/spec/nodeSelector/ark.test~1real-node', value: 'true'} : JSONPatch{op: 'add', path: '/spec/nodeSelector', value: {'ark.test/real-node': 'true'}}, JSONPatch{op: 'add', path: '/spec/tolerations', value: (has(object.spec.tolerations) ? object.spec.tolerations : []) + [Object.spec.tolerations{key: 'ark.test/real-node', operator: 'Exists', effect: 'NoSchedule'}]}]" },
+                }],
             },
         });
+        let binding_of = |name: &str| {
+            serde_json::json!({
+                "apiVersion": "admissionregistration.k8s.io/v1beta1",
+                "kind": "MutatingAdmissionPolicyBinding",
+                "metadata": { "name": name },
+                "spec": {
+                    "policyName": name,
+                    "matchResources": { "namespaceSelector": {
+                        "matchLabels": { "kubernetes.io/metadata.name": ns },
+                    } },
+                },
+            })
+        };
         for object in [
             policy,
-            policy_binding,
+            binding_of(&policy_name),
+            real_node,
+            binding_of(&real_node_name),
             item("ServiceAccount"),
             binding,
             item("DaemonSet"),

@@ -4,6 +4,7 @@
 mod backup;
 mod backup_storage_location;
 pub mod cron;
+mod data_mover;
 mod delete_backup_request;
 mod download_request;
 pub mod duration;
@@ -22,6 +23,7 @@ mod volume_info;
 
 pub use backup::*;
 pub use backup_storage_location::*;
+pub use data_mover::*;
 pub use delete_backup_request::*;
 pub use download_request::*;
 pub use pod_volume::*;

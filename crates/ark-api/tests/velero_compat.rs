@@ -297,6 +297,7 @@ fn ark_types_fit_the_installed_crds() {
             ark_api::ServerStatusRequest::crd(),
         ),
         ("velero.io_schedules.yaml", ark_api::Schedule::crd()),
+        ("velero.io_datauploads.yaml", ark_api::DataUpload::crd()),
     ];
     let mut problems = Vec::new();
     for (file, crd) in derived {

@@ -31,7 +31,7 @@ pub fn tarball(tar: &[u8]) {
     if let Ok(extracted) = extract::extract(file, scratch.path(), limits) {
         assert!(extracted.rejected.count() >= 0);
     }
-    let _ = snapshots::csi_contents_in_tarball(gz.as_slice());
+    let _ = snapshots::snapshots_in_tarball(gz.as_slice());
 }
 
 /// A backup's resource policy document, as a person writes it in a ConfigMap: read (or refused
@@ -57,7 +57,7 @@ pub fn hook_annotations(bytes: &[u8]) {
 pub fn snapshot_lists(bytes: &[u8]) {
     let gz = gzip(bytes);
     let _ = snapshots::parse_recorded(Some(&gz), Some(&gz));
-    let _ = snapshots::tarball_may_hold_csi_contents(Some(&gz));
+    let _ = snapshots::tarball_may_hold_snapshots(Some(&gz));
 }
 
 /// A backup's or restore's results.

@@ -610,7 +610,7 @@ async fn recorded_snapshots(
         records.volume_snapshots.as_deref(),
         records.csi_snapshot_contents.as_deref(),
     )?;
-    if !snapshots::tarball_may_hold_csi_contents(records.volume_info.as_deref())?
+    if !snapshots::tarball_may_hold_snapshots(records.volume_info.as_deref())?
         || !records.contents_listed
     {
         return Ok((recorded, pod_volumes));
@@ -622,7 +622,7 @@ async fn recorded_snapshots(
         Err(error) => return Err(format!("downloading the backup tarball: {error}")),
     }
     let found = tokio::task::spawn_blocking(move || {
-        snapshots::csi_contents_in_tarball(std::io::BufReader::new(tarball))
+        snapshots::snapshots_in_tarball(std::io::BufReader::new(tarball))
     })
     .await
     .map_err(|e| e.to_string())?;
@@ -643,19 +643,17 @@ async fn recorded_snapshots(
             .await;
     }
     recorded.add_csi(found.contents);
+    recorded.moved = found.moved;
     Ok((recorded, pod_volumes))
 }
 
-/// Forgets the snapshots of the backup's pod volumes, repository by repository, as Velero's
-/// `deletePodVolumeSnapshots` does; the data goes once maintenance finds nothing references it.
-/// A repository that is not there any more has nothing left to forget.
-async fn forget_pod_volume_snapshots(
-    ctx: &Ctx,
-    pod_volumes: &[PodVolumeBackup],
-    outcome: &mut DataOutcome,
-) {
+/// Forgets the kopia snapshots of the backup's pod volumes and of its moved CSI snapshots,
+/// repository by repository, as Velero's `deletePodVolumeSnapshots` and `deleteMovedSnapshots`
+/// do; the data goes once maintenance finds nothing references it. A repository that is not there
+/// any more has nothing left to forget.
+async fn forget_kopia_snapshots(ctx: &Ctx, plan: &DataPlan, outcome: &mut DataOutcome) {
     let mut by_repository: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for pvb in pod_volumes {
+    for pvb in &plan.pod_volumes {
         let Some(id) = pvb.status.as_ref().and_then(|s| s.snapshot_id.clone()) else {
             continue;
         };
@@ -667,6 +665,13 @@ async fn forget_pod_volume_snapshots(
             pvb.spec.pod.namespace.clone(),
         );
         by_repository.entry(key).or_default().push(id);
+    }
+    for moved in &plan.recorded.moved {
+        let key = (moved.location.clone(), moved.namespace.clone());
+        by_repository
+            .entry(key)
+            .or_default()
+            .push(moved.snapshot_id.clone());
     }
     for ((location, namespace), ids) in by_repository {
         let kube = &ctx.kube;
@@ -680,14 +685,14 @@ async fn forget_pod_volume_snapshots(
                 Err(error) => {
                     outcome
                         .errors
-                        .push(format!("forgetting pod volume snapshots: {error}"));
+                        .push(format!("forgetting volume data snapshots: {error}"));
                     continue;
                 }
             };
         match repository.forget_all(&ids).await {
             Ok(forgotten) => outcome.touched |= forgotten > 0,
             Err(error) => outcome.errors.push(format!(
-                "forgetting pod volume snapshots in the repository of namespace {namespace} in \
+                "forgetting volume data snapshots in the repository of namespace {namespace} in \
                  location {location}: {error}"
             )),
         }
@@ -713,7 +718,7 @@ async fn delete_data(
     if !outcome.errors.is_empty() {
         return outcome;
     }
-    forget_pod_volume_snapshots(ctx, &plan.pod_volumes, &mut outcome).await;
+    forget_kopia_snapshots(ctx, &plan, &mut outcome).await;
     if !outcome.errors.is_empty() {
         return outcome;
     }
@@ -760,9 +765,11 @@ async fn plan_data(
         .await
         .map_err(|error| format!("reading the backup's snapshot records: {error}"))?;
     tracing::info!(
-        "deleting backup {name}: {} provider snapshots, {} CSI snapshots and {} pod volume snapshots recorded",
+        "deleting backup {name}: {} provider snapshots, {} CSI snapshots, {} moved snapshots and \
+         {} pod volume snapshots recorded",
         recorded.provider.len(),
         recorded.csi.len(),
+        recorded.moved.len(),
         pod_volumes.len()
     );
     if !recorded.provider.is_empty() && ctx.volume_snapshotter.is_none() {

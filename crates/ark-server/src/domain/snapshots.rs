@@ -177,11 +177,38 @@ fn label_map(object: &Value) -> BTreeMap<String, String> {
 pub struct Recorded {
     pub provider: Vec<ProviderSnapshot>,
     pub csi: Vec<CsiContent>,
+    /// The kopia snapshots its CSI snapshots' data was moved into (its DataUploads').
+    pub moved: Vec<MovedSnapshot>,
+}
+
+/// A CSI snapshot's data, moved into the kopia repository of its claim's namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovedSnapshot {
+    /// The location whose repository holds it (the backup's).
+    pub location: String,
+    pub namespace: String,
+    pub snapshot_id: String,
+}
+
+impl MovedSnapshot {
+    /// The moved snapshot a DataUpload of the backup recorded, as Velero's `DataUploadDeleteAction`
+    /// finds it: none for a third party's data mover or an upload that took none.
+    fn of(upload: ark_api::DataUpload) -> Option<MovedSnapshot> {
+        if !ark_api::is_built_in_data_mover(upload.spec.datamover.as_deref()) {
+            return None;
+        }
+        let snapshot_id = upload.status?.snapshot_id.filter(|id| !id.is_empty())?;
+        Some(MovedSnapshot {
+            location: upload.spec.backup_storage_location,
+            namespace: upload.spec.source_namespace,
+            snapshot_id,
+        })
+    }
 }
 
 impl Recorded {
     pub fn is_empty(&self) -> bool {
-        self.provider.is_empty() && self.csi.is_empty()
+        self.provider.is_empty() && self.csi.is_empty() && self.moved.is_empty()
     }
 
     /// Adds contents found elsewhere (the tarball), once each: a backup of Velero before v1.15
@@ -218,40 +245,44 @@ pub fn parse_recorded(provider: Option<&[u8]>, csi: Option<&[u8]>) -> Result<Rec
             .into_iter()
             .filter_map(CsiContent::from_object)
             .collect(),
+        moved: Vec::new(),
     })
 }
 
-/// Whether the tarball may hold VolumeSnapshotContents, from `<backup>-volumeinfo.json.gz`: only
-/// when a volume was kept as a CSI snapshot, or when the file is absent (a backup older than
-/// Velero v1.13 tells nothing), so that deleting a backup without CSI snapshots never downloads
-/// its tarball.
-pub fn tarball_may_hold_csi_contents(volume_info: Option<&[u8]>) -> Result<bool, String> {
+/// Whether the tarball may hold VolumeSnapshotContents or DataUploads, from
+/// `<backup>-volumeinfo.json.gz`: only when a volume was kept as a CSI snapshot or its data was
+/// moved, or when the file is absent (a backup older than Velero v1.13 tells nothing), so that
+/// deleting a backup without CSI snapshots never downloads its tarball.
+pub fn tarball_may_hold_snapshots(volume_info: Option<&[u8]>) -> Result<bool, String> {
     let Some(bytes) = volume_info else {
         return Ok(true);
     };
     let volumes: Option<Vec<Value>> = gunzip_json(bytes, "volume information")?;
     Ok(volumes.unwrap_or_default().iter().any(|volume| {
-        volume
-            .get("csiSnapshotInfo")
-            .is_some_and(|info| !info.is_null())
+        ["csiSnapshotInfo", "snapshotDataMovementInfo"]
+            .iter()
+            .any(|key| volume.get(key).is_some_and(|info| !info.is_null()))
     }))
 }
 
-/// A VolumeSnapshotContent is a few KiB; a larger entry is not one.
+/// A VolumeSnapshotContent or a DataUpload is a few KiB; a larger entry is not one.
 const MAX_CONTENT_BYTES: u64 = 1 << 20;
 
-/// What the tarball holds of VolumeSnapshotContents.
+const DATA_UPLOADS: &str = "datauploads.velero.io";
+
+/// What the tarball holds of VolumeSnapshotContents and DataUploads.
 #[derive(Debug, Default)]
 pub struct TarballContents {
     pub contents: Vec<CsiContent>,
+    pub moved: Vec<MovedSnapshot>,
     /// Entries that could not be read: named, and passed over, so that a damaged tarball never
     /// makes a backup impossible to delete.
     pub unreadable: Vec<String>,
 }
 
-/// The VolumeSnapshotContents among a backup tarball's items. Streams the tarball: nothing but
-/// those items is kept.
-pub fn csi_contents_in_tarball(tarball: impl Read) -> TarballContents {
+/// The VolumeSnapshotContents and DataUploads among a backup tarball's items. Streams the tarball:
+/// nothing but those items is kept.
+pub fn snapshots_in_tarball(tarball: impl Read) -> TarballContents {
     let mut found = TarballContents::default();
     let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(tarball));
     let corrupt = |e: std::io::Error| format!("the backup tarball is not a valid gzip tar: {e}");
@@ -274,21 +305,34 @@ pub fn csi_contents_in_tarball(tarball: impl Read) -> TarballContents {
         let Some(item) = ark_storage::tarball::parse_item_path(&path) else {
             continue;
         };
-        if item.group_resource != VOLUME_SNAPSHOT_CONTENTS || item.namespace.is_some() {
-            continue;
-        }
+        let content = match (item.group_resource.as_str(), &item.namespace) {
+            (VOLUME_SNAPSHOT_CONTENTS, None) => true,
+            (DATA_UPLOADS, Some(_)) => false,
+            _ => continue,
+        };
         if entry.size() > MAX_CONTENT_BYTES {
             found.unreadable.push(format!(
-                "tarball entry {path:?}: {} bytes, more than a VolumeSnapshotContent can be",
-                entry.size()
+                "tarball entry {path:?}: {} bytes, more than a {} can be",
+                entry.size(),
+                if content {
+                    "VolumeSnapshotContent"
+                } else {
+                    "DataUpload"
+                }
             ));
             continue;
         }
-        match serde_json::from_reader::<_, Value>(entry.take(MAX_CONTENT_BYTES)) {
-            Ok(object) => found.contents.extend(CsiContent::from_object(object)),
-            Err(e) => found
+        let entry = entry.take(MAX_CONTENT_BYTES);
+        let read = match content {
+            true => serde_json::from_reader::<_, Value>(entry)
+                .map(|object| found.contents.extend(CsiContent::from_object(object))),
+            false => serde_json::from_reader::<_, ark_api::DataUpload>(entry)
+                .map(|upload| found.moved.extend(MovedSnapshot::of(upload))),
+        };
+        if let Err(e) = read {
+            found
                 .unreadable
-                .push(format!("tarball entry {path:?}: {e}")),
+                .push(format!("tarball entry {path:?}: {e}"));
         }
     }
     found
@@ -492,7 +536,7 @@ mod tests {
             ),
             ("resources/pods/namespaces/shop/web.json", b"{}".to_vec()),
         ]);
-        let found = csi_contents_in_tarball(bytes.as_slice());
+        let found = snapshots_in_tarball(bytes.as_slice());
         let names: Vec<&str> = found.contents.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["vsc-a"]);
         assert_eq!(found.contents[0].snapshot_handle.as_deref(), Some("snap-1"));
@@ -500,21 +544,63 @@ mod tests {
         assert!(found.unreadable[0].contains("broken.json"));
         assert!(found.unreadable[1].contains("huge.json"));
 
-        let garbage = csi_contents_in_tarball(&b"not a tarball"[..]);
+        let garbage = snapshots_in_tarball(&b"not a tarball"[..]);
         assert!(garbage.contents.is_empty());
         assert_eq!(garbage.unreadable.len(), 1);
     }
 
+    /// The DataUploads of a backup that moved its snapshots' data, as Velero's finalizer writes
+    /// them: each one of Velero's data mover with a snapshot is a moved snapshot to forget.
     #[test]
-    fn the_tarball_is_read_only_when_the_volume_info_lists_a_csi_snapshot_or_is_absent() {
-        assert!(tarball_may_hold_csi_contents(None).unwrap());
-        assert!(!tarball_may_hold_csi_contents(Some(&gz("[]"))).unwrap());
-        assert!(!tarball_may_hold_csi_contents(Some(&gz("null"))).unwrap());
+    fn the_tarball_s_data_uploads_name_the_moved_snapshots() {
+        let upload = |datamover: &str, snapshot: Option<&str>| {
+            let mut upload = json!({
+                "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+                "metadata": { "name": "b-x", "namespace": "velero" },
+                "spec": { "snapshotType": "CSI", "sourcePVC": "data", "sourceNamespace": "shop",
+                    "backupStorageLocation": "default", "operationTimeout": "10m0s",
+                    "datamover": datamover,
+                    "csiSnapshot": { "volumeSnapshot": "velero-data-x", "storageClass": "csi" } },
+                "status": { "phase": "Completed" },
+            });
+            if let Some(id) = snapshot {
+                upload["status"]["snapshotID"] = json!(id);
+            }
+            serde_json::to_vec(&upload).unwrap()
+        };
+        let at =
+            |name: &str| format!("resources/datauploads.velero.io/namespaces/velero/{name}.json");
+        let bytes = tarball(&[
+            (at("moved").as_str(), upload("velero", Some("k1"))),
+            (at("default-mover").as_str(), upload("", Some("k2"))),
+            (at("third-party").as_str(), upload("acme", Some("k3"))),
+            (at("none-taken").as_str(), upload("velero", None)),
+            (at("broken").as_str(), b"{\"spec\": 1}".to_vec()),
+        ]);
+        let found = snapshots_in_tarball(bytes.as_slice());
+        let moved = |id: &str| MovedSnapshot {
+            location: "default".into(),
+            namespace: "shop".into(),
+            snapshot_id: id.into(),
+        };
+        assert_eq!(found.moved, [moved("k1"), moved("k2")]);
+        assert_eq!(found.unreadable.len(), 1, "{:?}", found.unreadable);
+        assert!(found.unreadable[0].contains("broken.json"));
+    }
+
+    #[test]
+    fn the_tarball_is_read_only_when_the_volume_info_lists_a_csi_snapshot_or_moved_data_or_is_absent()
+     {
+        assert!(tarball_may_hold_snapshots(None).unwrap());
+        assert!(!tarball_may_hold_snapshots(Some(&gz("[]"))).unwrap());
+        assert!(!tarball_may_hold_snapshots(Some(&gz("null"))).unwrap());
         let native = r#"[{"pvName":"pv-1","backupMethod":"NativeSnapshot","nativeSnapshotInfo":{"snapshotHandle":"s"}}]"#;
-        assert!(!tarball_may_hold_csi_contents(Some(&gz(native))).unwrap());
+        assert!(!tarball_may_hold_snapshots(Some(&gz(native))).unwrap());
         let csi = r#"[{"pvName":"pv-1","backupMethod":"CSISnapshot","csiSnapshotInfo":{"snapshotHandle":"s","driver":"d","vscName":"v"}}]"#;
-        assert!(tarball_may_hold_csi_contents(Some(&gz(csi))).unwrap());
-        assert!(tarball_may_hold_csi_contents(Some(b"not gzip")).is_err());
+        assert!(tarball_may_hold_snapshots(Some(&gz(csi))).unwrap());
+        let moved = r#"[{"pvName":"pv-1","backupMethod":"CSISnapshot","snapshotDataMoved":true,"snapshotDataMovementInfo":{"snapshotHandle":"k1"}}]"#;
+        assert!(tarball_may_hold_snapshots(Some(&gz(moved))).unwrap());
+        assert!(tarball_may_hold_snapshots(Some(b"not gzip")).is_err());
     }
 
     #[test]
@@ -554,8 +640,8 @@ mod tests {
         let a = CsiContent::from_object(content("vsc-a", "b", Some("s"))).unwrap();
         let b = CsiContent::from_object(content("vsc-b", "b", Some("t"))).unwrap();
         let mut recorded = Recorded {
-            provider: vec![],
             csi: vec![a.clone()],
+            ..Default::default()
         };
         recorded.add_csi(vec![a, b]);
         let names: Vec<&str> = recorded.csi.iter().map(|c| c.name.as_str()).collect();

@@ -43,6 +43,7 @@ mod velero {
     mod api_group_versions;
     mod cli_forms;
     mod csi;
+    mod data_movement;
     mod filters;
     mod interop;
     mod pod_volumes;

@@ -1,0 +1,86 @@
+//! Snapshot data movement, with Velero's own server and node agent on the real node: Velero's
+//! `--snapshot-move-data` backups, and what ark's server does with them once it takes over.
+
+use crate::common;
+
+use ark_api::Backup;
+use ark_tests::kopia::Kopia;
+use ark_tests::velero::{VeleroWithAgent, velero_ok};
+use ark_tests::{Cluster, wait_for};
+use common::ark_ok;
+use common::node_agent::{WAIT, install_at, lose};
+use common::volume_policies::application;
+use kube::Api;
+
+/// The kopia snapshots of the repository of namespace `app` at `prefix`, by source path.
+fn sources(cluster: &Cluster, prefix: &str, app: &str) -> Vec<String> {
+    let kopia = Kopia::new("static-passw0rd");
+    kopia.connect(cluster, &format!("{prefix}/kopia/{app}"));
+    let mut sources: Vec<String> = (kopia.snapshots().iter())
+        .map(|snapshot| {
+            snapshot["source"]["path"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    sources.sort();
+    sources
+}
+
+/// A backup Velero made with `--snapshot-move-data` (claim `files` snapshotted and its data moved
+/// by Velero's data mover; `snap` and `skip` by its node agent, as the pod's annotation says),
+/// deleted by ark's server once it has taken over: every kopia snapshot of the backup is
+/// forgotten, the moved one too (Velero's `deleteMovedSnapshots`, from the DataUploads in the
+/// tarball), not only the pod volumes'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapshot_of_it() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let app = application(&cluster).await;
+
+    let prefix = ark_tests::unique_name("velero-moved");
+    let velero = VeleroWithAgent::start_with(&cluster, &prefix, &["--features=EnableCSI"]).await;
+    velero_ok(
+        &cluster,
+        &velero.ns.name,
+        &[
+            "backup",
+            "create",
+            "vb",
+            "--include-namespaces",
+            &app.name,
+            "--snapshot-move-data",
+        ],
+    );
+    velero.backup_completed(&cluster, "vb").await;
+    velero.stop(&cluster).await;
+    let moved = format!("snapshot-data-upload-download/kopia/{}/files", app.name);
+    let by_pod = |volume: &str| format!("snapshot-pod-volume/kopia/{}/app/{volume}", app.name);
+    assert_eq!(
+        sources(&cluster, &prefix, &app.name),
+        [moved, by_pod("skip"), by_pod("snap")],
+        "Velero moved `files` and backed up the others with its node agent"
+    );
+
+    let installed = install_at(&cluster, &prefix).await;
+    let ns = &installed.ns;
+    wait_for(
+        Api::<Backup>::namespaced(client.clone(), ns),
+        "vb",
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .expect("Velero's backup synced by ark's server");
+    let delete = ["backup", "delete", "vb", "--confirm", "--wait"];
+    ark_ok(&cluster, ns, &[&delete[..], &["--timeout", "2m"]].concat());
+    assert_eq!(
+        sources(&cluster, &prefix, &app.name),
+        Vec::<String>::new(),
+        "every snapshot of the backup is forgotten"
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
