@@ -14,6 +14,7 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
 use crate::cli::args::{GlobalArgs, WaitArgs, parse_selector};
+use crate::commands::lookup::{Found, get_named_or_listed};
 
 /// Exactly one way of choosing what to delete.
 #[derive(Debug, Args)]
@@ -44,7 +45,22 @@ const SUBMITTED_AT_ONCE: usize = 16;
 pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
     let backups: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
-    let (found, missing) = choose(&backups, &args).await?;
+    let selector = (args.selector.clone())
+        .map(kube::core::Selector::try_from)
+        .transpose()
+        .context("invalid selector")?
+        .map(|selector| selector.to_string());
+    let Found {
+        items: found,
+        missing,
+    } = get_named_or_listed(
+        &client,
+        &global.namespace,
+        &args.names,
+        selector.as_deref(),
+        "backup",
+    )
+    .await?;
     if found.is_empty() {
         if missing == 0 {
             println!("No backups found.");
@@ -101,46 +117,6 @@ fn exit(success: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
-}
-
-/// The backups to delete, and how many named ones do not exist (each reported by name).
-async fn choose(
-    backups: &Api<Backup>,
-    args: &BackupDeleteArgs,
-) -> anyhow::Result<(Vec<Backup>, usize)> {
-    if !args.names.is_empty() {
-        let mut found = Vec::new();
-        let mut missing = 0;
-        for name in &args.names {
-            match backups
-                .get_opt(name)
-                .await
-                .with_context(|| format!("cannot look up backup {name:?}"))?
-            {
-                Some(backup) => found.push(backup),
-                None => {
-                    let suggestion = crate::commands::missing::suggestion(backups, name).await;
-                    eprintln!("backup {name:?} not found{suggestion}");
-                    missing += 1;
-                }
-            }
-        }
-        return Ok((found, missing));
-    }
-    let mut params = ListParams::default();
-    if let Some(selector) = &args.selector {
-        let selector =
-            kube::core::Selector::try_from(selector.clone()).context("invalid selector")?;
-        params = params.labels_from(&selector);
-    }
-    Ok((
-        backups
-            .list(&params)
-            .await
-            .context("cannot list backups")?
-            .items,
-        0,
-    ))
 }
 
 fn confirmed(backups: &[Backup]) -> anyhow::Result<bool> {
