@@ -47,8 +47,10 @@ pub struct BackupVolumeInfo {
     pub csi_snapshot_info: Option<CsiSnapshotInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pv_info: Option<PvInfo>,
-    /// The other methods' details (data movement, native snapshots, pod volume backups), kept as
-    /// they came.
+    /// Where the CSI snapshot's data was moved (Velero's `--snapshot-move-data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_data_movement_info: Option<SnapshotDataMovementInfo>,
+    /// The other methods' details (native snapshots, pod volume backups), kept as they came.
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
 }
@@ -82,6 +84,29 @@ pub struct CsiSnapshotInfo {
         skip_serializing_if = "String::is_empty"
     )]
     pub volume_snapshot_class: String,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
+}
+
+/// A CSI snapshot's data moved into the location's kopia repository by a data mover.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotDataMovementInfo {
+    /// Empty for Velero's own, as `velero`.
+    #[serde(default)]
+    pub data_mover: String,
+    #[serde(default)]
+    pub uploader_type: String,
+    /// The kopia snapshot's ID.
+    #[serde(default)]
+    pub snapshot_handle: String,
+    #[serde(rename = "operationID", default)]
+    pub operation_id: String,
+    /// The bytes moved.
+    #[serde(default)]
+    pub size: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub incremental_size: i64,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
 }
@@ -226,6 +251,27 @@ mod tests {
                 "pvInfo": { "reclaimPolicy": "Delete", "labels": {} },
             })
         );
+    }
+
+    /// Velero's record of a CSI snapshot whose data was moved (its `Phase` key, without a json
+    /// tag, kept as it came).
+    #[test]
+    fn a_moved_snapshot_s_keys_are_velero_s() {
+        let written = json!({
+            "pvcName": "data", "pvcNamespace": "shop", "backupMethod": "CSISnapshot",
+            "snapshotDataMoved": true, "preserveLocalSnapshot": false, "skipped": false,
+            "result": "succeeded",
+            "snapshotDataMovementInfo": { "dataMover": "velero", "uploaderType": "kopia",
+                "snapshotHandle": "k1", "operationID": "du-1.2", "size": 1048576,
+                "Phase": "Completed" },
+        });
+        let info: BackupVolumeInfo = serde_json::from_value(written.clone()).unwrap();
+        let moved = info.snapshot_data_movement_info.as_ref().unwrap();
+        assert_eq!(
+            (moved.snapshot_handle.as_str(), moved.size),
+            ("k1", 1048576)
+        );
+        assert_eq!(serde_json::to_value(&info).unwrap(), written);
     }
 
     /// The regression: Velero's volume information for a volume without labels (`"labels": null`)

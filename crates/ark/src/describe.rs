@@ -179,8 +179,66 @@ pub fn pod_volumes_text(title: &str, mut volumes: Vec<PodVolume>, details: bool)
     out
 }
 
+/// A CSI snapshot kept in the storage system: its name and class, handle, size, driver, and
+/// whether it is ready to use.
+fn local_snapshot_text(
+    info: &ark_api::CsiSnapshotInfo,
+    operations: &[ark_api::BackupOperation],
+) -> String {
+    let operation = operations
+        .iter()
+        .find(|o| o.spec.operation_id == info.operation_id);
+    let snapshot = operation
+        .map(|o| o.spec.resource_identifier.name.clone())
+        .unwrap_or_else(|| "<unknown>".into());
+    let result = match operation.map(|o| (o.status.phase, o.status.error.as_str())) {
+        Some((ark_api::OperationPhase::Completed, _)) => "ready to use".to_string(),
+        Some((ark_api::OperationPhase::Failed, error)) => format!("failed: {error}"),
+        Some((ark_api::OperationPhase::Canceled, _)) => "canceled".to_string(),
+        _ if info.ready_to_use == Some(true) => "ready to use".to_string(),
+        _ => "not ready to use yet".to_string(),
+    };
+    let class = Some(info.volume_snapshot_class.as_str())
+        .filter(|c| !c.is_empty())
+        .map(|c| format!(" (class {c})"))
+        .unwrap_or_default();
+    let mut fields = Describe::default();
+    fields.nested(&[
+        ("  Snapshot", format!("{snapshot}{class}")),
+        ("  Storage Snapshot ID", info.snapshot_handle.clone()),
+        ("  Snapshot Size (bytes)", info.size.to_string()),
+        ("  CSI Driver", info.driver.clone()),
+        ("  Result", result),
+    ]);
+    fields.finish()
+}
+
+/// A CSI snapshot's data moved into the location's repository, as Velero's describe shows it
+/// (`describeDataMovement`).
+fn data_movement_text(moved: &ark_api::SnapshotDataMovementInfo, result: &str) -> String {
+    let data_mover = Some(moved.data_mover.as_str())
+        .filter(|m| !m.is_empty())
+        .unwrap_or("velero");
+    let mut rows = vec![
+        ("    Operation ID", moved.operation_id.clone()),
+        ("    Data Mover", data_mover.to_string()),
+        ("    Uploader Type", moved.uploader_type.clone()),
+        ("    Snapshot ID", moved.snapshot_handle.clone()),
+        ("    Moved data Size (bytes)", moved.size.to_string()),
+    ];
+    if moved.incremental_size > 0 {
+        let incremental = moved.incremental_size.to_string();
+        rows.push(("    Incremental data Size (bytes)", incremental));
+    }
+    rows.push(("    Result", result.to_string()));
+    let mut fields = Describe::default();
+    fields.nested(&rows);
+    format!("    Data Movement:\n{}", fields.finish())
+}
+
 /// Each CSI snapshot of a backup (claim, snapshot and class, handle, size, driver, and whether it
-/// is ready to use or what failed), and each claim whose data the backup does not hold, and why.
+/// is ready to use or what failed) and, as Velero shows it, where its data was moved (the local
+/// snapshot then only when kept), and each claim whose data the backup does not hold, and why.
 /// Empty when the backup recorded no volume.
 pub fn volumes_text(
     volumes: &[ark_api::BackupVolumeInfo],
@@ -189,41 +247,28 @@ pub fn volumes_text(
     let mut out = String::new();
     let snapshots: Vec<_> = volumes
         .iter()
-        .filter_map(|v| Some((v, v.csi_snapshot_info.as_ref()?)))
+        .filter(|v| v.csi_snapshot_info.is_some() || v.snapshot_data_moved)
         .collect();
     if !snapshots.is_empty() {
         out.push_str("\nCSI Snapshots:\n");
-        for (volume, info) in snapshots {
-            let operation = operations
-                .iter()
-                .find(|o| o.spec.operation_id == info.operation_id);
-            let snapshot = operation
-                .map(|o| o.spec.resource_identifier.name.clone())
-                .unwrap_or_else(|| "<unknown>".into());
-            let result = match operation.map(|o| (o.status.phase, o.status.error.as_str())) {
-                Some((ark_api::OperationPhase::Completed, _)) => "ready to use".to_string(),
-                Some((ark_api::OperationPhase::Failed, error)) => format!("failed: {error}"),
-                Some((ark_api::OperationPhase::Canceled, _)) => "canceled".to_string(),
-                _ if info.ready_to_use == Some(true) => "ready to use".to_string(),
-                _ => "not ready to use yet".to_string(),
-            };
-            let class = Some(info.volume_snapshot_class.as_str())
-                .filter(|c| !c.is_empty())
-                .map(|c| format!(" (class {c})"))
-                .unwrap_or_default();
+        for volume in snapshots {
             out.push_str(&format!(
                 "  {}/{}:\n",
                 volume.pvc_namespace, volume.pvc_name
             ));
-            let mut fields = Describe::default();
-            fields.nested(&[
-                ("  Snapshot", format!("{snapshot}{class}")),
-                ("  Storage Snapshot ID", info.snapshot_handle.clone()),
-                ("  Snapshot Size (bytes)", info.size.to_string()),
-                ("  CSI Driver", info.driver.clone()),
-                ("  Result", result),
-            ]);
-            out.push_str(&fields.finish());
+            let local = volume.csi_snapshot_info.as_ref();
+            if let Some(info) =
+                local.filter(|_| !volume.snapshot_data_moved || volume.preserve_local_snapshot)
+            {
+                out.push_str(&local_snapshot_text(info, operations));
+            }
+            if let Some(moved) = volume
+                .snapshot_data_movement_info
+                .as_ref()
+                .filter(|_| volume.snapshot_data_moved)
+            {
+                out.push_str(&data_movement_text(moved, &volume.result));
+            }
         }
     }
     let skipped: Vec<_> = volumes.iter().filter(|v| v.skipped).collect();

@@ -30,9 +30,9 @@ fn sources(cluster: &Cluster, prefix: &str, app: &str) -> Vec<String> {
 
 /// A backup Velero made with `--snapshot-move-data` (claim `files` snapshotted and its data moved
 /// by Velero's data mover; `snap` and `skip` by its node agent, as the pod's annotation says),
-/// deleted by ark's server once it has taken over: every kopia snapshot of the backup is
-/// forgotten, the moved one too (Velero's `deleteMovedSnapshots`, from the DataUploads in the
-/// tarball), not only the pod volumes'.
+/// described and deleted by ark's server once it has taken over: `describe` shows where the data
+/// went, and every kopia snapshot of the backup is forgotten, the moved one too (Velero's
+/// `deleteMovedSnapshots`, from the DataUploads in the tarball), not only the pod volumes'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapshot_of_it() {
     let _turn = ark_tests::Turn::real_node_host_network().await;
@@ -74,6 +74,19 @@ async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapsh
     )
     .await
     .expect("Velero's backup synced by ark's server");
+    // Where `files`'s data went, as `velero backup describe --details` shows it; not its CSI
+    // snapshot, which Velero removed once the data was moved.
+    let described = ark_ok(&cluster, ns, &["backup", "describe", "vb", "--details"]);
+    let words = described.split_whitespace().collect::<Vec<_>>().join(" ");
+    let files = format!("{}/files: Data Movement: Operation ID: du-", app.name);
+    for shown in [
+        files.as_str(),
+        "Data Mover: velero Uploader Type: kopia Snapshot ID: ",
+        "Result: succeeded",
+    ] {
+        assert!(words.contains(shown), "{shown:?} not in:\n{described}");
+    }
+    assert!(!described.contains("Storage Snapshot ID"), "{described}");
     let delete = ["backup", "delete", "vb", "--confirm", "--wait"];
     ark_ok(&cluster, ns, &[&delete[..], &["--timeout", "2m"]].concat());
     assert_eq!(
