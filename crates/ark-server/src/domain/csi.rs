@@ -14,6 +14,10 @@ pub const VOLUME_SNAPSHOT_CLASSES: &str = "volumesnapshotclasses.snapshot.storag
 
 /// On a backed-up claim: the VolumeSnapshot its data is in.
 pub const VOLUME_SNAPSHOT_NAME: &str = "velero.io/volume-snapshot-name";
+/// On a backed-up claim: the DataUpload that moved its snapshot's data (the snapshot is gone).
+pub const DATA_UPLOAD_NAME: &str = "velero.io/data-upload-name";
+/// Velero's data mover's requests, which a backup that moved data holds.
+pub const DATA_UPLOADS: &str = "datauploads.velero.io";
 /// On a claim: the VolumeSnapshotClass to snapshot it with.
 pub const CLAIM_CLASS: &str = "velero.io/csi-volumesnapshot-class";
 /// On a backup, followed by a driver's name: that driver's VolumeSnapshotClass.

@@ -18,7 +18,9 @@ use kube::runtime::wait::await_condition;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::domain::csi::{ContentStatus, VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents};
+use crate::domain::csi::{
+    ContentStatus, DATA_UPLOADS, VOLUME_SNAPSHOT_CONTENTS, volume_snapshot_contents,
+};
 
 /// What deleting one snapshot came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -267,8 +269,6 @@ pub fn tarball_may_hold_snapshots(volume_info: Option<&[u8]>) -> Result<bool, St
 
 /// A VolumeSnapshotContent or a DataUpload is a few KiB; a larger entry is not one.
 const MAX_CONTENT_BYTES: u64 = 1 << 20;
-
-const DATA_UPLOADS: &str = "datauploads.velero.io";
 
 /// What the tarball holds of VolumeSnapshotContents and DataUploads.
 #[derive(Debug, Default)]

@@ -164,6 +164,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         volume_data,
         restore_uid,
         snapshot_classes: &snapshot_classes,
+        moved_claims: &snapshots.moved,
     };
     let total: i64 = plan
         .resources
@@ -452,9 +453,13 @@ impl Record<'_> {
             created,
             namespace_error,
             action_errors,
+            action_warnings,
         } = attempt;
         for error in namespace_error.into_iter().chain(action_errors) {
             self.record.error(target_ns.as_deref(), error);
+        }
+        for warning in action_warnings {
+            self.record.warning(target_ns.as_deref(), warning);
         }
         if let Some(warning) = created.warning {
             self.record.warning(target_ns.as_deref(), warning);
@@ -598,6 +603,8 @@ struct Attempt {
     namespace_error: Option<String>,
     /// Errors of its item actions (a failed resource modifier), which did not stop its create.
     action_errors: Vec<String>,
+    /// What its item actions warn of.
+    action_warnings: Vec<String>,
 }
 
 async fn restore_item(item: Item, cx: &ItemContext<'_>) -> Outcome {
@@ -631,6 +638,7 @@ async fn restore_item(item: Item, cx: &ItemContext<'_>) -> Outcome {
         created,
         namespace_error,
         action_errors: prepared.action_errors,
+        action_warnings: prepared.action_warnings,
     }))
 }
 
@@ -683,6 +691,7 @@ struct Prepared {
     volume_data: Vec<ark_api::PodVolumeBackup>,
     from_snapshot: Option<String>,
     action_errors: Vec<String>,
+    action_warnings: Vec<String>,
 }
 
 /// The item as it is to be created; None when the label selector leaves it out; the error to
@@ -768,6 +777,7 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
         volume_data: actions.volume_data,
         from_snapshot: actions.from_snapshot,
         action_errors: actions.errors,
+        action_warnings: actions.warnings,
     }))
 }
 

@@ -150,6 +150,7 @@ mod tests {
             volume_data: None,
             restore_uid: "u",
             snapshot_classes: &[],
+            moved_claims: &BTreeMap::new(),
         };
         let mut item = json!({
             "apiVersion": "v1", "kind": "ConfigMap",

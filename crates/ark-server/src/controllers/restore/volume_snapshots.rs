@@ -32,6 +32,10 @@ const POLL: Duration = Duration::from_secs(1);
 pub struct BackedUpSnapshots {
     /// Namespace and name, as backed up.
     pub claims: BTreeSet<(String, String)>,
+    /// The claims whose snapshot's data a data mover moved (the DataUploads the backup holds,
+    /// as Velero's restore reads them): namespace and name, with the DataUpload's name. Their
+    /// snapshots are gone.
+    pub moved: BTreeMap<(String, String), String>,
     pub contents: BTreeSet<String>,
     /// The restore's `restorePVs` (Velero's default: true).
     pub restore_pvs: bool,
@@ -58,10 +62,20 @@ impl BackedUpSnapshots {
             "/metadata/annotations/{}",
             csi::VOLUME_SNAPSHOT_NAME.replace('/', "~1")
         );
+        let moved: BTreeMap<(String, String), String> = items(csi::DATA_UPLOADS)
+            .into_iter()
+            .filter_map(|(_, upload)| serde_json::from_value::<ark_api::DataUpload>(upload).ok())
+            .map(|upload| {
+                let claim = (upload.spec.source_namespace, upload.spec.source_pvc);
+                (claim, upload.metadata.name.unwrap_or_default())
+            })
+            .collect();
+        // A claim whose snapshot's data was moved names a snapshot that is gone.
         let claims = items("persistentvolumeclaims")
             .into_iter()
             .filter(|(_, claim)| text(claim, &snapshot_name).is_some())
             .filter_map(|(ns, claim)| Some((ns, text(&claim, "/metadata/name")?.to_string())))
+            .filter(|claim| !moved.contains_key(claim))
             .collect();
         let contents = items(csi::VOLUME_SNAPSHOTS)
             .into_iter()
@@ -72,6 +86,7 @@ impl BackedUpSnapshots {
             .collect();
         BackedUpSnapshots {
             claims,
+            moved,
             contents,
             restore_pvs: spec.restore_pvs != Some(false),
         }
@@ -170,5 +185,45 @@ async fn ready(client: &Client, namespace: &str, name: &str) -> Result<(), Strin
             ));
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The regression: a claim of a backup whose snapshot's data Velero's data mover moved names
+    /// its snapshot too, but that snapshot is gone; restored from it, the claim stayed Pending and
+    /// the restore waited for it. Only a claim whose snapshot the backup holds comes from one; a
+    /// moved one is known by the backup's DataUpload for it.
+    #[test]
+    fn a_claim_whose_snapshot_s_data_was_moved_does_not_come_from_the_snapshot() {
+        let unpacked = tempfile::tempdir().unwrap();
+        let write = |folder: &str, name: &str, item: Value| {
+            let dir = unpacked.path().join(folder);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(format!("{name}.json")), item.to_string()).unwrap();
+        };
+        for name in ["snapped", "moved"] {
+            let snapshot = format!("velero-{name}-1");
+            let annotations = json!({ "velero.io/volume-snapshot-name": snapshot });
+            let claim = json!({ "metadata": { "name": name, "annotations": annotations } });
+            write("persistentvolumeclaims/namespaces/shop", name, claim);
+        }
+        let upload = json!({
+            "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+            "metadata": { "name": "b-x7k2p", "namespace": "velero" },
+            "spec": { "snapshotType": "CSI", "sourcePVC": "moved", "sourceNamespace": "shop",
+                "backupStorageLocation": "default", "operationTimeout": "10m0s" },
+        });
+        write("datauploads.velero.io/namespaces/velero", "b-x7k2p", upload);
+        let read = BackedUpSnapshots::read(unpacked.path(), &RestoreSpec::default());
+        let claim = |name: &str| ("shop".to_string(), name.to_string());
+        assert_eq!(read.claims, BTreeSet::from([claim("snapped")]));
+        assert_eq!(
+            read.moved,
+            BTreeMap::from([(claim("moved"), "b-x7k2p".to_string())])
+        );
     }
 }

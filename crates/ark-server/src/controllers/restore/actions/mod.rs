@@ -41,6 +41,9 @@ pub struct RestoreCx<'a> {
     pub restore_uid: &'a str,
     /// The cluster's VolumeSnapshotClasses: name and driver.
     pub snapshot_classes: &'a [(String, String)],
+    /// The claims (namespace and name, as backed up) whose snapshot's data a data mover moved,
+    /// each with its DataUpload's name.
+    pub moved_claims: &'a BTreeMap<(String, String), String>,
 }
 
 impl RestoreCx<'_> {
@@ -69,6 +72,8 @@ pub struct Output {
     /// Errors that leave the item restorable (Velero restores an item whose modifier failed, and
     /// records the error).
     pub errors: Vec<String>,
+    /// What the restore's results should warn of about the item.
+    pub warnings: Vec<String>,
     /// A restored pod's volumes whose data the node agent writes back: the backup's
     /// PodVolumeBackups of them.
     pub volume_data: Vec<ark_api::PodVolumeBackup>,
@@ -205,6 +210,7 @@ pub(crate) mod testing {
             volume_data: None,
             restore_uid: RESTORE_UID,
             snapshot_classes: &[("ark-csi".into(), "hostpath.csi.ark.test".into())],
+            moved_claims: &BTreeMap::new(),
         };
         let mut object = item;
         let source = object

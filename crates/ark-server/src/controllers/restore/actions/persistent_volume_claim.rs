@@ -1,11 +1,14 @@
 //! A restored claim loses the old cluster's binding and provisioning annotations (Velero's PVC
-//! restore action), and its `volumeName` unless its volume is restored too.
+//! restore action), and its `volumeName` unless its volume is restored too. A claim whose
+//! snapshot's data Velero's data mover moved is restored empty, with a warning: ark does not
+//! restore moved data yet.
 
 use serde_json::Value;
 
 use super::{
     BIND_ANNOTATIONS, ItemCx, Output, RestoreCx, RestoreItemAction, remove_annotations, spec_mut,
 };
+use crate::domain::csi;
 
 /// What a claim carries of the old cluster's provisioning.
 const CLAIM_PROVISIONING_ANNOTATIONS: &[&str] = &[
@@ -21,9 +24,28 @@ impl RestoreItemAction for PersistentVolumeClaimAction {
         group_resource == "persistentvolumeclaims"
     }
 
-    fn execute(&self, item: &mut Value, restore: &RestoreCx<'_>, _: &ItemCx<'_>, _: &mut Output) {
+    fn execute(
+        &self,
+        item: &mut Value,
+        restore: &RestoreCx<'_>,
+        cx: &ItemCx<'_>,
+        out: &mut Output,
+    ) {
+        let name = item.pointer("/metadata/name").and_then(Value::as_str);
+        let claim = (
+            cx.source_namespace.unwrap_or_default().to_string(),
+            name.unwrap_or_default().to_string(),
+        );
+        if let Some(upload) = restore.moved_claims.get(&claim) {
+            out.warnings.push(format!(
+                "claim {}: its data was moved by a data mover (DataUpload {upload}), which ark \
+                 does not restore yet: the claim comes back without its data",
+                claim.1
+            ));
+        }
         remove_annotations(item, BIND_ANNOTATIONS);
         remove_annotations(item, CLAIM_PROVISIONING_ANNOTATIONS);
+        remove_annotations(item, &[csi::DATA_UPLOAD_NAME]);
         if let Some(spec) = spec_mut(item) {
             let volume = spec
                 .get("volumeName")

@@ -42,7 +42,7 @@ impl RestoreItemAction for VolumeSnapshotAction {
         out: &mut Output,
     ) {
         match cx.group_resource {
-            CLAIMS => out.from_snapshot = claim(item, restore),
+            CLAIMS => out.from_snapshot = claim(item, restore, cx),
             csi::VOLUME_SNAPSHOTS => snapshot(item, restore),
             _ => content(item, restore, cx.backed_up_status),
         }
@@ -63,8 +63,17 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// The restored VolumeSnapshot the claim comes back from, if it does.
-fn claim(item: &mut Value, restore: &RestoreCx<'_>) -> Option<String> {
+/// The restored VolumeSnapshot the claim comes back from, if it does: not one whose snapshot's
+/// data was moved (that snapshot is gone).
+fn claim(item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>) -> Option<String> {
+    let name = text(item, "/metadata/name").unwrap_or_default();
+    let backed_up = (
+        cx.source_namespace.unwrap_or_default().to_string(),
+        name.to_string(),
+    );
+    if restore.moved_claims.contains_key(&backed_up) {
+        return None;
+    }
     let snapshot = text(
         item,
         &format!(
