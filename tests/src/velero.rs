@@ -322,6 +322,56 @@ pub fn diagnostics(cluster: &Cluster, ns: &str) -> String {
     out
 }
 
+/// One server's side of a differential test (Velero's or ark's): its namespace, and the prefix
+/// of its location `default`, made with Velero's CLI.
+pub struct Side {
+    pub ns: crate::TestNamespace,
+    pub prefix: String,
+}
+
+impl Side {
+    /// A namespace named after `tool`, over a fresh prefix starting `<test>-<tool>`.
+    pub async fn new(cluster: &Cluster, test: &str, tool: &str) -> Side {
+        let client = cluster.client().await;
+        let side = Side {
+            ns: cluster.namespace(tool).await,
+            prefix: crate::unique_name(&format!("{test}-{tool}")),
+        };
+        let (flags, _) =
+            crate::fixtures::s3_location(cluster, &client, &side.ns.name, Some(&side.prefix), None)
+                .await;
+        let mut create = vec!["backup-location", "create", "default", "--default"];
+        create.extend(flags.iter().map(String::as_str));
+        velero_ok(cluster, &side.ns.name, &create);
+        side
+    }
+
+    /// `velero backup create NAME ARGS --wait` against this side's server, asserted Completed;
+    /// the entries of its tarball.
+    pub async fn backed_up(&self, cluster: &Cluster, name: &str, args: &[&str]) -> Vec<String> {
+        let mut create = vec!["backup", "create", name, "--wait"];
+        create.extend(args);
+        velero_ok(cluster, &self.ns.name, &create);
+        let backup = crate::ended::<ark_api::Backup>(
+            &cluster.client().await,
+            &self.ns.name,
+            name,
+            |b| b.phase().is_terminal(),
+            std::time::Duration::from_secs(120),
+        )
+        .await;
+        assert_eq!(
+            backup.phase(),
+            ark_api::BackupPhase::Completed,
+            "backup {name} in {}: {:#?}",
+            self.ns.name,
+            backup.status
+        );
+        let store = ark_storage::open(&cluster.s3_location(&self.prefix)).unwrap();
+        crate::tarball_paths(&store, name).await
+    }
+}
+
 /// Velero's server and node agent in a namespace of their own, over an S3 location `default` at
 /// `prefix` made with Velero's CLI.
 pub struct VeleroWithAgent {

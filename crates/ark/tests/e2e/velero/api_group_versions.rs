@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ark_api::{Backup, Restore, RestorePhase};
-use ark_tests::velero::{VeleroServer, velero_ok};
+use ark_api::{Restore, RestorePhase};
+use ark_tests::velero::{Side, VeleroServer, velero_ok};
 use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -21,12 +21,6 @@ use crate::common::ARK;
 
 const WAIT: Duration = Duration::from_secs(120);
 const FEATURE: &str = "--features=EnableAPIGroupVersions";
-
-/// One server's side: its namespace and where its location keeps its backups.
-struct Side {
-    ns: TestNamespace,
-    prefix: String,
-}
 
 /// The definition `gauges.<group>` (v1 preferred and stored, v1beta1 served too) and one Gauge
 /// `g1` in the application's namespace, made through v1.
@@ -100,52 +94,13 @@ impl Ground {
         )
     }
 
-    /// A side with a location of its own, made with Velero's CLI.
-    async fn side(&self, tool: &str) -> Side {
-        let side = Side {
-            ns: self.cluster.namespace(tool).await,
-            prefix: unique_name(&format!("versions-{tool}")),
-        };
-        let (flags, _) = fixtures::s3_location(
-            &self.cluster,
-            &self.client,
-            &side.ns.name,
-            Some(&side.prefix),
-            None,
-        )
-        .await;
-        let mut create = vec!["backup-location", "create", "default", "--default"];
-        create.extend(flags.iter().map(String::as_str));
-        velero_ok(&self.cluster, &side.ns.name, &create);
-        side
-    }
-
     /// `velero backup create versions` of the application's namespace; the tarball's Gauge
     /// entries, the namespace shown as `{app}`.
     async fn backed_up(&self, side: &Side) -> BTreeSet<String> {
-        let args = ["backup", "create", "versions", "--include-namespaces"];
-        let mut create = args.to_vec();
-        create.extend([self.app.name.as_str(), "--wait"]);
-        velero_ok(&self.cluster, &side.ns.name, &create);
-        let backup = ark_tests::ended::<Backup>(
-            &self.client,
-            &side.ns.name,
-            "versions",
-            |b| b.phase().is_terminal(),
-            WAIT,
-        )
-        .await;
-        assert_eq!(
-            backup.phase(),
-            ark_api::BackupPhase::Completed,
-            "backup in {}: {:#?}",
-            side.ns.name,
-            backup.status
-        );
-        let store = ark_storage::open(&self.cluster.s3_location(&side.prefix)).unwrap();
+        let args = ["--include-namespaces", self.app.name.as_str()];
+        let paths = side.backed_up(&self.cluster, "versions", &args).await;
         let folder = format!("resources/gauges.{}/", self.group);
-        ark_tests::tarball_paths(&store, "versions")
-            .await
+        paths
             .into_iter()
             .filter_map(|path| path.strip_prefix(&folder).map(str::to_string))
             .map(|path| path.replace(&self.app.name, "{app}"))
@@ -205,8 +160,8 @@ async fn served_only(client: &Client, group: &str, versions: &[&str]) {
 #[tokio::test]
 async fn velero_s_and_ark_s_servers_back_up_every_version_and_restore_the_one_velero_chooses() {
     let mut ground = Ground::start().await;
-    let velero_side = ground.side("velero").await;
-    let ark_side = ground.side("ark").await;
+    let velero_side = Side::new(&ground.cluster, "versions", "velero").await;
+    let ark_side = Side::new(&ground.cluster, "versions", "ark").await;
     let _velero = VeleroServer::start_with(&ground.cluster, &velero_side.ns.name, &[FEATURE]).await;
     let _ark = ArkServer::start_with(ARK, &ground.cluster, &ark_side.ns.name, &[FEATURE]);
     let sides = [&velero_side, &ark_side];

@@ -10,8 +10,8 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ark_api::{Backup, Restore};
-use ark_tests::velero::{self, VeleroServer, velero_ok};
+use ark_api::Restore;
+use ark_tests::velero::{self, Side, VeleroServer, velero_ok};
 use ark_tests::{ArkServer, Cluster, TestNamespace, fixtures, unique_name};
 use common::ARK;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -20,12 +20,6 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 
 const WAIT: Duration = Duration::from_secs(120);
-
-/// One server's side: its namespace and where its location keeps its backups.
-struct Side {
-    ns: TestNamespace,
-    prefix: String,
-}
 
 /// Velero's server and ark's on the second cluster, each over a location of its own made with
 /// Velero's CLI, and the objects the filters choose among: namespace `a` (ConfigMaps `db`
@@ -50,20 +44,8 @@ impl Ground {
     async fn start() -> Ground {
         let cluster = Cluster::second();
         let client = cluster.client().await;
-        let side = |ns: TestNamespace, tool: &str| Side {
-            ns,
-            prefix: unique_name(&format!("filters-{tool}")),
-        };
-        let velero = side(cluster.namespace("velero").await, "velero");
-        let ark = side(cluster.namespace("ark").await, "ark");
-        for side in [&velero, &ark] {
-            let (flags, _) =
-                fixtures::s3_location(&cluster, &client, &side.ns.name, Some(&side.prefix), None)
-                    .await;
-            let mut create = vec!["backup-location", "create", "default", "--default"];
-            create.extend(flags.iter().map(String::as_str));
-            velero_ok(&cluster, &side.ns.name, &create);
-        }
+        let velero = Side::new(&cluster, "filters", "velero").await;
+        let ark = Side::new(&cluster, "filters", "ark").await;
         let velero_server = VeleroServer::start(&cluster, &velero.ns.name).await;
         let ark_server = ArkServer::start(ARK, &cluster, &ark.ns.name);
         for side in [&velero, &ark] {
@@ -123,31 +105,12 @@ impl Ground {
         }
     }
 
-    /// `velero backup create NAME ARGS` against each server; what each backup holds of the test's
+    /// `velero backup create NAME ARGS --wait` against each server; what each backup holds of the test's
     /// objects, Velero's first.
     async fn backed_up_by_both(&self, name: &str, args: &[&str]) -> [BTreeSet<String>; 2] {
         let mut taken = Vec::new();
         for side in [&self.velero, &self.ark] {
-            let mut create = vec!["backup", "create", name];
-            create.extend(args);
-            velero_ok(&self.cluster, &side.ns.name, &create);
-            let ended = ark_tests::ended::<Backup>(
-                &self.client,
-                &side.ns.name,
-                name,
-                |b| b.phase().is_terminal(),
-                WAIT,
-            )
-            .await;
-            assert_eq!(
-                ended.phase(),
-                ark_api::BackupPhase::Completed,
-                "backup {name} in {}: {:#?}",
-                side.ns.name,
-                ended.status
-            );
-            let store = ark_storage::open(&self.cluster.s3_location(&side.prefix)).unwrap();
-            let paths = ark_tests::tarball_paths(&store, name).await;
+            let paths = side.backed_up(&self.cluster, name, args).await;
             taken.push(self.ours(&paths));
         }
         [taken.remove(0), taken.remove(0)]
@@ -208,7 +171,6 @@ async fn velero_s_and_ark_s_servers_take_the_same_items_under_or_selectors_and_s
                 &both,
                 "--or-selector",
                 "app=db or tier=cache",
-                "--wait",
             ],
         )
         .await;
@@ -239,7 +201,6 @@ async fn velero_s_and_ark_s_servers_take_the_same_items_under_or_selectors_and_s
                 "secrets",
                 "--include-cluster-scoped-resources",
                 "clusterroles",
-                "--wait",
             ],
         )
         .await;
@@ -270,7 +231,7 @@ async fn velero_s_and_ark_s_servers_take_the_same_items_under_or_selectors_and_s
         "clusterroles.rbac.authorization.k8s.io/{tag}-db",
         "clusterroles.rbac.authorization.k8s.io/{tag}-web",
     ]);
-    let [velero_plain, ark_plain] = ground.backed_up_by_both("plain", &["--wait"]).await;
+    let [velero_plain, ark_plain] = ground.backed_up_by_both("plain", &[]).await;
     assert!(velero_plain.is_disjoint(&roles), "{velero_plain:#?}");
     assert_eq!(
         ark_plain,
@@ -282,10 +243,7 @@ async fn velero_s_and_ark_s_servers_take_the_same_items_under_or_selectors_and_s
     // selected item (vmware-tanzu/velero#7105); and, as above, the cluster-scoped objects the
     // selector takes (the ClusterRole `<tag>-db` is `tier=cache`), which Velero leaves out.
     let [velero_everywhere, ark_everywhere] = ground
-        .backed_up_by_both(
-            "everywhere",
-            &["--or-selector", "tier=cache or app=none", "--wait"],
-        )
+        .backed_up_by_both("everywhere", &["--or-selector", "tier=cache or app=none"])
         .await;
     assert_eq!(
         velero_everywhere,

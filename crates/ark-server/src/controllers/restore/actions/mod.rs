@@ -52,6 +52,16 @@ impl RestoreCx<'_> {
             .get(namespace)
             .map_or(namespace, String::as_str)
     }
+
+    /// The DataUpload that moved the data of `claim` (an item of the backup), if a data mover did.
+    pub fn moved_by(&self, claim: &Value, cx: &ItemCx<'_>) -> Option<&str> {
+        let name = claim.pointer("/metadata/name").and_then(Value::as_str);
+        let backed_up = (
+            cx.source_namespace.unwrap_or_default().to_string(),
+            name.unwrap_or_default().to_string(),
+        );
+        self.moved_claims.get(&backed_up).map(String::as_str)
+    }
 }
 
 /// The item an action works on.

@@ -31,16 +31,12 @@ impl RestoreItemAction for PersistentVolumeClaimAction {
         cx: &ItemCx<'_>,
         out: &mut Output,
     ) {
-        let name = item.pointer("/metadata/name").and_then(Value::as_str);
-        let claim = (
-            cx.source_namespace.unwrap_or_default().to_string(),
-            name.unwrap_or_default().to_string(),
-        );
-        if let Some(upload) = restore.moved_claims.get(&claim) {
+        if let Some(upload) = restore.moved_by(item, cx) {
+            let name = item.pointer("/metadata/name").and_then(Value::as_str);
             out.warnings.push(format!(
                 "claim {}: its data was moved by a data mover (DataUpload {upload}), which ark \
                  does not restore yet: the claim comes back without its data",
-                claim.1
+                name.unwrap_or_default()
             ));
         }
         remove_annotations(item, BIND_ANNOTATIONS);

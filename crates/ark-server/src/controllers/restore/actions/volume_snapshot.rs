@@ -66,12 +66,7 @@ fn escape(key: &str) -> String {
 /// The restored VolumeSnapshot the claim comes back from, if it does: not one whose snapshot's
 /// data was moved (that snapshot is gone).
 fn claim(item: &mut Value, restore: &RestoreCx<'_>, cx: &ItemCx<'_>) -> Option<String> {
-    let name = text(item, "/metadata/name").unwrap_or_default();
-    let backed_up = (
-        cx.source_namespace.unwrap_or_default().to_string(),
-        name.to_string(),
-    );
-    if restore.moved_claims.contains_key(&backed_up) {
+    if restore.moved_by(item, cx).is_some() {
         return None;
     }
     let snapshot = text(
