@@ -668,6 +668,8 @@ async fn a_restored_object_keeps_its_field_managers_and_its_owner_applies_it_aga
         "--include-namespaces",
         &app.name,
         "--wait",
+        "--timeout",
+        "2m",
     ];
     ark_ok(&cluster, &ns.name, &backup);
     let target = format!("{}-restored", app.name);
@@ -684,7 +686,7 @@ async fn a_restored_object_keeps_its_field_managers_and_its_owner_applies_it_aga
     let restored = ark_ok(
         &cluster,
         &ns.name,
-        &[&restore[..], &[&mapping, "--wait"]].concat(),
+        &[&restore[..], &[&mapping, "--wait", "--timeout", "2m"]].concat(),
     );
     assert!(restored.contains("Completed"), "{restored}");
 

@@ -549,12 +549,14 @@ async fn in_progress_backups_are_refused_and_an_interrupted_deletion_is_finished
 
     proxy.resume();
     let b1 = setup.backups().get("b1").await.unwrap();
+    let r1 = setup.restores().get("r1").await.unwrap();
     let _restarted = ArkServer::start(ARK, &setup.cluster, setup.ns());
     setup.gone(&b1).await;
     let layout = &setup.store.layout;
     assert_eq!(setup.keys(&layout.backup_dir("b1")).await, 0);
     assert_eq!(setup.keys(&layout.restore_dir("r1")).await, 0);
-    assert!(setup.restores().get_opt("r1").await.unwrap().is_none());
+    // Gone once the restore finalizer has let it go, a moment after the backup.
+    wait_deleted(setup.restores(), &r1, WAIT).await;
     let _ = Api::<Namespace>::all(setup.client.clone())
         .delete(&format!("{}-r1", setup.app.name), &DeleteParams::default())
         .await;

@@ -81,13 +81,15 @@ async fn an_odd_restore_on_velero_crds_fails_alone_and_restores_and_deletions_go
     assert!(common::text(&get.stdout).contains("r-ok"));
 
     let b1 = setup.backups().get("b1").await.unwrap();
+    let deleted_with_b1 = [
+        restores.get("r-ok").await.unwrap(),
+        restores.get("r-odd").await.unwrap(),
+    ];
     setup.ark(&["backup", "delete", "b1", "--confirm", "--wait"]);
     setup.gone(&b1).await;
-    for name in ["r-ok", "r-odd"] {
-        assert!(
-            restores.get_opt(name).await.unwrap().is_none(),
-            "{name} is deleted with b1"
-        );
+    // Each gone once the server's restore finalizer has let it go, a moment after the backup.
+    for restore in &deleted_with_b1 {
+        ark_tests::wait_deleted(restores.clone(), restore, WAIT).await;
     }
     let _ = Api::<Namespace>::all(setup.client.clone())
         .delete(

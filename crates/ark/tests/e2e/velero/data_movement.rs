@@ -102,7 +102,7 @@ async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapsh
     ark_ok(
         &cluster,
         ns,
-        &[&restore[..], &[&mapping, "--wait"]].concat(),
+        &[&restore[..], &[&mapping, "--wait", "--timeout", "2m"]].concat(),
     );
     let described = ark_ok(&cluster, ns, &["restore", "describe", "r", "--details"]);
     let words = described.split_whitespace().collect::<Vec<_>>().join(" ");
