@@ -933,6 +933,15 @@ pub fn gunzip(bytes: &[u8]) -> Vec<u8> {
 
 /// The paths in backup `name`'s tarball in `store`, in the tarball's order.
 pub async fn tarball_paths(store: &ark_storage::BackupStore, name: &str) -> Vec<String> {
+    let entries = tarball_entries(store, name).await;
+    entries.into_iter().map(|(path, _)| path).collect()
+}
+
+/// The entries of backup `name`'s tarball in `store`, path and bytes, in the tarball's order.
+pub async fn tarball_entries(
+    store: &ark_storage::BackupStore,
+    name: &str,
+) -> Vec<(String, Vec<u8>)> {
     let tarball = store
         .get(&store.layout.backup_contents(name))
         .await
@@ -941,6 +950,12 @@ pub async fn tarball_paths(store: &ark_storage::BackupStore, name: &str) -> Vec<
     tar::Archive::new(unpacked.as_slice())
         .entries()
         .unwrap()
-        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .map(|entry| {
+            let mut entry = entry.unwrap();
+            let path = entry.path().unwrap().display().to_string();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            (path, bytes)
+        })
         .collect()
 }

@@ -73,11 +73,19 @@ pub struct BackupSpec {
     /// How the node agent uploads the backup's pod volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uploader_config: Option<crate::uploader::UploaderConfigForBackup>,
+    /// Move each CSI snapshot's data into the location's kopia repository, then remove the
+    /// snapshot (absent: the server's default, `--default-snapshot-move-data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_move_data: Option<bool>,
+    /// Who moves it: Velero's built-in data mover when empty or `velero`; another name leaves the
+    /// DataUploads to that data mover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datamover: Option<String>,
     /// Items backed up first, in this order, by resource (its plural): `pods: ns/a,ns/b`,
     /// `persistentvolumes: pv-1,pv-2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordered_resources: Option<std::collections::BTreeMap<String, String>>,
-    /// Velero's fields that ark does not model (datamover, uploader settings, ...), kept as they
+    /// Velero's fields that ark does not model (`volumeGroupSnapshotLabelKey`, ...), kept as they
     /// came.
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
@@ -266,6 +274,7 @@ mod tests {
                 "ttl": "0s",
                 "defaultVolumesToFsBackup": true,
                 "datamover": "velero",
+                "volumeGroupSnapshotLabelKey": "velero.io/volume-group",
                 "csiSnapshotTimeout": "5m0s",
                 "itemOperationTimeout": "1h0m0s",
                 "uploaderConfig": { "parallelFilesUpload": 4 },
@@ -287,7 +296,13 @@ mod tests {
             hooks.pre.as_ref().unwrap()[0].exec.container.as_deref(),
             Some("db")
         );
-        assert!(backup.spec.unmodelled.contains_key("datamover"));
+        assert_eq!(backup.spec.datamover.as_deref(), Some("velero"));
+        assert!(
+            backup
+                .spec
+                .unmodelled
+                .contains_key("volumeGroupSnapshotLabelKey")
+        );
         assert_eq!(serde_json::to_value(&backup).unwrap(), velero);
     }
 }

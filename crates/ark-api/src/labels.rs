@@ -19,6 +19,10 @@ pub const PVC_NAME: &str = "velero.io/pvc-name";
 /// On BackupRepositories: what they are the repository of.
 pub const VOLUME_NAMESPACE: &str = "velero.io/volume-namespace";
 pub const REPOSITORY_TYPE: &str = "velero.io/repository-type";
+/// On DataUploads: the item operation they carry out (`du-<backup uid>.<claim uid>`, made valid).
+pub const ASYNC_OPERATION_ID: &str = "velero.io/async-operation-id";
+/// On a data mover's exposing pod: the DataUpload it exposes a snapshot for.
+pub const DATA_UPLOAD: &str = "velero.io/data-upload";
 /// On Backups that garbage collection could not act on, with the reason.
 pub const GC_FAILURE: &str = "velero.io/gc-failure";
 /// On Backups a schedule made: the schedule (Velero's metrics are labelled with it).

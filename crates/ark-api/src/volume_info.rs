@@ -97,6 +97,9 @@ pub struct SnapshotDataMovementInfo {
     pub data_mover: String,
     #[serde(default)]
     pub uploader_type: String,
+    /// The VolumeSnapshot the data was read from (removed once moved).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub retained_snapshot: String,
     /// The kopia snapshot's ID.
     #[serde(default)]
     pub snapshot_handle: String,
@@ -107,6 +110,9 @@ pub struct SnapshotDataMovementInfo {
     pub size: i64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub incremental_size: i64,
+    /// The DataUpload's phase; Velero's field has no json tag.
+    #[serde(rename = "Phase", default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<crate::PodVolumePhase>,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
 }

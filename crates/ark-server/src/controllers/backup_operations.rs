@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{
-    Backup, BackupOperation, BackupPhase, BackupStatus, BackupVolumeInfo, OperationPhase,
-    ResourceIdentifier, VOLUME_FAILED, VOLUME_SUCCEEDED,
+    Backup, BackupOperation, BackupPhase, BackupStatus, BackupVolumeInfo, DataUpload,
+    OperationPhase, PodVolumePhase, ResourceIdentifier, VOLUME_FAILED, VOLUME_SUCCEEDED,
 };
 use ark_storage::tarball::{item_path, preferred_version_path};
 use ark_storage::{BackupStore, FinalizedFiles};
@@ -164,7 +164,11 @@ async fn finish(backup: &Backup, ctx: &Ctx) -> Result<Next, String> {
 async fn progress(operations: &mut [BackupOperation], kube: &Kube, timeout: Duration) -> bool {
     let mut changed = false;
     for operation in operations.iter_mut().filter(|o| !o.status.phase.is_final()) {
-        let Some((phase, error)) = snapshot_progress(operation, kube, timeout).await else {
+        let progress = match data_upload_of(operation) {
+            Some(upload) => data_upload_progress(operation, upload, kube, timeout).await,
+            None => snapshot_progress(operation, kube, timeout).await,
+        };
+        let Some((phase, error)) = progress else {
             continue;
         };
         let status = &mut operation.status;
@@ -227,6 +231,69 @@ async fn snapshot_progress(
     Some((OperationPhase::InProgress, String::new()))
 }
 
+/// The DataUpload an operation waits for, when it moves a snapshot's data.
+fn data_upload_of(operation: &BackupOperation) -> Option<&ResourceIdentifier> {
+    (operation.spec.post_operation_items.iter()).find(|i| i.resource == "datauploads")
+}
+
+/// Where one data upload stands (Velero's PVC action's `Progress`): its DataUpload ended, or
+/// still at work; past the backup's `itemOperationTimeout` it is canceled (its node agent
+/// stops and removes what it exposed) and failed. None when it could not be read.
+async fn data_upload_progress(
+    operation: &BackupOperation,
+    upload: &ResourceIdentifier,
+    kube: &Kube,
+    timeout: Duration,
+) -> Option<(OperationPhase, String)> {
+    let api = Api::<DataUpload>::namespaced(kube.client.clone(), &upload.namespace);
+    let claim = &operation.spec.resource_identifier;
+    let shown = format!(
+        "claim {}/{}: DataUpload {}",
+        claim.namespace, claim.name, upload.name
+    );
+    let Some(found) = api.get_opt(&upload.name).await.ok()? else {
+        return Some((
+            OperationPhase::Failed,
+            format!("{shown} was deleted before its data was moved"),
+        ));
+    };
+    let status = found.status.unwrap_or_default();
+    let message = status.message.unwrap_or_default();
+    match status.phase {
+        Some(PodVolumePhase::Completed) => return Some((OperationPhase::Completed, String::new())),
+        Some(PodVolumePhase::Failed) => {
+            return Some((OperationPhase::Failed, format!("{shown} failed: {message}")));
+        }
+        Some(PodVolumePhase::Canceled) => {
+            return Some((
+                OperationPhase::Failed,
+                format!("{shown} was canceled: {message}"),
+            ));
+        }
+        _ => {}
+    }
+    let created = operation.status.created.as_ref().map(|t| t.0)?;
+    let deadline = created + SignedDuration::try_from(timeout).unwrap_or(SignedDuration::MAX);
+    if Timestamp::now() > deadline {
+        let cancel = json!({ "spec": { "cancel": true } });
+        api.patch(
+            &upload.name,
+            &PatchParams::default(),
+            &Patch::Merge(&cancel),
+        )
+        .await
+        .ok()?;
+        return Some((
+            OperationPhase::Failed,
+            format!(
+                "{shown} did not end within the backup's itemOperationTimeout of {}: canceled",
+                ark_api::duration::format(timeout)
+            ),
+        ));
+    }
+    Some((OperationPhase::InProgress, String::new()))
+}
+
 fn failed(operations: &[BackupOperation]) -> i64 {
     operations
         .iter()
@@ -235,15 +302,16 @@ fn failed(operations: &[BackupOperation]) -> i64 {
 }
 
 fn counters(operations: &[BackupOperation]) -> BackupStatus {
-    let completed = operations
+    let completed: Vec<BackupOperation> = operations
         .iter()
         .filter(|o| o.status.phase == OperationPhase::Completed)
-        .count() as i64;
+        .cloned()
+        .collect();
     let counted = |n: i64| (n > 0).then_some(n);
     BackupStatus {
-        backup_item_operations_completed: counted(completed),
+        backup_item_operations_completed: counted(completed.len() as i64),
         backup_item_operations_failed: counted(failed(operations)),
-        csi_volume_snapshots_completed: counted(completed),
+        csi_volume_snapshots_completed: counted(csi::snapshot_operations(&completed) as i64),
         ..Default::default()
     }
 }
@@ -260,9 +328,10 @@ async fn finalize(
     let name = backup.name_any();
     let client = &ctx.kube.client;
     let replaced = items_as_ended(client, operations).await?;
+    let uploads = data_uploads_in(&replaced, operations);
     let contents = rewritten_contents(ctx, store, &name, replaced).await?;
     let results = results_with_operation_errors(store, &name, operations).await?;
-    let volume_info = volume_info_as_ended(store, &name, operations).await?;
+    let volume_info = volume_info_as_ended(store, &name, operations, &uploads).await?;
     let status = ended_status(phase, results.errors.count(), operations);
     let uploaded = uploaded_metadata(backup, &status);
     let gzip_error = |e: std::io::Error| e.to_string();
@@ -282,9 +351,12 @@ async fn finalize(
         .await
         .map_err(|e| e.to_string())?;
 
-    for operation in operations {
+    for operation in operations.iter().filter(|o| data_upload_of(o).is_none()) {
         remove_snapshot(client, operation).await?;
     }
+    // A snapshot whose data was not moved (its upload failed, was canceled or never taken on)
+    // is left where it was cut: nothing holds it now.
+    super::backup::remove_cut(client, &name, &backup.uid().unwrap_or_default()).await?;
     let api = operation::api::<Backup>(&ctx.kube);
     let claim = patch::status_in_phase(&api, &name, phase, &status)
         .await
@@ -309,8 +381,13 @@ async fn items_as_ended(
                     format!("{}.{}", item.resource, item.group),
                     Some(item.namespace.as_str()).filter(|n| !n.is_empty()),
                 );
+                let version = if item.resource == "datauploads" {
+                    "v2alpha1"
+                } else {
+                    "v1"
+                };
                 replaced.insert(
-                    preferred_version_path(&gr, "v1", namespace, &item.name),
+                    preferred_version_path(&gr, version, namespace, &item.name),
                     json.clone(),
                 );
                 replaced.insert(item_path(&gr, namespace, &item.name), json);
@@ -372,11 +449,27 @@ async fn results_with_operation_errors(
     Ok(results)
 }
 
+/// The DataUploads the operations named, as they ended (read into the tarball's items).
+fn data_uploads_in(
+    replaced: &BTreeMap<String, Vec<u8>>,
+    operations: &[BackupOperation],
+) -> Vec<DataUpload> {
+    operations
+        .iter()
+        .filter_map(data_upload_of)
+        .filter_map(|item| {
+            let path = item_path(csi::DATA_UPLOADS, Some(&item.namespace), &item.name);
+            serde_json::from_slice(replaced.get(&path)?).ok()
+        })
+        .collect()
+}
+
 /// The backup's volume information with each snapshot's outcome; empty when it has none.
 async fn volume_info_as_ended(
     store: &BackupStore,
     name: &str,
     operations: &[BackupOperation],
+    uploads: &[DataUpload],
 ) -> Result<Vec<BackupVolumeInfo>, String> {
     let bytes = store
         .get_volume_info(name)
@@ -386,6 +479,7 @@ async fn volume_info_as_ended(
         Some(bytes) => ended_volume_info(
             gunzip_json::<Option<_>>(&bytes, "volume information")?.unwrap_or_default(),
             operations,
+            uploads,
         ),
         None => Vec::new(),
     })
@@ -479,6 +573,10 @@ async fn item_as_ended(
             .await
             .map_err(reading)?,
         "volumesnapshotcontents" => contents.get_opt(&item.name).await.map_err(reading)?,
+        "datauploads" => objects::api::<DataUpload>(client, &item.namespace)
+            .get_opt(&item.name)
+            .await
+            .map_err(reading)?,
         _ => None,
     };
     let Some(object) = object else {
@@ -507,11 +605,42 @@ async fn item_as_ended(
         .map_err(|e| e.to_string())
 }
 
-/// The volume information with each snapshot's outcome.
+/// The volume information with each snapshot's outcome, and each moved one's upload as it ended
+/// (Velero's `updateVolumeInfos`).
 fn ended_volume_info(
     mut volumes: Vec<BackupVolumeInfo>,
     operations: &[BackupOperation],
+    uploads: &[DataUpload],
 ) -> Vec<BackupVolumeInfo> {
+    for volume in &mut volumes {
+        let Some(moved) = volume.snapshot_data_movement_info.as_mut() else {
+            continue;
+        };
+        let Some(upload) = uploads.iter().find(|u| {
+            u.spec.source_pvc == volume.pvc_name && u.spec.source_namespace == volume.pvc_namespace
+        }) else {
+            continue;
+        };
+        let status = upload.status.clone().unwrap_or_default();
+        if status.completion_timestamp.is_some() {
+            volume.completion_timestamp = status.completion_timestamp.clone();
+        }
+        moved.snapshot_handle = status.snapshot_id.clone().unwrap_or_default();
+        moved.retained_snapshot = (upload.spec.csi_snapshot.as_ref())
+            .map(|c| c.volume_snapshot.clone())
+            .unwrap_or_default();
+        moved.size = (status.progress.as_ref())
+            .and_then(|p| p.total_bytes)
+            .unwrap_or_default();
+        moved.incremental_size = status.incremental_bytes.unwrap_or_default();
+        moved.phase = status.phase;
+        volume.result = if status.phase == Some(PodVolumePhase::Completed) {
+            VOLUME_SUCCEEDED
+        } else {
+            VOLUME_FAILED
+        }
+        .into();
+    }
     for volume in &mut volumes {
         let Some(info) = volume.csi_snapshot_info.as_mut() else {
             continue;

@@ -36,6 +36,15 @@ pub const RESTORE_SIZE: &str = "velero.io/csi-volumesnapshot-restore-size";
 /// The action names Velero records in a backup's item operations.
 pub const SNAPSHOT_ACTION: &str = "velero.io/csi-volumesnapshot-backupper";
 
+/// How many of a backup's item operations wait for a CSI snapshot to be ready to use (the others
+/// wait for its data to be moved).
+pub fn snapshot_operations(operations: &[ark_api::BackupOperation]) -> usize {
+    operations
+        .iter()
+        .filter(|o| o.spec.backup_item_action == SNAPSHOT_ACTION)
+        .count()
+}
+
 fn resource(kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(GROUP, "v1", kind))
 }

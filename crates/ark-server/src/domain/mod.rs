@@ -8,5 +8,4 @@ pub mod locations;
 pub mod quantity;
 pub mod repositories;
 pub mod snapshots;
-pub mod unhonoured;
 pub mod volume_policy;

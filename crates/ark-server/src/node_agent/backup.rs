@@ -254,14 +254,14 @@ async fn back_up(
     })
 }
 
-fn is_empty(path: &Path) -> Result<bool, String> {
+pub(super) fn is_empty(path: &Path) -> Result<bool, String> {
     let mut entries =
         std::fs::read_dir(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     Ok(entries.next().is_none())
 }
 
 /// The bytes of the regular files under `path`: the progress's total.
-fn tree_bytes(path: &Path) -> u64 {
+pub(super) fn tree_bytes(path: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else {
         return 0;
     };
@@ -275,6 +275,6 @@ fn tree_bytes(path: &Path) -> u64 {
         .sum()
 }
 
-fn done_bytes(counts: &UploadCounts) -> u64 {
+pub(super) fn done_bytes(counts: &UploadCounts) -> u64 {
     counts.bytes.load(Ordering::Relaxed) + counts.cached_bytes.load(Ordering::Relaxed)
 }

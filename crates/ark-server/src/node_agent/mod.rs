@@ -8,6 +8,7 @@
 //! each repository open between requests.
 
 mod backup;
+mod data_upload;
 mod open_repositories;
 mod restore;
 pub mod volume_path;
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
+use ark_api::{DataUpload, PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
 use futures::FutureExt as _;
 use kube::ResourceExt as _;
 use serde_json::json;
@@ -29,6 +30,9 @@ use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
 use open_repositories::OpenRepositories;
 
 pub use backup::EMPTY_VOLUME;
+
+/// The node agent's DaemonSet (and ServiceAccount) in ark's namespace.
+pub const DAEMON_SET: &str = "node-agent";
 
 /// How often a request's status shows the bytes done.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
@@ -132,7 +136,8 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         start_up: fail_interrupted(kube, options.node.clone()).boxed(),
         controllers: vec![
             ("pod volume backup", backup::run(ctx.clone()).boxed()),
-            ("pod volume restore", restore::run(ctx).boxed()),
+            ("pod volume restore", restore::run(ctx.clone()).boxed()),
+            ("data upload", data_upload::run(ctx).boxed()),
         ],
         left_behind: Box::new(String::new),
         stop,
@@ -154,6 +159,49 @@ async fn fail_interrupted(kube: Kube, node: String) {
     // A backup names its node in its spec, a restore in its status once an agent took it.
     fail_interrupted_of::<PodVolumeBackup>(&kube, &node, "/spec/node", "backed up").await;
     fail_interrupted_of::<PodVolumeRestore>(&kube, &node, "/status/node", "restored").await;
+    end_interrupted_uploads(&kube, &node).await;
+}
+
+/// DataUploads this node's agent had taken on when it stopped: nobody carries them on. As
+/// Velero's agent does, one whose snapshot was being exposed or was exposed is canceled, one
+/// whose data was being moved fails; what their exposure made is removed.
+async fn end_interrupted_uploads(kube: &Kube, node: &str) {
+    let uploads = kube::Api::<DataUpload>::namespaced(kube.client.clone(), &kube.namespace);
+    let api = objects::api::<DataUpload>(&kube.client, &kube.namespace);
+    let listed = match uploads.list(&Default::default()).await {
+        Ok(listed) => listed.items,
+        Err(error) => {
+            tracing::warn!("listing DataUploads left in progress: {error}");
+            return;
+        }
+    };
+    for upload in listed {
+        let status = upload.status.clone().unwrap_or_default();
+        let mine = |n: &Option<String>| n.as_deref() == Some(node);
+        let (phase, ending) = match status.phase {
+            Some(phase @ PodVolumePhase::Accepted) if mine(&status.accepted_by_node) => {
+                (phase, PodVolumePhase::Canceled)
+            }
+            Some(phase @ PodVolumePhase::Prepared) if mine(&status.node) => {
+                (phase, PodVolumePhase::Canceled)
+            }
+            Some(phase @ PodVolumePhase::InProgress) if mine(&status.node) => {
+                (phase, PodVolumePhase::Failed)
+            }
+            _ => continue,
+        };
+        let name = upload.name_any();
+        data_upload::clean_up(&kube.client, &kube.namespace, &upload).await;
+        let ended = json!({
+            "phase": ending,
+            "message": format!("the node agent on {node} stopped while the upload was {phase:?}"),
+            "completionTimestamp": patch::now(),
+        });
+        match patch::status_in_phase(&api, &name, phase, &ended).await {
+            Ok(_) => tracing::warn!("DataUpload {name} was left {phase:?}: {ending:?}"),
+            Err(error) => tracing::warn!("ending DataUpload {name}: {error}"),
+        }
+    }
 }
 
 async fn fail_interrupted_of<K: kube::Resource<DynamicType = ()>>(

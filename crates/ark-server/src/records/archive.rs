@@ -142,6 +142,7 @@ impl TarballWriter {
     ) -> io::Result<File> {
         let mut writer = Self::empty(scratch)?;
         let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(source));
+        let mut written = std::collections::BTreeSet::new();
         for entry in archive.entries()? {
             let mut entry = entry?;
             let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
@@ -152,6 +153,12 @@ impl TarballWriter {
                     writer.builder.append_data(&mut header, &path, &mut entry)?;
                 }
             }
+            written.insert(path);
+        }
+        // Items the tarball did not hold yet (a DataUpload, written once it ended) go last, as
+        // Velero's finalizer appends them.
+        for (path, content) in replaced.iter().filter(|(p, _)| !written.contains(*p)) {
+            writer.add(path, content)?;
         }
         writer.finish()
     }
@@ -260,7 +267,8 @@ mod tests {
     }
 
     #[test]
-    fn a_rewritten_tarball_keeps_every_entry_in_order_with_the_replaced_ones_new() {
+    fn a_rewritten_tarball_keeps_every_entry_in_order_with_the_replaced_ones_new_and_the_added_last()
+     {
         let dir = tempfile::tempdir().unwrap();
         let mut tarball = TarballWriter::create(dir.path()).unwrap();
         let big: Vec<u8> = (0..70_000).map(|i| b'a' + (i % 23) as u8).collect();
@@ -269,9 +277,12 @@ mod tests {
             .add_member(&long_path("b"), &GzipMember::compress(&big).unwrap())
             .unwrap();
         tarball.add("c.json", b"{}").unwrap();
-        let replaced = [("a.json".to_string(), b"{\"new\":2}".to_vec())]
-            .into_iter()
-            .collect();
+        let replaced = [
+            ("a.json".to_string(), b"{\"new\":2}".to_vec()),
+            ("added.json".to_string(), b"{\"added\":3}".to_vec()),
+        ]
+        .into_iter()
+        .collect();
         let mut source = tarball.finish().unwrap();
         io::Seek::rewind(&mut source).unwrap();
         let rewritten = TarballWriter::rewrite(source, &replaced, dir.path()).unwrap();
@@ -285,6 +296,7 @@ mod tests {
                 ("a.json".to_string(), b"{\"new\":2}".to_vec()),
                 (long_path("b"), big),
                 ("c.json".to_string(), b"{}".to_vec()),
+                ("added.json".to_string(), b"{\"added\":3}".to_vec()),
             ]
         );
     }

@@ -82,6 +82,11 @@ pub struct BackupTemplateArgs {
     /// VolumeSnapshotClass (default: true)
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub snapshot_volumes: Option<bool>,
+    /// Move each CSI snapshot's data into the backup location's kopia repository with the node
+    /// agent, then remove the snapshot, so that the backup outlives the cluster's storage
+    /// (default: the server's setting, --default-snapshot-move-data)
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub snapshot_move_data: Option<bool>,
     /// The ConfigMap (in the server's namespace) of the backup's resource policies: which volumes
     /// go to the node agent, are snapshotted or skipped, by Velero's volume policies
     #[arg(long, value_name = "CONFIGMAP")]
@@ -142,6 +147,7 @@ impl BackupTemplateArgs {
             && self.storage_location.is_none()
             && self.default_volumes_to_fs_backup.is_none()
             && self.snapshot_volumes.is_none()
+            && self.snapshot_move_data.is_none()
             && self.resource_policies_configmap.is_none()
             && self.parallel_files_upload.is_none()
             && self.ordered_resources.is_none())
@@ -173,6 +179,7 @@ impl BackupTemplateArgs {
             storage_location: self.storage_location,
             default_volumes_to_fs_backup: self.default_volumes_to_fs_backup,
             snapshot_volumes: self.snapshot_volumes,
+            snapshot_move_data: self.snapshot_move_data,
             resource_policy: self.resource_policies_configmap.map(|name| {
                 k8s_openapi::api::core::v1::TypedLocalObjectReference {
                     kind: "configmap".into(),

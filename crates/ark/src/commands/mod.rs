@@ -11,6 +11,7 @@ pub mod completion;
 mod confirm;
 pub mod debug;
 mod download;
+pub mod hold_volumes;
 pub mod install;
 mod lookup;
 mod missing;
@@ -42,6 +43,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Server(args) => server::run(global, args).await,
         Command::NodeAgent(args) => node_agent::run(global, args).await,
         Command::RestoreHelper(args) => restore_helper::run(args),
+        Command::HoldVolumes(args) => hold_volumes::run(args).await,
         Command::Client(command) => client::run(command),
         Command::Completion(args) => completion::run(args),
         Command::Version(args) => version::run(global, args).await,

@@ -62,6 +62,10 @@ pub struct ServerArgs {
     /// that name)
     #[arg(long)]
     pub default_volumes_to_fs_backup: bool,
+    /// Move CSI snapshots' data into the backup location in backups that do not say (Velero's
+    /// flag of that name)
+    #[arg(long)]
+    pub default_snapshot_move_data: bool,
     /// How long a backup or a restore waits, at most, for its pod volume backups or restores
     #[arg(long, value_name = "DURATION", default_value = "4h", value_parser = parse_duration)]
     pub fs_backup_timeout: std::time::Duration,
@@ -123,6 +127,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             default_item_operation_timeout: args.default_item_operation_timeout,
             hook_pods_at_once: args.backup_hook_pods_at_once,
             default_volumes_to_fs_backup: args.default_volumes_to_fs_backup,
+            default_snapshot_move_data: args.default_snapshot_move_data,
             pod_volume_timeout: args.fs_backup_timeout,
             every_api_version,
         },

@@ -33,6 +33,7 @@ mod cluster {
 
 mod node {
     mod csi_snapshots;
+    mod data_movement;
     mod demo;
     mod pod_volumes;
     mod real_node;

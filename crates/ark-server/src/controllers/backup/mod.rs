@@ -2,6 +2,7 @@
 //! to its storage location; its status says how it went.
 
 mod actions;
+mod data_movement;
 mod engine;
 mod pod_volumes;
 mod pod_work;
@@ -26,9 +27,10 @@ use serde_json::json;
 use engine::Collected;
 pub use tracker::RunningBackups;
 use validate::{Durations, ValidatedBackup};
+pub(crate) use volume_snapshots::remove_cut;
 
+use crate::domain::csi;
 use crate::domain::locations::{self, OpenLocation};
-use crate::domain::unhonoured;
 use crate::records::recorder::Recorder;
 use crate::records::results::{gzip_json, gzip_json_unless_empty};
 use crate::runtime::context::Kube;
@@ -51,6 +53,9 @@ pub struct Config {
     /// Whether backups that do not say back up every pod volume with the node agent (Velero's
     /// `--default-volumes-to-fs-backup`).
     pub default_volumes_to_fs_backup: bool,
+    /// Whether backups that do not say move their CSI snapshots' data into the location (Velero's
+    /// `--default-snapshot-move-data`).
+    pub default_snapshot_move_data: bool,
     /// How long a backup waits, at most, for its pod volume backups (Velero's
     /// `--fs-backup-timeout`; a backup's annotation `velero.io/pod-volume-timeout` overrides it).
     pub pod_volume_timeout: Duration,
@@ -352,8 +357,13 @@ async fn back_up(
             return Err(error.to_string());
         }
     };
-    for ignored in unhonoured::ignored(&current.spec.unmodelled, unhonoured::BACKUP_BEHAVIOURS) {
-        record.general_warning(ignored);
+    if let Some(mover) = (current.spec.datamover.as_deref())
+        .filter(|m| validated.move_data && !ark_api::is_built_in_data_mover(Some(m)))
+    {
+        record.general_warning(format!(
+            "the CSI snapshots' data is left to data mover {mover:?}: ark's node agent moves only \
+             Velero's built-in data mover's, and the backup waits for that one's DataUploads"
+        ));
     }
     let operations = volume_snapshots::operations(&current, &collected.snapshots);
     let final_status = final_status(
@@ -361,7 +371,7 @@ async fn back_up(
         record.errors(),
         record.warnings(),
         &collected.hook_results,
-        operations.len(),
+        &operations,
     );
     record.info(&format!(
         "backup {:?} with {} items, {} errors, {} warnings",
@@ -432,6 +442,7 @@ impl Attempt<'_> {
             current.clone(),
             methods,
             validated.durations.csi_snapshot_timeout,
+            validated.move_data,
         );
         let pod_work = pod_work::PodWork::new(
             ctx.kube.client.clone(),
@@ -466,7 +477,7 @@ impl Attempt<'_> {
         let (log, results) = record
             .finish()
             .map_err(|e| format!("finishing the backup log: {e}"))?;
-        let volume_info = volume_snapshots::volume_info(&collected.snapshots);
+        let volume_info = volume_snapshots::volume_info(self.current, &collected.snapshots);
         let none: [(); 0] = [];
         let files = BackupFiles {
             log,
@@ -523,9 +534,9 @@ fn final_status(
     errors: i64,
     warnings: i64,
     hook_results: &[ark_api::hooks::PodHookResults],
-    operations: usize,
+    operations: &[ark_api::BackupOperation],
 ) -> BackupStatus {
-    let phase = match (errors > 0, operations == 0) {
+    let phase = match (errors > 0, operations.is_empty()) {
         (false, true) => BackupPhase::Completed,
         (true, true) => BackupPhase::PartiallyFailed,
         (false, false) => BackupPhase::WaitingForPluginOperations,
@@ -538,8 +549,9 @@ fn final_status(
     BackupStatus {
         phase: Some(phase),
         completion_timestamp: phase.is_terminal().then(patch::now),
-        csi_volume_snapshots_attempted: counted(operations as i64),
-        backup_item_operations_attempted: counted(operations as i64),
+        // A snapshot whose data is moved is not backed up: Velero counts only the others.
+        csi_volume_snapshots_attempted: counted(csi::snapshot_operations(operations) as i64),
+        backup_item_operations_attempted: counted(operations.len() as i64),
         progress: Some(BackupProgress {
             items_backed_up: Some(items),
             total_items: Some(items),
@@ -579,6 +591,12 @@ mod tests {
     use super::*;
     use ark_api::hooks::{HookResult, PodHookResults};
 
+    fn snapshot_operations(n: usize) -> Vec<ark_api::BackupOperation> {
+        let mut operation = ark_api::BackupOperation::default();
+        operation.spec.backup_item_action = csi::SNAPSHOT_ACTION.into();
+        vec![operation; n]
+    }
+
     fn pod_with_hooks(failed: usize, succeeded: usize) -> PodHookResults {
         let hook = |error: Option<&str>| HookResult {
             error: error.map(str::to_string),
@@ -595,7 +613,7 @@ mod tests {
 
     #[test]
     fn a_backup_ends_by_its_errors_and_its_snapshots_still_to_be_ready() {
-        let phase = |errors, operations| final_status(3, errors, 0, &[], operations).phase;
+        let phase = |errors, n| final_status(3, errors, 0, &[], &snapshot_operations(n)).phase;
         assert_eq!(phase(0, 0), Some(BackupPhase::Completed));
         assert_eq!(phase(1, 0), Some(BackupPhase::PartiallyFailed));
         assert_eq!(phase(0, 2), Some(BackupPhase::WaitingForPluginOperations));
@@ -604,19 +622,24 @@ mod tests {
             Some(BackupPhase::WaitingForPluginOperationsPartiallyFailed)
         );
         // Only an ended backup has its completion time.
-        assert!(final_status(3, 0, 0, &[], 0).completion_timestamp.is_some());
-        assert!(final_status(3, 0, 0, &[], 1).completion_timestamp.is_none());
+        let ended = |n| final_status(3, 0, 0, &[], &snapshot_operations(n)).completion_timestamp;
+        assert!(ended(0).is_some());
+        assert!(ended(1).is_none());
     }
 
     #[test]
     fn hooks_and_operations_are_counted_as_velero_counts_them() {
-        let status = final_status(7, 1, 2, &[pod_with_hooks(1, 2), pod_with_hooks(0, 1)], 2);
+        let mut operations = snapshot_operations(2);
+        // A snapshot whose data is moved is an operation, not a backed-up snapshot.
+        operations[1].spec.backup_item_action = "velero.io/csi-pvc-backupper".into();
+        let hooks = [pod_with_hooks(1, 2), pod_with_hooks(0, 1)];
+        let status = final_status(7, 1, 2, &hooks, &operations);
         let hooks = status.hook_status.unwrap();
         assert_eq!(
             (hooks.hooks_attempted, hooks.hooks_failed),
             (Some(4), Some(1))
         );
-        assert_eq!(status.csi_volume_snapshots_attempted, Some(2));
+        assert_eq!(status.csi_volume_snapshots_attempted, Some(1));
         assert_eq!(status.backup_item_operations_attempted, Some(2));
         assert_eq!((status.errors, status.warnings), (Some(1), Some(2)));
         let progress = status.progress.unwrap();
@@ -625,7 +648,7 @@ mod tests {
             (Some(7), Some(7))
         );
         // Zero counts are left out; the hook status is always there.
-        let none = final_status(0, 0, 0, &[], 0);
+        let none = final_status(0, 0, 0, &[], &[]);
         assert_eq!(none.hook_status, Some(HookStatus::default()));
         assert_eq!(none.csi_volume_snapshots_attempted, None);
     }

@@ -36,6 +36,9 @@ pub(super) struct ValidatedBackup {
     /// Whether every pod volume is backed up with the node agent (the spec's
     /// `defaultVolumesToFsBackup`, else the server's default), or only those pods name.
     pub volumes_by_default: bool,
+    /// Whether CSI snapshots' data is moved into the location (the spec's `snapshotMoveData`,
+    /// else the server's default).
+    pub move_data: bool,
     /// The backup's resource policies, when its `resourcePolicy` names some.
     pub policies: Option<Arc<ResourcePolicies>>,
 }
@@ -126,6 +129,9 @@ pub(super) async fn validate(
             location,
             location_name,
             volumes_by_default: volumes_by_default(spec, config),
+            move_data: spec
+                .snapshot_move_data
+                .unwrap_or(config.default_snapshot_move_data),
             policies: policies.map(Arc::new),
         }),
         _ => Err(Rejected::Invalid(errors)),
@@ -328,7 +334,7 @@ pub(super) fn defaulted_spec(spec: &BackupSpec, validated: &ValidatedBackup) -> 
         "csiSnapshotTimeout": ark_api::duration::format(durations.csi_snapshot_timeout),
         "itemOperationTimeout": ark_api::duration::format(durations.item_operation_timeout),
         "defaultVolumesToFsBackup": validated.volumes_by_default,
-        "snapshotMoveData": kept_or("snapshotMoveData", false.into()),
+        "snapshotMoveData": validated.move_data,
         "volumeGroupSnapshotLabelKey": kept_or(
             "volumeGroupSnapshotLabelKey",
             VOLUME_GROUP_SNAPSHOT_LABEL_KEY.into(),
@@ -384,6 +390,7 @@ mod tests {
             default_item_operation_timeout: Duration::from_secs(3600),
             hook_pods_at_once: 4,
             default_volumes_to_fs_backup: false,
+            default_snapshot_move_data: false,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
             every_api_version: false,
         }

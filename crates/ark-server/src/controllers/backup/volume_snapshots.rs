@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ark_api::{
     Backup, BackupMethod, BackupOperation, BackupOperationSpec, BackupVolumeInfo, CsiSnapshotInfo,
-    OperationPhase, OperationStatus, PvInfo, ResourceIdentifier, labels,
+    OperationPhase, OperationStatus, PvInfo, ResourceIdentifier, SnapshotDataMovementInfo, labels,
 };
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared};
@@ -21,6 +21,7 @@ use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Pos
 use kube::{Api, Client, ResourceExt as _};
 use serde_json::{Value, json};
 
+use super::data_movement;
 use super::volume_methods::VolumeMethods;
 use crate::domain::csi::{self, ContentStatus, SnapshotStatus};
 use crate::domain::volume_policy::VolumeAction;
@@ -46,9 +47,20 @@ pub struct Snapshot {
     /// The storage snapshot's size in bytes, once the driver says it.
     pub restore_size: Option<i64>,
     pub started: Time,
-    /// Velero's operation id: `<namespace>/<volume snapshot>/<RFC 3339 time>`.
+    /// Velero's operation id: `<namespace>/<volume snapshot>/<RFC 3339 time>`, or the data
+    /// upload's (`du-...`) when its data is moved.
     pub operation_id: String,
+    /// The DataUpload moving its data into the location, when the backup moves data: the
+    /// snapshot is then not backed up, the DataUpload is.
+    pub moved_by: Option<DataUploadRef>,
     pub volume_info: PvInfo,
+}
+
+/// The DataUpload that moves a snapshot's data (in the backup's namespace).
+#[derive(Clone, Debug)]
+pub struct DataUploadRef {
+    pub namespace: String,
+    pub name: String,
 }
 
 /// What asking for one claim's snapshot came to.
@@ -74,6 +86,8 @@ struct Inner {
     backup: Backup,
     /// The backup's `snapshotVolumes` (Velero's default: on).
     enabled: bool,
+    /// Whether each snapshot's data is moved into the location (`snapshotMoveData`).
+    move_data: bool,
     methods: VolumeMethods,
     timeout: Duration,
     cuts: Mutex<BTreeMap<(String, String), PendingCut>>,
@@ -83,13 +97,20 @@ struct Inner {
 }
 
 impl ClaimSnapshots {
-    pub fn new(client: Client, backup: Backup, methods: VolumeMethods, timeout: Duration) -> Self {
+    pub fn new(
+        client: Client,
+        backup: Backup,
+        methods: VolumeMethods,
+        timeout: Duration,
+        move_data: bool,
+    ) -> Self {
         let enabled = backup.spec.snapshot_volumes != Some(false);
         ClaimSnapshots {
             inner: Arc::new(Inner {
                 client,
                 backup,
                 enabled,
+                move_data,
                 methods,
                 timeout,
                 cuts: Mutex::default(),
@@ -345,9 +366,31 @@ impl Inner {
                 objects::reason(&error)
             ));
         }
+        let (operation_id, moved_by) = if self.move_data {
+            let id = data_movement::operation_id(&self.backup, claim);
+            let source = data_movement::Source {
+                volume_snapshot: &made,
+                snapshot_class: &class,
+                driver: &driver,
+            };
+            let upload = data_movement::data_upload(&self.backup, claim, &source, &id);
+            match data_movement::submit(&self.client, &upload).await {
+                Ok(name) => {
+                    let namespace = self.backup.namespace().unwrap_or_default();
+                    (id, Some(DataUploadRef { namespace, name }))
+                }
+                Err(error) => {
+                    let _ = snapshots.delete(&made, &DeleteParams::default()).await;
+                    return Cut::failed(format!("{shown}: {error}"));
+                }
+            }
+        } else {
+            (format!("{namespace}/{made}/{}", started.0), None)
+        };
         Cut {
             snapshot: Some(Snapshot {
-                operation_id: format!("{namespace}/{made}/{}", started.0),
+                operation_id,
+                moved_by,
                 namespace,
                 claim: name,
                 volume: volume_name,
@@ -548,31 +591,15 @@ pub async fn remove_cut(client: &Client, backup_name: &str, uid: &str) -> Result
     Ok(listed.len())
 }
 
-/// The backup's record of its volumes as its main pass ends: each snapshot not ready to use yet,
-/// each claim whose data it does not hold.
-pub fn volume_info(cuts: &[Arc<Cut>]) -> Vec<BackupVolumeInfo> {
+/// The backup's record of its volumes as its main pass ends: each snapshot not ready to use (or
+/// its data not moved) yet, each claim whose data it does not hold.
+pub fn volume_info(backup: &Backup, cuts: &[Arc<Cut>]) -> Vec<BackupVolumeInfo> {
     let mut volumes: Vec<BackupVolumeInfo> = cuts
         .iter()
         .flat_map(|cut| {
-            let snapshot = cut.snapshot.as_ref().map(|s| BackupVolumeInfo {
-                pvc_name: s.claim.clone(),
-                pvc_namespace: s.namespace.clone(),
-                pv_name: s.volume.clone(),
-                backup_method: Some(BackupMethod::CsiSnapshot),
-                preserve_local_snapshot: true,
-                start_timestamp: Some(s.started.clone()),
-                csi_snapshot_info: Some(CsiSnapshotInfo {
-                    snapshot_handle: s.handle.clone(),
-                    size: s.restore_size.unwrap_or_default(),
-                    driver: s.driver.clone(),
-                    vsc_name: s.content.clone(),
-                    operation_id: s.operation_id.clone(),
-                    ready_to_use: Some(false),
-                    volume_snapshot_class: s.class.clone(),
-                    ..Default::default()
-                }),
-                pv_info: Some(s.volume_info.clone()),
-                ..Default::default()
+            let snapshot = cut.snapshot.as_ref().map(|s| match &s.moved_by {
+                Some(_) => moved_volume_info(backup, s),
+                None => snapshot_volume_info(s),
             });
             snapshot.into_iter().chain(cut.skipped.clone())
         })
@@ -581,33 +608,113 @@ pub fn volume_info(cuts: &[Arc<Cut>]) -> Vec<BackupVolumeInfo> {
     volumes
 }
 
-/// One operation per snapshot: the backup is finalized once each is ready to use (or failed).
-/// The VolumeSnapshot and its content are written again then, as they ended.
+fn snapshot_volume_info(s: &Snapshot) -> BackupVolumeInfo {
+    BackupVolumeInfo {
+        pvc_name: s.claim.clone(),
+        pvc_namespace: s.namespace.clone(),
+        pv_name: s.volume.clone(),
+        backup_method: Some(BackupMethod::CsiSnapshot),
+        preserve_local_snapshot: true,
+        start_timestamp: Some(s.started.clone()),
+        csi_snapshot_info: Some(CsiSnapshotInfo {
+            snapshot_handle: s.handle.clone(),
+            size: s.restore_size.unwrap_or_default(),
+            driver: s.driver.clone(),
+            vsc_name: s.content.clone(),
+            operation_id: s.operation_id.clone(),
+            ready_to_use: Some(false),
+            volume_snapshot_class: s.class.clone(),
+            ..Default::default()
+        }),
+        pv_info: Some(s.volume_info.clone()),
+        ..Default::default()
+    }
+}
+
+/// A moved snapshot as Velero records it before its upload ends
+/// (`generateVolumeInfoFromDataUpload`): the snapshot's own details unknown, the upload's
+/// operation; the kopia snapshot, size and result are filled in when the backup is finalized.
+fn moved_volume_info(backup: &Backup, s: &Snapshot) -> BackupVolumeInfo {
+    const UNKNOWN: &str = "unknown";
+    let data_mover = (backup.spec.datamover.clone())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "velero".into());
+    BackupVolumeInfo {
+        pvc_name: s.claim.clone(),
+        pvc_namespace: s.namespace.clone(),
+        pv_name: s.volume.clone(),
+        backup_method: Some(BackupMethod::CsiSnapshot),
+        snapshot_data_moved: true,
+        csi_snapshot_info: Some(CsiSnapshotInfo {
+            snapshot_handle: UNKNOWN.into(),
+            vsc_name: UNKNOWN.into(),
+            operation_id: UNKNOWN.into(),
+            driver: s.driver.clone(),
+            ..Default::default()
+        }),
+        snapshot_data_movement_info: Some(SnapshotDataMovementInfo {
+            data_mover,
+            uploader_type: "kopia".into(),
+            operation_id: s.operation_id.clone(),
+            ..Default::default()
+        }),
+        pv_info: Some(s.volume_info.clone()),
+        ..Default::default()
+    }
+}
+
+/// One operation per snapshot: the backup is finalized once each is ready to use (or its data
+/// moved), or failed. What the operation names is written again then, as it ended: the
+/// VolumeSnapshot and its content, or the DataUpload.
 pub fn operations(backup: &Backup, cuts: &[Arc<Cut>]) -> Vec<BackupOperation> {
     let now = patch::now();
     cuts.iter()
         .filter_map(|cut| cut.snapshot.as_ref())
         .map(|s| {
-            let snapshot = ResourceIdentifier {
-                group: csi::GROUP.into(),
-                resource: "volumesnapshots".into(),
-                namespace: s.namespace.clone(),
-                name: s.volume_snapshot.clone(),
-            };
-            let content = ResourceIdentifier {
-                group: csi::GROUP.into(),
-                resource: "volumesnapshotcontents".into(),
-                namespace: String::new(),
-                name: s.content.clone(),
+            let (action, item, post_operation_items) = match &s.moved_by {
+                Some(data_upload) => (
+                    data_movement::PVC_ACTION,
+                    ResourceIdentifier {
+                        group: String::new(),
+                        resource: "persistentvolumeclaims".into(),
+                        namespace: s.namespace.clone(),
+                        name: s.claim.clone(),
+                    },
+                    vec![ResourceIdentifier {
+                        group: "velero.io".into(),
+                        resource: "datauploads".into(),
+                        namespace: data_upload.namespace.clone(),
+                        name: data_upload.name.clone(),
+                    }],
+                ),
+                None => {
+                    let snapshot = ResourceIdentifier {
+                        group: csi::GROUP.into(),
+                        resource: "volumesnapshots".into(),
+                        namespace: s.namespace.clone(),
+                        name: s.volume_snapshot.clone(),
+                    };
+                    let content = ResourceIdentifier {
+                        group: csi::GROUP.into(),
+                        resource: "volumesnapshotcontents".into(),
+                        namespace: String::new(),
+                        name: s.content.clone(),
+                    };
+                    (
+                        csi::SNAPSHOT_ACTION,
+                        snapshot.clone(),
+                        vec![snapshot, content],
+                    )
+                }
             };
             BackupOperation {
                 spec: BackupOperationSpec {
                     backup_name: backup.name_any(),
                     backup_uid: backup.metadata.uid.clone().unwrap_or_default(),
-                    backup_item_action: csi::SNAPSHOT_ACTION.into(),
-                    resource_identifier: snapshot.clone(),
+                    backup_item_action: action.into(),
+                    resource_identifier: item,
                     operation_id: s.operation_id.clone(),
-                    post_operation_items: vec![snapshot, content],
+                    post_operation_items,
                 },
                 status: OperationStatus {
                     phase: OperationPhase::InProgress,

@@ -277,6 +277,17 @@ pub fn describe_text(backup: &Backup) -> String {
         "Storage Location",
         spec.storage_location.as_deref().unwrap_or("<none>"),
     );
+    if spec.snapshot_move_data == Some(true) {
+        // As Velero shows it; only when on, which a backup says only when asked.
+        let mover = (spec.datamover.as_deref())
+            .filter(|d| !d.is_empty())
+            .unwrap_or("velero");
+        d.blank();
+        d.fields(&[
+            ("Snapshot Move Data", "true".to_string()),
+            ("Data Mover", mover.to_string()),
+        ]);
+    }
     d.blank();
     d.field("TTL", spec.ttl.as_deref().unwrap_or("<none>"));
     d.blank();

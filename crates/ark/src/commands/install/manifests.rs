@@ -23,7 +23,7 @@ pub const METRICS_PORT: u16 = 8085;
 pub const BINARY: &str = "/ark";
 /// The node agent's DaemonSet, ServiceAccount and Role: Velero's name, and the label Velero's
 /// server (and ark's) finds an agent on a node by.
-pub const NODE_AGENT: &str = "node-agent";
+pub const NODE_AGENT: &str = ark_server::node_agent::DAEMON_SET;
 /// Where the agent sees the kubelet's pod directory (Velero's mount point).
 pub const HOST_PODS: &str = "/host_pods";
 /// The kubelet's pod directory on a node, unless `--kubelet-pods-dir` says otherwise.

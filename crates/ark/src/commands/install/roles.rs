@@ -141,7 +141,8 @@ pub const SERVER_NAMESPACE: Role = Role {
 };
 
 /// The node agent, cluster-wide: it finds a pod's volume on its node from the pod, its claim, the
-/// claim's volume and the CSI drivers, and reads nothing else.
+/// claim's volume and the CSI drivers; to move a CSI snapshot's data it takes the snapshot over
+/// from the claim's namespace into ark's, and lets the volume it made from it go.
 pub const NODE_AGENT_CLUSTER: Role = Role {
     name: "node-agent",
     rules: &[
@@ -157,6 +158,24 @@ pub const NODE_AGENT_CLUSTER: Role = Role {
             verbs: &["list"],
             names: &[],
         },
+        Rule {
+            groups: &["snapshot.storage.k8s.io"],
+            resources: &["volumesnapshots"],
+            verbs: &["get", "delete"],
+            names: &[],
+        },
+        Rule {
+            groups: &["snapshot.storage.k8s.io"],
+            resources: &["volumesnapshotcontents"],
+            verbs: &["get", "create", "patch", "delete"],
+            names: &[],
+        },
+        Rule {
+            groups: &[""],
+            resources: &["persistentvolumes"],
+            verbs: &["patch"],
+            names: &[],
+        },
     ],
 };
 
@@ -167,9 +186,29 @@ pub const NODE_AGENT_NAMESPACE: Role = Role {
     rules: &[
         Rule {
             groups: &["velero.io"],
-            resources: &["podvolumebackups", "podvolumerestores"],
+            resources: &["podvolumebackups", "podvolumerestores", "datauploads"],
             verbs: &["get", "list", "watch", "patch"],
             names: &[],
+        },
+        // A snapshot whose data it moves is exposed here: a snapshot and a claim made from it,
+        // mounted by a pod of the agent's image and placement, all removed once the data is moved
+        Rule {
+            groups: &["snapshot.storage.k8s.io"],
+            resources: &["volumesnapshots"],
+            verbs: &["create"],
+            names: &[],
+        },
+        Rule {
+            groups: &[""],
+            resources: &["pods", "persistentvolumeclaims"],
+            verbs: &["create", "delete"],
+            names: &[],
+        },
+        Rule {
+            groups: &["apps"],
+            resources: &["daemonsets"],
+            verbs: &["get"],
+            names: &[ark_server::node_agent::DAEMON_SET],
         },
         Rule {
             groups: &["velero.io"],

@@ -72,6 +72,7 @@ fn options(
             default_item_operation_timeout: Duration::from_secs(4 * 3600),
             hook_pods_at_once: 16,
             default_volumes_to_fs_backup: false,
+            default_snapshot_move_data: false,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
             every_api_version: false,
         },

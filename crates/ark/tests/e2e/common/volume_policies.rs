@@ -117,7 +117,8 @@ pub fn contents(cluster: &Cluster, namespace: &str) -> String {
 }
 
 /// What backup `backup` (its server in `ns`, its bucket at `prefix`) made of each claim: the node
-/// agent's (a PodVolumeBackup of the pod's volume), a CSI snapshot, or skipped.
+/// agent's (a PodVolumeBackup of the pod's volume), a CSI snapshot, a CSI snapshot whose data was
+/// moved, or skipped.
 pub async fn methods(
     cluster: &Cluster,
     ns: &str,
@@ -146,6 +147,8 @@ pub async fn methods(
         // The reasons differ in words: Velero's joins what each of its trackers noted.
         let method = if volume.skipped {
             "skipped".to_string()
+        } else if volume.snapshot_data_moved {
+            "moved".to_string()
         } else if volume.csi_snapshot_info.is_some() {
             "CSI snapshot".to_string()
         } else {

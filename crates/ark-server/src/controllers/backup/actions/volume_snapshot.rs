@@ -15,6 +15,8 @@ use crate::domain::csi::{self, text};
 use crate::domain::quantity;
 
 const CLAIMS: &str = "persistentvolumeclaims";
+/// Velero's mark on an item whose additional items must be backed up with it.
+const MUST_INCLUDE_ADDITIONAL_ITEMS: &str = "backup.velero.io/must-include-additional-items";
 
 pub struct VolumeSnapshotAction(pub ClaimSnapshots);
 
@@ -66,28 +68,42 @@ impl BackupItemAction for VolumeSnapshotAction {
     }
 }
 
-/// The claim as backed up: it names its snapshot (label and annotation), and asks for at least
-/// the snapshot's size, so that the claim restored from it fits it.
+/// The claim as backed up, as Velero's CSI PVC action writes it: it names its snapshot (label and
+/// annotation). Its data is either in the snapshot, which goes with it, and the claim asks for
+/// at least the snapshot's size so that the claim restored from it fits it; or moved by a
+/// DataUpload, which it names, and the snapshot is not backed up (it is removed once moved).
 fn claim_naming(mut claim: Value, snapshot: &Snapshot) -> Result<Executed, String> {
+    let metadata = &mut claim["metadata"];
     for field in ["labels", "annotations"] {
-        let metadata = &mut claim["metadata"];
         if !metadata[field].is_object() {
             metadata[field] = json!({});
         }
         metadata[field][csi::VOLUME_SNAPSHOT_NAME] = json!(snapshot.volume_snapshot);
     }
-    if let Some(size) = snapshot.restore_size {
-        let request = text(&claim, "/spec/resources/requests/storage").and_then(quantity::bytes);
-        if request.is_some_and(|request| request < size) {
-            claim["spec"]["resources"]["requests"]["storage"] = json!(size.to_string());
+    metadata["annotations"][MUST_INCLUDE_ADDITIONAL_ITEMS] = json!("true");
+    let additional = match &snapshot.moved_by {
+        Some(data_upload) => {
+            let upload = format!("{}/{}", data_upload.namespace, data_upload.name);
+            metadata["annotations"][csi::DATA_UPLOAD_NAME] = json!(upload);
+            Vec::new()
         }
-    }
+        None => {
+            if let Some(size) = snapshot.restore_size {
+                let request =
+                    text(&claim, "/spec/resources/requests/storage").and_then(quantity::bytes);
+                if request.is_some_and(|request| request < size) {
+                    claim["spec"]["resources"]["requests"]["storage"] = json!(size.to_string());
+                }
+            }
+            vec![ItemRef {
+                group_resource: csi::VOLUME_SNAPSHOTS.into(),
+                namespace: Some(snapshot.namespace.clone()),
+                name: snapshot.volume_snapshot.clone(),
+            }]
+        }
+    };
     Ok(Executed {
-        additional: vec![ItemRef {
-            group_resource: csi::VOLUME_SNAPSHOTS.into(),
-            namespace: Some(snapshot.namespace.clone()),
-            name: snapshot.volume_snapshot.clone(),
-        }],
+        additional,
         updated: Some(serde_json::from_value(claim).map_err(|e| e.to_string())?),
     })
 }

@@ -1,0 +1,275 @@
+//! Snapshot data movement by ark on the real node: a backup with `--snapshot-move-data` cuts each
+//! claim's CSI snapshot, its node agent exposes the snapshot (a claim made from it, mounted by a
+//! pod on the agent's node) and moves the data into the location's kopia repository, and nothing
+//! of the snapshot is left in the cluster or the storage system.
+
+use crate::common;
+
+use ark_api::{Backup, BackupPhase, BackupVolumeInfo, DataUpload, PodVolumePhase};
+use ark_tests::kopia::Kopia;
+use ark_tests::{Cluster, wait_for};
+use common::ark_ok;
+use common::node_agent::{WAIT, install, is_ready, lose};
+use common::volume_policies::{application, contents, methods};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::{Api, Client, ResourceExt};
+
+fn snapshot_api(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "snapshot.storage.k8s.io",
+        "v1",
+        kind,
+    ))
+}
+
+/// What is left of snapshots and their exposure once the snapshot controller and the kubelet are
+/// done (waited for, within the deadline): VolumeSnapshots and their contents in `namespaces`,
+/// and claims and pods in ark's namespace `ark`.
+async fn left(client: &Client, namespaces: &[&str], ark: &str) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut found = Vec::new();
+        for namespace in namespaces {
+            let snapshots: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), namespace, &snapshot_api("VolumeSnapshot"));
+            for snapshot in snapshots.list(&ListParams::default()).await.unwrap().items {
+                found.push(format!(
+                    "VolumeSnapshot {namespace}/{}",
+                    snapshot.name_any()
+                ));
+            }
+        }
+        let contents: Api<DynamicObject> =
+            Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotContent"));
+        for content in contents.list(&ListParams::default()).await.unwrap().items {
+            let of = content.data["spec"]["volumeSnapshotRef"]["namespace"].as_str();
+            if of.is_some_and(|of| namespaces.contains(&of)) {
+                found.push(format!("VolumeSnapshotContent {}", content.name_any()));
+            }
+        }
+        let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), ark);
+        for claim in claims.list(&ListParams::default()).await.unwrap().items {
+            found.push(format!("claim {ark}/{}", claim.name_any()));
+        }
+        let pods = Api::<Pod>::namespaced(client.clone(), ark);
+        let exposing = ListParams::default().labels("velero.io/data-upload");
+        for pod in pods.list(&exposing).await.unwrap().items {
+            found.push(format!("pod {ark}/{}", pod.name_any()));
+        }
+        if found.is_empty() || tokio::time::Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+/// The backup moves `files`'s data (the claim its pod does not name for the node agent) and the
+/// node agent backs up the other two: the DataUpload ends Completed on the real node, the kopia
+/// CLI finds the moved snapshot under Velero's source and restores the claim's bytes from it,
+/// the bucket records it as Velero does (volume information, the DataUpload in the tarball, the
+/// claim naming it), and no snapshot, claim or pod of the exposure is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_leaves_no_snapshot() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = application(&cluster).await;
+    let before = contents(&cluster, &app.name);
+
+    let created = ark_ok(
+        &cluster,
+        ns,
+        &[
+            "backup",
+            "create",
+            "moved",
+            "--include-namespaces",
+            &app.name,
+            "--snapshot-move-data",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert!(created.contains("Completed"), "{created}");
+    let backup = Api::<Backup>::namespaced(client.clone(), ns)
+        .get("moved")
+        .await
+        .unwrap();
+    let status = backup.status.unwrap();
+    assert_eq!(status.phase, Some(BackupPhase::Completed));
+    // One operation, the upload; no CSI snapshot is backed up (Velero's counts).
+    assert_eq!(
+        (
+            status.backup_item_operations_attempted,
+            status.backup_item_operations_completed,
+            status.csi_volume_snapshots_attempted,
+        ),
+        (Some(1), Some(1), None)
+    );
+    assert_eq!(backup.spec.snapshot_move_data, Some(true));
+    let taken = methods(&cluster, ns, &installed.prefix, "moved").await;
+    assert_eq!(
+        taken
+            .iter()
+            .map(|(c, m)| (c.as_str(), m.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("files", "moved"),
+            ("skip", "node agent"),
+            ("snap", "node agent"),
+        ]
+    );
+
+    // The DataUpload, as Velero's data mover ends one: on the real node, with its snapshot.
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=moved"))
+        .await
+        .unwrap()
+        .items;
+    let [upload] = uploads.as_slice() else {
+        panic!("one DataUpload, not {uploads:#?}")
+    };
+    let upload_status = upload.status.clone().unwrap();
+    assert_eq!(
+        upload_status.phase,
+        Some(PodVolumePhase::Completed),
+        "{upload_status:#?}"
+    );
+    let real_node = cluster.real_node.clone();
+    assert_eq!(upload_status.node, real_node);
+    assert!(upload_status.accepted_by_node.is_some());
+    assert_eq!(
+        (
+            upload.spec.source_namespace.as_str(),
+            upload.spec.source_pvc.as_str()
+        ),
+        (app.name.as_str(), "files")
+    );
+    let snapshot_id = upload_status.snapshot_id.clone().unwrap();
+    let done = upload_status.progress.unwrap().bytes_done.unwrap();
+    assert!(done > 1 << 20, "{done} bytes moved");
+    let operation = &upload.labels()["velero.io/async-operation-id"];
+    assert!(operation.starts_with("du-"), "{operation}");
+
+    // Nothing of the snapshot or its exposure is left.
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+
+    // The kopia CLI finds it under Velero's source and restores the claim's bytes from it.
+    let kopia = Kopia::new("static-passw0rd");
+    kopia.connect(
+        &cluster,
+        &format!("{}/kopia/{}", installed.prefix, app.name),
+    );
+    let moved_source = format!("snapshot-data-upload-download/kopia/{}/files", app.name);
+    let listed = kopia.snapshots();
+    let moved: Vec<_> = listed
+        .iter()
+        .filter(|s| s["source"]["path"] == moved_source.as_str())
+        .collect();
+    let [moved] = moved.as_slice() else {
+        panic!("one snapshot of {moved_source}, not {listed:#?}")
+    };
+    assert_eq!(moved["id"], snapshot_id.as_str());
+    assert_eq!(
+        moved["tags"]["tag:snapshot-requester"],
+        "snapshot-data-upload-download"
+    );
+    assert_eq!(
+        moved["tags"]["tag:velero.io/async-operation-id"],
+        operation.as_str()
+    );
+    let restored = tempfile::tempdir().unwrap();
+    let into = restored.path().join("files");
+    kopia.ok(&[
+        "snapshot",
+        "restore",
+        &snapshot_id,
+        &into.display().to_string(),
+    ]);
+    let line = std::fs::read_to_string(into.join("line")).unwrap();
+    assert_eq!(line, "files before the backup\n");
+    let summed = std::process::Command::new("md5sum")
+        .arg(into.join("blob"))
+        .output()
+        .unwrap();
+    let sum = common::text(&summed.stdout);
+    let sum = sum.split_whitespace().next().unwrap();
+    assert!(
+        before.contains(&format!("{sum}  /files/blob")),
+        "{sum} in {before}"
+    );
+
+    // The bucket records it as Velero does.
+    let store = ark_storage::open(&cluster.s3_location(&installed.prefix)).unwrap();
+    let info: Vec<BackupVolumeInfo> = serde_json::from_slice(&ark_tests::gunzip(
+        &store.get_volume_info("moved").await.unwrap().unwrap(),
+    ))
+    .unwrap();
+    let files = info.iter().find(|v| v.pvc_name == "files").unwrap();
+    let movement = files.snapshot_data_movement_info.as_ref().unwrap();
+    assert_eq!(
+        (
+            movement.snapshot_handle.as_str(),
+            movement.data_mover.as_str(),
+            movement.uploader_type.as_str(),
+            movement.phase,
+            files.result.as_str(),
+        ),
+        (
+            snapshot_id.as_str(),
+            "velero",
+            "kopia",
+            Some(PodVolumePhase::Completed),
+            "succeeded"
+        )
+    );
+    assert_eq!(movement.operation_id, *operation);
+    let entries = ark_tests::tarball_entries(&store, "moved").await;
+    let entry = |path: &str| -> serde_json::Value {
+        let (_, bytes) = entries
+            .iter()
+            .find(|(p, _)| p == path)
+            .unwrap_or_else(|| panic!("{path} not in the tarball"));
+        serde_json::from_slice(bytes).unwrap()
+    };
+    let name = upload.name_any();
+    let in_tarball = entry(&format!(
+        "resources/datauploads.velero.io/namespaces/{ns}/{name}.json"
+    ));
+    assert_eq!(in_tarball["status"]["phase"], "Completed");
+    assert_eq!(in_tarball["status"]["snapshotID"], snapshot_id.as_str());
+    let claim = entry(&format!(
+        "resources/persistentvolumeclaims/namespaces/{}/files.json",
+        app.name
+    ));
+    assert_eq!(
+        claim["metadata"]["annotations"]["velero.io/data-upload-name"],
+        format!("{ns}/{name}")
+    );
+    assert!(
+        !entries.iter().any(|(p, _)| p.contains("volumesnapshots")),
+        "no snapshot is backed up: {entries:#?}",
+    );
+    let described = ark_ok(&cluster, ns, &["backup", "describe", "moved", "--details"]);
+    let words = described.split_whitespace().collect::<Vec<_>>().join(" ");
+    for shown in [
+        format!("Snapshot ID: {snapshot_id}"),
+        "Snapshot Move Data: true Data Mover: velero".to_string(),
+    ] {
+        assert!(words.contains(&shown), "{shown:?} not in:\n{described}");
+    }
+
+    // The pod and its claims are untouched.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    wait_for(pods, "app", is_ready(), WAIT).await.unwrap();
+    assert_eq!(contents(&cluster, &app.name), before);
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
