@@ -41,68 +41,59 @@ pub fn data_mover_source(namespace: &str, claim: &str) -> SourceInfo {
     }
 }
 
-fn tags(requester: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (REQUESTER_TAG.into(), requester.into()),
-        (UPLOADER_TAG.into(), UPLOADER.into()),
-    ])
+/// Who a snapshot is for, as its `snapshot-requester` tag says: a pod volume backup, or a data
+/// upload (which also tags the item operation it carries out).
+#[derive(Clone, Copy, Debug)]
+pub enum Requester<'a> {
+    PodVolume,
+    DataMover { operation_id: &'a str },
 }
 
-fn options(tags: BTreeMap<String, String>, parent: Option<SnapshotManifest>) -> SnapshotOptions {
-    SnapshotOptions {
-        description: DESCRIPTION.into(),
-        tags,
-        pins: vec![PIN.into()],
-        parent,
-        ..SnapshotOptions::default()
+impl Requester<'_> {
+    fn tags(&self) -> BTreeMap<String, String> {
+        let requester = match self {
+            Requester::PodVolume => POD_VOLUME_REQUESTER,
+            Requester::DataMover { .. } => DATA_MOVER_REQUESTER,
+        };
+        BTreeMap::from([
+            (REQUESTER_TAG.into(), requester.into()),
+            (UPLOADER_TAG.into(), UPLOADER.into()),
+        ])
     }
-}
 
-/// The options Velero snapshots a pod volume with, from `parent`.
-pub fn pod_volume_options(parent: Option<SnapshotManifest>) -> SnapshotOptions {
-    options(tags(POD_VOLUME_REQUESTER), parent)
-}
+    /// The options Velero snapshots with, from `parent`.
+    pub fn options(&self, parent: Option<SnapshotManifest>) -> SnapshotOptions {
+        let mut tags = self.tags();
+        if let Requester::DataMover { operation_id } = self {
+            tags.insert(OPERATION_TAG.into(), operation_id.to_string());
+        }
+        SnapshotOptions {
+            description: DESCRIPTION.into(),
+            tags,
+            pins: vec![PIN.into()],
+            parent,
+            ..SnapshotOptions::default()
+        }
+    }
 
-/// The options Velero's data mover snapshots a claim's snapshot data with, from `parent`, for
-/// the item operation `operation_id`.
-pub fn data_mover_options(operation_id: &str, parent: Option<SnapshotManifest>) -> SnapshotOptions {
-    let mut tags = tags(DATA_MOVER_REQUESTER);
-    tags.insert(OPERATION_TAG.into(), operation_id.into());
-    options(tags, parent)
-}
-
-/// The parent of a new pod volume snapshot of `source` (see [`parent`]).
-pub async fn pod_volume_parent(
-    repository: &Repository,
-    source: &SourceInfo,
-) -> Result<Option<SnapshotManifest>, Error> {
-    parent(repository, source, POD_VOLUME_REQUESTER).await
-}
-
-/// The parent of a new moved snapshot of `source` (see [`parent`]).
-pub async fn data_mover_parent(
-    repository: &Repository,
-    source: &SourceInfo,
-) -> Result<Option<SnapshotManifest>, Error> {
-    parent(repository, source, DATA_MOVER_REQUESTER).await
-}
-
-/// The parent of a new snapshot of `source`, as Velero's `findPreviousSnapshotManifest` picks it:
-/// the latest complete snapshot of the same source with the same requester and uploader.
-async fn parent(
-    repository: &Repository,
-    source: &SourceInfo,
-    requester: &str,
-) -> Result<Option<SnapshotManifest>, Error> {
-    let wanted = tags(requester);
-    let snapshots = repository.snapshots().await?;
-    Ok(snapshots
-        .into_iter()
-        .map(|s| s.manifest)
-        .filter(|m| {
-            m.source == *source
-                && m.incomplete_reason.is_empty()
-                && wanted.iter().all(|(k, v)| m.tags.get(k) == Some(v))
-        })
-        .max_by(|a, b| a.start_time.cmp(&b.start_time)))
+    /// The parent of a new snapshot of `source`, as Velero's `findPreviousSnapshotManifest`
+    /// picks it: the latest complete snapshot of the same source with the same requester and
+    /// uploader.
+    pub async fn parent(
+        &self,
+        repository: &Repository,
+        source: &SourceInfo,
+    ) -> Result<Option<SnapshotManifest>, Error> {
+        let wanted = self.tags();
+        let snapshots = repository.snapshots().await?;
+        Ok(snapshots
+            .into_iter()
+            .map(|s| s.manifest)
+            .filter(|m| {
+                m.source == *source
+                    && m.incomplete_reason.is_empty()
+                    && wanted.iter().all(|(k, v)| m.tags.get(k) == Some(v))
+            })
+            .max_by(|a, b| a.start_time.cmp(&b.start_time)))
+    }
 }

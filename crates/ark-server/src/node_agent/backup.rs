@@ -3,21 +3,19 @@
 //! Velero's node agent snapshots it (source, tags, parent), with progress in its status; it ends
 //! Completed with the snapshot's ID, or Failed with the reason.
 
-use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use ark_api::{PodVolumeBackup, PodVolumeBackupStatus, PodVolumePhase};
-use ark_kopia::snapshot::UploadCounts;
-use ark_kopia::velero;
+use ark_kopia::velero::{self, Requester};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::upload::{Upload, Uploaded, is_empty};
 use super::volume_path;
-use super::{Ctx, ProgressReport, progress};
+use super::{Ctx, progress};
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::metrics::PodVolumeOperation;
 use crate::runtime::objects::{self, Phase, Readable};
@@ -196,85 +194,31 @@ async fn back_up(
         .and_then(|v| v.iter().find(|v| v.name == spec.volume))
         .and_then(|v| v.persistent_volume_claim.as_ref())
         .map_or(spec.volume.clone(), |c| c.claim_name.clone());
-    let source = velero::pod_volume_source(&spec.pod.namespace, &spec.pod.name, &source_volume);
-    let repository = ctx
-        .repositories
-        .get(&spec.backup_storage_location, &spec.pod.namespace)
-        .await
-        .map_err(|e| e.to_string())?;
-    let parent = match velero::pod_volume_parent(&repository, &source).await {
-        Ok(parent) => parent,
-        Err(error) => {
-            repository.discard();
-            return Err(format!("listing the snapshots of {source}: {error}"));
-        }
-    };
-    let total = {
-        let path = path.clone();
-        tokio::task::spawn_blocking(move || tree_bytes(&path))
-            .await
-            .expect("walking does not panic")
-    };
-    let options = ark_kopia::repository::SnapshotOptions {
+    let upload = Upload {
+        location: &spec.backup_storage_location,
+        namespace: &spec.pod.namespace,
+        path: &path,
+        source: velero::pod_volume_source(&spec.pod.namespace, &spec.pod.name, &source_volume),
+        requester: Requester::PodVolume,
         files_at_once,
-        ..velero::pod_volume_options(parent)
     };
-    let counts = options.counts.clone();
-    let reporter = {
-        let counts = counts.clone();
-        ProgressReport::start(api.clone(), name.to_string(), total, move || {
-            done_bytes(&counts)
-        })
-    };
-    let stored_before = repository.contents().stored_bytes();
-    let created = repository
-        .create_snapshot(&path, source.clone(), options)
-        .await;
-    reporter.stop().await;
-    let snapshot = match created {
-        Ok((snapshot, _)) => snapshot,
-        Err(error) => {
-            repository.discard();
-            return Err(format!("snapshotting {shown_path} as {source}: {error}"));
-        }
-    };
-    let added = repository.contents().stored_bytes() - stored_before;
-    let done = done_bytes(&counts);
+    let uploaded =
+        (upload.run(ctx, api, name, std::future::pending()).await?).ok_or("the upload stopped")?;
+    let Uploaded {
+        snapshot_id,
+        total,
+        done,
+        added,
+    } = uploaded;
     tracing::info!(
-        "pod volume backup {name}: {pod_name} volume {} is snapshot {} ({done} bytes, {added} added)",
+        "pod volume backup {name}: {pod_name} volume {} is snapshot {snapshot_id} ({done} bytes, {added} added)",
         spec.volume,
-        snapshot.id
     );
     Ok(PodVolumeBackupStatus {
         path: Some(shown_path),
-        snapshot_id: Some(snapshot.id),
+        snapshot_id: Some(snapshot_id),
         progress: Some(progress(total, done)),
         incremental_bytes: Some(added as i64),
         ..ended(PodVolumePhase::Completed, String::new())
     })
-}
-
-pub(super) fn is_empty(path: &Path) -> Result<bool, String> {
-    let mut entries =
-        std::fs::read_dir(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    Ok(entries.next().is_none())
-}
-
-/// The bytes of the regular files under `path`: the progress's total.
-pub(super) fn tree_bytes(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.file_type() {
-            Ok(t) if t.is_dir() => tree_bytes(&entry.path()),
-            Ok(t) if t.is_file() => entry.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
-}
-
-pub(super) fn done_bytes(counts: &UploadCounts) -> u64 {
-    counts.bytes.load(Ordering::Relaxed) + counts.cached_bytes.load(Ordering::Relaxed)
 }

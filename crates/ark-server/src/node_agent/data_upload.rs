@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{DataUpload, DataUploadStatus, PodVolumePhase, labels, uploader};
-use ark_kopia::velero;
+use ark_kopia::velero::{self, Requester};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -29,8 +29,8 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt as _};
 use serde_json::{Value, json};
 
-use super::backup::{done_bytes, is_empty, tree_bytes};
-use super::{Ctx, DAEMON_SET, ProgressReport, progress, volume_path};
+use super::upload::{Upload, Uploaded, is_empty};
+use super::{Ctx, DAEMON_SET, progress, volume_path};
 use crate::domain::csi::{self, ContentStatus, SnapshotStatus, text};
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::{self, Phase, Readable};
@@ -482,74 +482,40 @@ impl Work<'_> {
                 .unwrap_or(&Default::default()),
             uploader::PARALLEL_FILES_UPLOAD,
         )?;
-        let source = velero::data_mover_source(&spec.source_namespace, &spec.source_pvc);
-        let repository = ctx
-            .repositories
-            .get(&spec.backup_storage_location, &spec.source_namespace)
-            .await
-            .map_err(|e| e.to_string())?;
-        let parent = match velero::data_mover_parent(&repository, &source).await {
-            Ok(parent) => parent,
-            Err(error) => {
-                repository.discard();
-                return Err(format!("listing the snapshots of {source}: {error}"));
-            }
-        };
-        let total = {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || tree_bytes(&path))
-                .await
-                .expect("walking does not panic")
-        };
-        let operation = self
-            .upload
-            .labels()
-            .get(labels::ASYNC_OPERATION_ID)
-            .cloned()
-            .unwrap_or_default();
-        let options = ark_kopia::repository::SnapshotOptions {
+        let operation_id =
+            (self.upload.labels().get(labels::ASYNC_OPERATION_ID)).map_or("", String::as_str);
+        let upload = Upload {
+            location: &spec.backup_storage_location,
+            namespace: &spec.source_namespace,
+            path: &path,
+            source: velero::data_mover_source(&spec.source_namespace, &spec.source_pvc),
+            requester: Requester::DataMover { operation_id },
             files_at_once,
-            ..velero::data_mover_options(&operation, parent)
         };
-        let counts = options.counts.clone();
-        let reporter = {
-            let counts = counts.clone();
-            ProgressReport::start(self.api.clone(), self.name.clone(), total, move || {
-                done_bytes(&counts)
-            })
+        let Some(uploaded) = upload
+            .run(ctx, &self.api, &self.name, self.canceled())
+            .await?
+        else {
+            return Ok(ended(
+                PodVolumePhase::Canceled,
+                "canceled while its data was moved",
+            ));
         };
-        let stored_before = repository.contents().stored_bytes();
-        let created = tokio::select! {
-            created = repository.create_snapshot(&path, source.clone(), options) => Some(created),
-            () = self.canceled() => None,
-        };
-        reporter.stop().await;
-        let snapshot = match created {
-            Some(Ok((snapshot, _))) => snapshot,
-            Some(Err(error)) => {
-                repository.discard();
-                return Err(format!("snapshotting {shown_path} as {source}: {error}"));
-            }
-            None => {
-                repository.discard();
-                return Ok(ended(
-                    PodVolumePhase::Canceled,
-                    "canceled while its data was moved",
-                ));
-            }
-        };
-        let added = repository.contents().stored_bytes() - stored_before;
-        let done = done_bytes(&counts);
+        let Uploaded {
+            snapshot_id,
+            total,
+            done,
+            added,
+        } = uploaded;
         tracing::info!(
-            "data upload {}: claim {}/{} is snapshot {} ({done} bytes, {added} added)",
+            "data upload {}: claim {}/{} is snapshot {snapshot_id} ({done} bytes, {added} added)",
             self.name,
             spec.source_namespace,
             spec.source_pvc,
-            snapshot.id
         );
         Ok(DataUploadStatus {
             path: Some(shown_path),
-            snapshot_id: Some(snapshot.id),
+            snapshot_id: Some(snapshot_id),
             progress: Some(progress(total, done)),
             incremental_bytes: Some(added as i64),
             node: Some(ctx.node.clone()),

@@ -11,6 +11,7 @@ mod backup;
 mod data_upload;
 mod open_repositories;
 mod restore;
+mod upload;
 pub mod volume_path;
 
 use std::net::SocketAddr;

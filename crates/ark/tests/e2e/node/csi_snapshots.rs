@@ -480,6 +480,76 @@ async fn a_snapshot_never_ready_fails_its_backup_naming_the_claim_and_leaves_not
     );
 }
 
+/// A backup moving its snapshots' data with no node agent to take the DataUpload does not wait
+/// forever: at its `itemOperationTimeout` the DataUpload is canceled, the backup ends
+/// PartiallyFailed naming the claim, and the snapshot whose data was not moved is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_upload_no_node_agent_takes_is_canceled_at_the_timeout_and_its_snapshot_removed() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (cluster, client, app) = (&setup.cluster, &setup.client, &setup.app.name);
+    let _server = ArkServer::start_with(
+        ARK,
+        cluster,
+        setup.ns(),
+        &["--item-operation-sync-frequency", "1s"],
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
+    claims
+        .create(&PostParams::default(), &claim("data"))
+        .await
+        .unwrap();
+    let bound = |c: Option<&PersistentVolumeClaim>| {
+        c.and_then(|c| c.status.as_ref())
+            .and_then(|s| s.phase.as_deref())
+            == Some("Bound")
+    };
+    wait_for(claims.clone(), "data", bound, WAIT).await.unwrap();
+
+    let backup: Backup = serde_json::from_value(json!({
+        "metadata": { "name": "b1", "namespace": setup.ns() },
+        "spec": { "includedNamespaces": [app], "itemOperationTimeout": "5s",
+            "snapshotMoveData": true },
+    }))
+    .unwrap();
+    setup
+        .backups()
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    let ended = ended(&setup.backups(), "b1").await;
+    let status = ended.status.unwrap();
+    assert_eq!(
+        status.phase,
+        Some(BackupPhase::PartiallyFailed),
+        "{status:#?}"
+    );
+    assert_eq!(
+        (
+            status.csi_volume_snapshots_attempted,
+            status.backup_item_operations_attempted,
+            status.backup_item_operations_failed,
+        ),
+        (None, Some(1), Some(1))
+    );
+    assert_eq!(left_in(client, app).await, Vec::<String>::new());
+    let uploads = Api::<ark_api::DataUpload>::namespaced(client.clone(), setup.ns())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let [upload] = uploads.as_slice() else {
+        panic!("one DataUpload, not {uploads:#?}")
+    };
+    assert_eq!(upload.spec.cancel, Some(true));
+    let described = setup.ark(&["backup", "describe", "b1", "--details"]);
+    let words = described.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = format!(
+        "claim {app}/data: DataUpload {} did not end within the backup's itemOperationTimeout of 5s: canceled",
+        upload.name_any()
+    );
+    assert!(words.contains(&said), "{said:?} not in:\n{described}");
+}
+
 /// A CSI claim whose driver has no VolumeSnapshotClass is not passed over in silence: the backup
 /// warns, naming it, and `describe` lists it among the volumes whose data the backup does not
 /// hold.

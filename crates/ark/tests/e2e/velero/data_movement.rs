@@ -1,15 +1,18 @@
 //! Snapshot data movement, with Velero's own server and node agent on the real node: Velero's
-//! `--snapshot-move-data` backups, and what ark's server does with them once it takes over.
+//! `--snapshot-move-data` backups, and what ark's server does with them once it takes over; and
+//! ark's, which Velero restores once it takes over.
 
 use crate::common;
 
-use ark_api::Backup;
+use ark_api::{Backup, Restore, RestorePhase};
 use ark_tests::kopia::Kopia;
-use ark_tests::velero::{VeleroWithAgent, velero_ok};
+use ark_tests::velero::{self, VeleroWithAgent, velero_ok};
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
+use common::node_agent::is_ready;
 use common::node_agent::{WAIT, install_at, lose};
-use common::volume_policies::application;
+use common::volume_policies::{application, contents};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
 
 /// The kopia snapshots of the repository of namespace `app` at `prefix`, by source path.
@@ -118,4 +121,80 @@ async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapsh
     );
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;
+}
+
+/// A backup ark made with `--snapshot-move-data` is a Velero user's data-mover backup: Velero's
+/// own server, node agent and data mover, taking the location over, restore it into another
+/// namespace, the moved claim's bytes from the kopia snapshot ark's agent wrote (Velero's
+/// DataDownload, read from the DataUpload in ark's tarball) and the pod volumes' from theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn velero_restores_a_claim_whose_snapshot_data_ark_moved() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let app = application(&cluster).await;
+    let before = contents(&cluster, &app.name);
+    let prefix = ark_tests::unique_name("ark-moved");
+    let installed = install_at(&cluster, &prefix).await;
+    let backup = [
+        "backup",
+        "create",
+        "moved",
+        "--include-namespaces",
+        &app.name,
+    ];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let created = ark_ok(&cluster, &installed.ns, &[&backup[..], &flags[..]].concat());
+    assert!(created.contains("Completed"), "{created}");
+    installed.uninstall(&cluster).await;
+
+    let velero = VeleroWithAgent::start_with(&cluster, &prefix, &["--features=EnableCSI"]).await;
+    let ns = velero.ns.name.clone();
+    wait_for(
+        Api::<Backup>::namespaced(client.clone(), &ns),
+        "moved",
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .expect("ark's backup synced by Velero's server");
+    let target = format!("{}-restored", app.name);
+    let _target = cluster.delete_on_drop::<Namespace>(&target);
+    let mapping = format!("{}:{target}", app.name);
+    velero_ok(
+        &cluster,
+        &ns,
+        &[
+            "restore",
+            "create",
+            "r",
+            "--from-backup",
+            "moved",
+            "--namespace-mappings",
+            &mapping,
+        ],
+    );
+    let restores = Api::<Restore>::namespaced(client.clone(), &ns);
+    let ended = |r: Option<&Restore>| r.is_some_and(|r| r.phase().is_terminal());
+    let restore = wait_for(restores, "r", ended, std::time::Duration::from_secs(240))
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "Velero's restore r did not end: {e:#}\n{}",
+                velero::diagnostics(&cluster, &ns)
+            )
+        });
+    assert_eq!(
+        restore.phase(),
+        RestorePhase::Completed,
+        "{:#?}\n{}",
+        restore.status,
+        velero::diagnostics(&cluster, &ns)
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &target);
+    wait_for(pods, "app", is_ready(), WAIT).await.unwrap();
+    assert_eq!(contents(&cluster, &target), before);
+    lose(&cluster, &target).await;
+    velero.stop(&cluster).await;
+    lose(&cluster, &app.name).await;
 }
