@@ -177,13 +177,19 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
         panic!("one snapshot of {moved_source}, not {listed:#?}")
     };
     assert_eq!(moved["id"], snapshot_id.as_str());
+    let tags = &moved["tags"];
     assert_eq!(
-        moved["tags"]["tag:snapshot-requester"],
-        "snapshot-data-upload-download"
-    );
-    assert_eq!(
-        moved["tags"]["tag:velero.io/async-operation-id"],
-        operation.as_str()
+        (
+            tags["snapshot-requester"].as_str(),
+            tags["snapshot-uploader"].as_str(),
+            tags["velero.io/async-operation-id"].as_str(),
+        ),
+        (
+            Some("snapshot-data-upload-download"),
+            Some("kopia"),
+            Some(operation.as_str())
+        ),
+        "{moved:#}"
     );
     let restored = tempfile::tempdir().unwrap();
     let into = restored.path().join("files");
