@@ -199,7 +199,7 @@ impl NodeAgent {
                 }] },
                 "matchConditions": [{
                     "name": "data-mover-pod",
-                    "expression": "has(object.metadata.labels) && 'velero.io/exposer-pod-group' in object.metadata.labels && object.metadata.labels['velero.io/exposer-pod-group'] == 'snapshot-exposer'",
+                    "expression": "has(object.metadata.labels) && 'velero.io/exposer-pod-group' in object.metadata.labels && object.metadata.labels['velero.io/exposer-pod-group'] in ['snapshot-exposer', 'generic-restore-exposer']",
                 }],
                 "failurePolicy": "Fail",
                 "reinvocationPolicy": "Never",

@@ -116,11 +116,12 @@ pub fn hooks_text(pods: &[ark_api::hooks::PodHookResults], details: bool) -> Str
     out
 }
 
-/// One pod volume backup or restore, as `describe` lists it.
+/// One pod volume backup or restore, or a data upload, as `describe` lists it.
 pub struct PodVolume {
     pub phase: Option<ark_api::PodVolumePhase>,
-    /// `namespace/pod`.
+    /// `namespace/pod`, or `namespace/claim` for a data upload.
     pub pod: String,
+    /// The pod's volume; empty for a data upload.
     pub volume: String,
     pub bytes_done: Option<i64>,
     pub message: Option<String>,
@@ -165,7 +166,10 @@ pub fn pod_volumes_text(title: &str, mut volumes: Vec<PodVolume>, details: bool)
         }
         out.push_str(&format!("  {phase}:\n"));
         for volume in volumes {
-            let mut line = format!("    {}: {}", volume.pod, volume.volume);
+            let mut line = match volume.volume.as_str() {
+                "" => format!("    {}", volume.pod),
+                name => format!("    {}: {name}", volume.pod),
+            };
             if let Some(bytes) = volume.bytes_done.filter(|_| !failed) {
                 line.push_str(&format!(" ({bytes} bytes)"));
             }

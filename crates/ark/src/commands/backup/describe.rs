@@ -90,6 +90,14 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 Err(error) => format!("\nPod Volume Backups: <unavailable: {error:#}>\n"),
             },
         );
+        text.push_str(
+            &match data_uploads(&client, &global.namespace, backup).await {
+                Ok(uploads) => {
+                    crate::describe::pod_volumes_text("Data Uploads", uploads, args.details)
+                }
+                Err(error) => format!("\nData Uploads: <unavailable: {error:#}>\n"),
+            },
+        );
         if args.details {
             text.push_str(
                 &bucket::details(
@@ -135,6 +143,37 @@ async fn pod_volume_backups(
         })
         .collect();
     Ok(volumes)
+}
+
+/// The backup's DataUploads (its CSI snapshots' data moved), as its PodVolumeBackups: each claim
+/// with its phase and the bytes moved so far.
+async fn data_uploads(
+    client: &kube::Client,
+    namespace: &str,
+    backup: &Backup,
+) -> anyhow::Result<Vec<crate::describe::PodVolume>> {
+    let selector = labels::selector_for_backup(
+        &backup.name_any(),
+        backup.metadata.uid.as_deref().unwrap_or_default(),
+    );
+    let listed = Api::<ark_api::DataUpload>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .context("cannot list DataUploads")?;
+    let uploads = listed.items.into_iter().map(|upload| {
+        let status = upload.status.unwrap_or_default();
+        crate::describe::PodVolume {
+            phase: status.phase,
+            pod: format!(
+                "{}/{}",
+                upload.spec.source_namespace, upload.spec.source_pvc
+            ),
+            volume: String::new(),
+            bytes_done: status.progress.and_then(|p| p.bytes_done),
+            message: status.message,
+        }
+    });
+    Ok(uploads.collect())
 }
 
 /// The DeleteBackupRequests of this very backup: its name label AND its uid label, so a request

@@ -243,6 +243,7 @@ const VIEWED: &[&str] = &[
     "schedules",
     "podvolumebackups",
     "podvolumerestores",
+    "datauploads",
 ];
 
 const VIEWER_RULES: [Rule; 2] = [

@@ -265,6 +265,13 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
     );
     let described = ark_ok(&cluster, ns, &["backup", "describe", "moved", "--details"]);
     let words = described.split_whitespace().collect::<Vec<_>>().join(" ");
+    let summary = ark_ok(&cluster, ns, &["backup", "describe", "moved"]);
+    assert!(
+        summary.contains("\nData Uploads - kopia:\n  Completed:  1\n"),
+        "{summary}"
+    );
+    let shown = format!("Data Uploads - kopia: Completed: {}/files (", app.name);
+    assert!(words.contains(&shown), "{shown:?} not in:\n{described}");
     for shown in [
         format!("Snapshot ID: {snapshot_id}"),
         "Snapshot Move Data: true Data Mover: velero".to_string(),
