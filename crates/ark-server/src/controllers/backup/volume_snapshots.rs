@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use super::data_movement;
 use super::volume_methods::VolumeMethods;
 use crate::domain::csi::{self, ContentStatus, SnapshotStatus};
+use crate::domain::repositories;
 use crate::domain::volume_policy::VolumeAction;
 use crate::runtime::sync::Locked;
 use crate::runtime::{objects, patch};
@@ -88,6 +89,8 @@ struct Inner {
     enabled: bool,
     /// Whether each snapshot's data is moved into the location (`snapshotMoveData`).
     move_data: bool,
+    /// The namespaces whose repository is known to exist, for the data moved.
+    repositories: tokio::sync::Mutex<std::collections::BTreeSet<String>>,
     methods: VolumeMethods,
     timeout: Duration,
     cuts: Mutex<BTreeMap<(String, String), PendingCut>>,
@@ -113,6 +116,7 @@ impl ClaimSnapshots {
                 move_data,
                 methods,
                 timeout,
+                repositories: Default::default(),
                 cuts: Mutex::default(),
                 pods: Default::default(),
                 classes: Default::default(),
@@ -367,6 +371,12 @@ impl Inner {
             ));
         }
         let (operation_id, moved_by) = if self.move_data {
+            // The data goes into the repository of the claim's namespace, made first if it is
+            // not there yet (the node agent only opens it).
+            if let Err(error) = self.ensure_repository(&namespace).await {
+                let _ = snapshots.delete(&made, &DeleteParams::default()).await;
+                return Cut::failed(format!("{shown}: {error}"));
+            }
             let id = data_movement::operation_id(&self.backup, claim);
             let source = data_movement::Source {
                 volume_snapshot: &made,
@@ -411,6 +421,27 @@ impl Inner {
             }),
             ..Default::default()
         }
+    }
+
+    /// Makes sure the repository of `namespace` in the backup's location exists, once per
+    /// backup.
+    async fn ensure_repository(&self, namespace: &str) -> Result<(), String> {
+        let mut ensured = self.repositories.lock().await;
+        if ensured.contains(namespace) {
+            return Ok(());
+        }
+        let location = self
+            .backup
+            .spec
+            .storage_location
+            .clone()
+            .unwrap_or_default();
+        let server_namespace = self.backup.namespace().unwrap_or_default();
+        repositories::ensure(&self.client, &server_namespace, &location, namespace)
+            .await
+            .map_err(|e| e.to_string())?;
+        ensured.insert(namespace.to_string());
+        Ok(())
     }
 
     /// The VolumeSnapshot Velero's PVC action makes.

@@ -286,3 +286,119 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;
 }
+
+/// The node agent killed while it moves a claim's snapshot data: the agent the kubelet starts in
+/// its place fails the upload it finds InProgress (nobody carries it on) and removes what its
+/// exposure made, the backup ends PartiallyFailed at once rather than at its timeout, and the next
+/// backup moves the claim's data whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothing_behind() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("moved-killed").await;
+    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "big" },
+        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+            "resources": { "requests": { "storage": "1Gi" } } },
+    }))
+    .unwrap();
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name)
+        .create(&Default::default(), &claim)
+        .await
+        .unwrap();
+    // The node agent's big pod, its volume on the claim and named for no file-system backup.
+    let mut pod = common::node_agent::big_pod(&cluster);
+    pod.metadata.annotations = None;
+    pod.spec.as_mut().unwrap().volumes = Some(vec![
+        serde_json::from_value(serde_json::json!({
+            "name": "data", "persistentVolumeClaim": { "claimName": "big" },
+        }))
+        .unwrap(),
+    ]);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&Default::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "big", is_ready(), WAIT)
+        .await
+        .unwrap();
+
+    let backup = ["backup", "create", "b1", "--include-namespaces", &app.name];
+    ark_ok(
+        &cluster,
+        ns,
+        &[&backup[..], &["--snapshot-move-data"]].concat(),
+    );
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
+    let of_b1 = ListParams::default().labels("velero.io/backup-name=b1");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let name = loop {
+        let listed = uploads.list(&of_b1).await.unwrap().items;
+        let phase = |u: &DataUpload| u.status.as_ref().and_then(|s| s.phase);
+        if let Some(upload) = listed
+            .iter()
+            .find(|u| phase(u) == Some(PodVolumePhase::InProgress))
+        {
+            break upload.name_any();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no InProgress data upload: {listed:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let pid = common::ark_pid("node-agent", ns).expect("the node agent's process on this host");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let ended = |u: Option<&DataUpload>| {
+        (u.and_then(|u| u.status.as_ref()).and_then(|s| s.phase))
+            .is_some_and(PodVolumePhase::is_final)
+    };
+    let upload = wait_for(uploads.clone(), &name, ended, WAIT).await.unwrap();
+    let status = upload.status.unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+    assert_eq!(
+        status.message.as_deref(),
+        Some("the node agent on 127.0.0.1 stopped while the upload was InProgress")
+    );
+    let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
+    // Past its operations too: the failed upload is found at the next check of them.
+    let terminal = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    let b1 = wait_for(backups, "b1", terminal, WAIT).await.unwrap();
+    assert_eq!(b1.status.unwrap().phase, Some(BackupPhase::PartiallyFailed));
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+
+    let again = ["backup", "create", "b2", "--include-namespaces", &app.name];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let second = common::ark(
+        Some(&cluster),
+        &[&again[..], &flags[..], &["-n", ns]].concat(),
+    );
+    let of_b2 = ListParams::default().labels("velero.io/backup-name=b2");
+    let moved = uploads.list(&of_b2).await.unwrap().items;
+    assert!(
+        second.status.success(),
+        "{}{}\n{}\n{moved:#?}",
+        common::text(&second.stdout),
+        common::text(&second.stderr),
+        ark_ok(&cluster, ns, &["backup", "describe", "b2", "--details"]),
+    );
+    let status = moved[0].status.clone().unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
+    let done = status.progress.unwrap().bytes_done.unwrap();
+    assert!(done >= 200_000_000, "{done} bytes moved");
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}

@@ -1165,6 +1165,9 @@ async fn velero_s_spec_fields_survive_the_bucket_and_sync_and_data_movement_s_ar
         prefix,
         server: _server,
     } = VeleroCli::start(&[]).await;
+    // The pre hook below runs through kwok's exec, which this test must not expect another to
+    // have allowed.
+    allow_local_exec(&client).await;
     let mut spec = serde_json::json!({
         "snapshotMoveData": true,
         "datamover": "velero",
