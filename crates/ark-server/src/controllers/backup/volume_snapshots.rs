@@ -371,24 +371,8 @@ impl Inner {
             ));
         }
         let (operation_id, moved_by) = if self.move_data {
-            // The data goes into the repository of the claim's namespace, made first if it is
-            // not there yet (the node agent only opens it).
-            if let Err(error) = self.ensure_repository(&namespace).await {
-                let _ = snapshots.delete(&made, &DeleteParams::default()).await;
-                return Cut::failed(format!("{shown}: {error}"));
-            }
-            let id = data_movement::operation_id(&self.backup, claim);
-            let source = data_movement::Source {
-                volume_snapshot: &made,
-                snapshot_class: &class,
-                driver: &driver,
-            };
-            let upload = data_movement::data_upload(&self.backup, claim, &source, &id);
-            match data_movement::submit(&self.client, &upload).await {
-                Ok(name) => {
-                    let namespace = self.backup.namespace().unwrap_or_default();
-                    (id, Some(DataUploadRef { namespace, name }))
-                }
+            match self.ask_to_move(claim, &made, &class, &driver).await {
+                Ok((id, upload)) => (id, Some(upload)),
                 Err(error) => {
                     let _ = snapshots.delete(&made, &DeleteParams::default()).await;
                     return Cut::failed(format!("{shown}: {error}"));
@@ -421,6 +405,30 @@ impl Inner {
             }),
             ..Default::default()
         }
+    }
+
+    /// Asks for the data of `claim`'s snapshot `made` to be moved: the operation id and the
+    /// DataUpload. The data goes into the repository of the claim's namespace, made first if it is
+    /// not there yet (the node agent only opens it).
+    async fn ask_to_move(
+        &self,
+        claim: &PersistentVolumeClaim,
+        made: &str,
+        class: &str,
+        driver: &str,
+    ) -> Result<(String, DataUploadRef), String> {
+        self.ensure_repository(&claim.namespace().unwrap_or_default())
+            .await?;
+        let id = data_movement::operation_id(&self.backup, claim);
+        let source = data_movement::Source {
+            volume_snapshot: made,
+            snapshot_class: class,
+            driver,
+        };
+        let upload = data_movement::data_upload(&self.backup, claim, &source, &id);
+        let name = data_movement::submit(&self.client, &upload).await?;
+        let namespace = self.backup.namespace().unwrap_or_default();
+        Ok((id, DataUploadRef { namespace, name }))
     }
 
     /// Makes sure the repository of `namespace` in the backup's location exists, once per

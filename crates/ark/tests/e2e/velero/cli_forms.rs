@@ -143,9 +143,11 @@ async fn every_optional_bool_flag_of_velero_s_create_commands_means_the_same_und
         [
             "backup create --default-volumes-to-fs-backup",
             "backup create --include-cluster-resources",
+            "backup create --snapshot-move-data",
             "backup create --snapshot-volumes",
             "schedule create --default-volumes-to-fs-backup",
             "schedule create --include-cluster-resources",
+            "schedule create --snapshot-move-data",
             "schedule create --snapshot-volumes",
             "restore create --allow-partially-failed",
             "restore create --include-cluster-resources",
