@@ -217,9 +217,7 @@ async fn snapshot_progress(
             format!("{claim}{shown} failed: {error}"),
         ));
     }
-    let created = operation.status.created.as_ref().map(|t| t.0)?;
-    let deadline = created + SignedDuration::try_from(timeout).unwrap_or(SignedDuration::MAX);
-    if Timestamp::now() > deadline {
+    if timed_out(operation, timeout)? {
         return Some((
             OperationPhase::Failed,
             format!(
@@ -272,9 +270,7 @@ async fn data_upload_progress(
         }
         _ => {}
     }
-    let created = operation.status.created.as_ref().map(|t| t.0)?;
-    let deadline = created + SignedDuration::try_from(timeout).unwrap_or(SignedDuration::MAX);
-    if Timestamp::now() > deadline {
+    if timed_out(operation, timeout)? {
         let cancel = json!({ "spec": { "cancel": true } });
         api.patch(
             &upload.name,
@@ -292,6 +288,14 @@ async fn data_upload_progress(
         ));
     }
     Some((OperationPhase::InProgress, String::new()))
+}
+
+/// Whether `timeout` has passed since the operation was created; None when it has no creation
+/// time.
+fn timed_out(operation: &BackupOperation, timeout: Duration) -> Option<bool> {
+    let created = operation.status.created.as_ref().map(|t| t.0)?;
+    let deadline = created + SignedDuration::try_from(timeout).unwrap_or(SignedDuration::MAX);
+    Some(Timestamp::now() > deadline)
 }
 
 fn failed(operations: &[BackupOperation]) -> i64 {

@@ -22,10 +22,12 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
             "backup",
         )
         .await?;
-    let requests: Api<DeleteBackupRequest> = Api::namespaced(client.clone(), &global.namespace);
     let mut described = Vec::new();
     for backup in &found.items {
-        described.push((backup, deletion_attempts(&requests, backup).await?));
+        described.push((
+            backup,
+            deletion_attempts(&client, &global.namespace, backup).await?,
+        ));
     }
     if args.output.output != OutputFormat::Table {
         let structured: Vec<serde_json::Value> = described
@@ -114,22 +116,38 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
     Ok(found.exit_code())
 }
 
-/// The backup's PodVolumeBackups: by its name and its uid, as its deletion attempts.
+/// The objects of kind `K` in `namespace` that belong to this very backup: its name label AND its
+/// uid label, so that those of an earlier backup of the same name are not shown.
+async fn of_backup<K>(
+    client: &kube::Client,
+    namespace: &str,
+    backup: &Backup,
+) -> anyhow::Result<Vec<K>>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let selector = labels::selector_for_backup(
+        &backup.name_any(),
+        backup.metadata.uid.as_deref().unwrap_or_default(),
+    );
+    let listed = Api::<K>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .with_context(|| format!("cannot list {}s", K::kind(&())))?;
+    Ok(listed.items)
+}
+
+/// The backup's PodVolumeBackups.
 async fn pod_volume_backups(
     client: &kube::Client,
     namespace: &str,
     backup: &Backup,
 ) -> anyhow::Result<Vec<crate::describe::PodVolume>> {
-    let selector = labels::selector_for_backup(
-        &backup.name_any(),
-        backup.metadata.uid.as_deref().unwrap_or_default(),
-    );
-    let listed = Api::<ark_api::PodVolumeBackup>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .context("cannot list PodVolumeBackups")?;
+    let listed: Vec<ark_api::PodVolumeBackup> = of_backup(client, namespace, backup).await?;
     let volumes = listed
-        .items
         .into_iter()
         .map(|pvb| {
             let status = pvb.status.unwrap_or_default();
@@ -152,15 +170,8 @@ async fn data_uploads(
     namespace: &str,
     backup: &Backup,
 ) -> anyhow::Result<Vec<crate::describe::PodVolume>> {
-    let selector = labels::selector_for_backup(
-        &backup.name_any(),
-        backup.metadata.uid.as_deref().unwrap_or_default(),
-    );
-    let listed = Api::<ark_api::DataUpload>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .context("cannot list DataUploads")?;
-    let uploads = listed.items.into_iter().map(|upload| {
+    let listed: Vec<ark_api::DataUpload> = of_backup(client, namespace, backup).await?;
+    let uploads = listed.into_iter().map(|upload| {
         let status = upload.status.unwrap_or_default();
         crate::describe::PodVolume {
             phase: status.phase,
@@ -176,21 +187,13 @@ async fn data_uploads(
     Ok(uploads.collect())
 }
 
-/// The DeleteBackupRequests of this very backup: its name label AND its uid label, so a request
-/// that belonged to an earlier backup of the same name is not shown. Newest first.
+/// The DeleteBackupRequests of this very backup, newest first.
 async fn deletion_attempts(
-    requests: &Api<DeleteBackupRequest>,
+    client: &kube::Client,
+    namespace: &str,
     backup: &Backup,
 ) -> anyhow::Result<Vec<DeleteBackupRequest>> {
-    let selector = labels::selector_for_backup(
-        &backup.name_any(),
-        backup.metadata.uid.as_deref().unwrap_or_default(),
-    );
-    let mut list = requests
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .context("cannot list DeleteBackupRequests")?
-        .items;
+    let mut list: Vec<DeleteBackupRequest> = of_backup(client, namespace, backup).await?;
     list.sort_by(|a, b| {
         b.metadata
             .creation_timestamp

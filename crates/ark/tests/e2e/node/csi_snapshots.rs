@@ -139,6 +139,15 @@ fn is_ready() -> impl Condition<Pod> {
     }
 }
 
+/// Condition: the claim is bound to a volume.
+fn is_bound() -> impl Condition<PersistentVolumeClaim> {
+    |claim: Option<&PersistentVolumeClaim>| {
+        claim
+            .and_then(|c| c.status.as_ref())
+            .is_some_and(|s| s.phase.as_deref() == Some("Bound"))
+    }
+}
+
 fn psql(cluster: &Cluster, namespace: &str, sql: &str) -> String {
     common::node_agent::kubectl(
         cluster,
@@ -431,18 +440,9 @@ async fn a_snapshot_never_ready_fails_its_backup_naming_the_claim_and_leaves_not
     );
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), app);
     claims.create(&PostParams::default(), &stuck).await.unwrap();
-    wait_for(
-        claims.clone(),
-        "stuck",
-        |c: Option<&PersistentVolumeClaim>| {
-            c.and_then(|c| c.status.as_ref())
-                .and_then(|s| s.phase.as_deref())
-                == Some("Bound")
-        },
-        WAIT,
-    )
-    .await
-    .unwrap();
+    wait_for(claims.clone(), "stuck", is_bound(), WAIT)
+        .await
+        .unwrap();
 
     let backup: Backup = serde_json::from_value(json!({
         "metadata": { "name": "b1", "namespace": setup.ns() },
@@ -498,12 +498,9 @@ async fn a_data_upload_no_node_agent_takes_is_canceled_at_the_timeout_and_its_sn
         .create(&PostParams::default(), &claim("data"))
         .await
         .unwrap();
-    let bound = |c: Option<&PersistentVolumeClaim>| {
-        c.and_then(|c| c.status.as_ref())
-            .and_then(|s| s.phase.as_deref())
-            == Some("Bound")
-    };
-    wait_for(claims.clone(), "data", bound, WAIT).await.unwrap();
+    wait_for(claims.clone(), "data", is_bound(), WAIT)
+        .await
+        .unwrap();
 
     let backup: Backup = serde_json::from_value(json!({
         "metadata": { "name": "b1", "namespace": setup.ns() },
@@ -837,12 +834,9 @@ async fn a_claim_whose_storage_snapshot_is_gone_is_named_in_the_restore_s_errors
         .create(&PostParams::default(), &claim("data"))
         .await
         .unwrap();
-    let bound = |claim: Option<&PersistentVolumeClaim>| {
-        claim
-            .and_then(|c| c.status.as_ref())
-            .is_some_and(|s| s.phase.as_deref() == Some("Bound"))
-    };
-    wait_for(claims.clone(), "data", bound, WAIT).await.unwrap();
+    wait_for(claims.clone(), "data", is_bound(), WAIT)
+        .await
+        .unwrap();
     let created = setup.ark(&[
         "backup",
         "create",
