@@ -23,6 +23,11 @@ pub const REPOSITORY_TYPE: &str = "velero.io/repository-type";
 pub const ASYNC_OPERATION_ID: &str = "velero.io/async-operation-id";
 /// On a data mover's exposing pod: the DataUpload it exposes a snapshot for.
 pub const DATA_UPLOAD: &str = "velero.io/data-upload";
+/// On a data mover's restore pod: the DataDownload it holds the new volume for.
+pub const DATA_DOWNLOAD: &str = "velero.io/data-download";
+/// In a restored claim's selector and on the volume made for it: the claim waits for the volume
+/// its DataDownload writes, and no other is provisioned for it.
+pub const DYNAMIC_PV_RESTORE: &str = "velero.io/dynamic-pv-restore";
 /// On Backups that garbage collection could not act on, with the reason.
 pub const GC_FAILURE: &str = "velero.io/gc-failure";
 /// On Backups a schedule made: the schedule (Velero's metrics are labelled with it).

@@ -179,6 +179,13 @@ pub struct RestoreStatus {
     pub progress: Option<RestoreProgress>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_status: Option<HookStatus>,
+    /// Asynchronous item operations (a claim's moved data written back), as Velero counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_item_operations_attempted: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_item_operations_completed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_item_operations_failed: Option<i64>,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
 }

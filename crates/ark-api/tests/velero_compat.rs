@@ -298,6 +298,7 @@ fn ark_types_fit_the_installed_crds() {
         ),
         ("velero.io_schedules.yaml", ark_api::Schedule::crd()),
         ("velero.io_datauploads.yaml", ark_api::DataUpload::crd()),
+        ("velero.io_datadownloads.yaml", ark_api::DataDownload::crd()),
     ];
     let mut problems = Vec::new();
     for (file, crd) in derived {

@@ -8,6 +8,8 @@
 //! each repository open between requests.
 
 mod backup;
+mod data_download;
+mod data_movement;
 mod data_upload;
 mod open_repositories;
 mod restore;
@@ -19,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{DataUpload, PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
+use ark_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
 use futures::FutureExt as _;
 use kube::ResourceExt as _;
 use serde_json::json;
@@ -134,11 +136,18 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         concurrency: options.concurrency.max(1),
     });
     let term = Term {
-        start_up: fail_interrupted(kube, options.node.clone()).boxed(),
+        start_up: fail_interrupted(ctx.clone()).boxed(),
         controllers: vec![
             ("pod volume backup", backup::run(ctx.clone()).boxed()),
             ("pod volume restore", restore::run(ctx.clone()).boxed()),
-            ("data upload", data_upload::run(ctx).boxed()),
+            (
+                "data upload",
+                data_movement::run::<DataUpload>(ctx.clone()).boxed(),
+            ),
+            (
+                "data download",
+                data_movement::run::<DataDownload>(ctx).boxed(),
+            ),
         ],
         left_behind: Box::new(String::new),
         stop,
@@ -156,53 +165,13 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
 /// Requests of this node left InProgress by an agent that stopped: nobody carries them on, so
 /// they end Failed before this agent takes new ones (the backup or restore waiting on them ends
 /// at once instead of at its timeout, and the next backup of the volume is whole).
-async fn fail_interrupted(kube: Kube, node: String) {
+async fn fail_interrupted(ctx: Arc<Ctx>) {
+    let (kube, node) = (&ctx.kube, &ctx.node);
     // A backup names its node in its spec, a restore in its status once an agent took it.
-    fail_interrupted_of::<PodVolumeBackup>(&kube, &node, "/spec/node", "backed up").await;
-    fail_interrupted_of::<PodVolumeRestore>(&kube, &node, "/status/node", "restored").await;
-    end_interrupted_uploads(&kube, &node).await;
-}
-
-/// DataUploads this node's agent had taken on when it stopped: nobody carries them on. As
-/// Velero's agent does, one whose snapshot was being exposed or was exposed is canceled, one
-/// whose data was being moved fails; what their exposure made is removed.
-async fn end_interrupted_uploads(kube: &Kube, node: &str) {
-    let uploads = kube::Api::<DataUpload>::namespaced(kube.client.clone(), &kube.namespace);
-    let api = objects::api::<DataUpload>(&kube.client, &kube.namespace);
-    let listed = match uploads.list(&Default::default()).await {
-        Ok(listed) => listed.items,
-        Err(error) => {
-            tracing::warn!("listing DataUploads left in progress: {error}");
-            return;
-        }
-    };
-    for upload in listed {
-        let status = upload.status.clone().unwrap_or_default();
-        let mine = |n: &Option<String>| n.as_deref() == Some(node);
-        let (phase, ending) = match status.phase {
-            Some(phase @ PodVolumePhase::Accepted) if mine(&status.accepted_by_node) => {
-                (phase, PodVolumePhase::Canceled)
-            }
-            Some(phase @ PodVolumePhase::Prepared) if mine(&status.node) => {
-                (phase, PodVolumePhase::Canceled)
-            }
-            Some(phase @ PodVolumePhase::InProgress) if mine(&status.node) => {
-                (phase, PodVolumePhase::Failed)
-            }
-            _ => continue,
-        };
-        let name = upload.name_any();
-        data_upload::clean_up(&kube.client, &kube.namespace, &upload).await;
-        let ended = json!({
-            "phase": ending,
-            "message": format!("the node agent on {node} stopped while the upload was {phase:?}"),
-            "completionTimestamp": patch::now(),
-        });
-        match patch::status_in_phase(&api, &name, phase, &ended).await {
-            Ok(_) => tracing::warn!("DataUpload {name} was left {phase:?}: {ending:?}"),
-            Err(error) => tracing::warn!("ending DataUpload {name}: {error}"),
-        }
-    }
+    fail_interrupted_of::<PodVolumeBackup>(kube, node, "/spec/node", "backed up").await;
+    fail_interrupted_of::<PodVolumeRestore>(kube, node, "/status/node", "restored").await;
+    data_movement::end_interrupted::<DataUpload>(&ctx).await;
+    data_movement::end_interrupted::<DataDownload>(&ctx).await;
 }
 
 async fn fail_interrupted_of<K: kube::Resource<DynamicType = ()>>(

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ark_api::{PodVolumePhase, PodVolumeRestore, PodVolumeRestoreStatus, labels, uploader};
+use ark_kopia::repository::RestoreSettings;
 use ark_kopia::snapshot::RestoreCounts;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
@@ -141,57 +142,19 @@ async fn restore(
         .cloned()
         .filter(|uid| !uid.is_empty() && !uid.contains('/') && uid != "." && uid != "..")
         .ok_or_else(|| format!("it has no valid label {}", labels::RESTORE_UID))?;
-    let settings = ark_kopia::repository::RestoreSettings {
-        sparse: uploader::write_sparse_files(&spec.uploader_settings)?,
-        files_at_once: uploader::files_at_once(
-            &spec.uploader_settings,
-            uploader::PARALLEL_FILES_DOWNLOAD,
-        )?,
-    };
+    let settings = restore_settings(&spec.uploader_settings)?;
     let dir = volume_path::volume_directory(&ctx.kube.client, pod, &spec.volume)
         .await
         .map_err(|e| e.to_string())?;
     let path = volume_path::host_path(&ctx.host_pods, &pod_name, &spec.pod.uid, &spec.volume, &dir)
         .map_err(|e| e.to_string())?;
-    let repository = ctx
-        .repositories
-        .get(&spec.backup_storage_location, &spec.source_namespace)
-        .await
-        .map_err(|e| e.to_string())?;
-    let snapshot = match repository.snapshot(&spec.snapshot_id).await {
-        Ok(snapshot) => snapshot,
-        Err(error) => {
-            repository.discard();
-            return Err(format!("snapshot {}: {error}", spec.snapshot_id));
-        }
+    let stored = Stored {
+        location: &spec.backup_storage_location,
+        namespace: &spec.source_namespace,
+        snapshot_id: &spec.snapshot_id,
     };
-    let Some(root) = snapshot.manifest.root_entry.clone() else {
-        return Err(format!("snapshot {} has no root", spec.snapshot_id));
-    };
-    let total = root
-        .summary
-        .as_ref()
-        .map_or(0, |s| s.total_file_size.max(0) as u64);
-    let counts = Arc::new(RestoreCounts::default());
-    let reporter = {
-        let counts = counts.clone();
-        ProgressReport::start(api.clone(), name.to_string(), total, move || {
-            counts.bytes.load(Ordering::Relaxed)
-        })
-    };
-    let restored = repository
-        .restore_with(&root, &path, &counts, settings)
-        .await;
-    reporter.stop().await;
-    if let Err(error) = restored {
-        return Err(format!(
-            "writing snapshot {} into {}: {error}",
-            spec.snapshot_id,
-            path.display()
-        ));
-    }
+    let (total, done) = stored.write(ctx, api, name, &path, settings).await?;
     done_mark(&path, &restore_uid, helper_owner(pod))?;
-    let done = counts.bytes.load(Ordering::Relaxed);
     tracing::info!(
         "pod volume restore {name}: snapshot {} is in {pod_name} volume {} ({done} bytes)",
         spec.snapshot_id,
@@ -201,6 +164,65 @@ async fn restore(
         progress: Some(progress(total, done)),
         ..ended(PodVolumePhase::Completed, String::new())
     })
+}
+
+/// How a request's uploader settings say to write: sparse files or not, files at once.
+pub fn restore_settings(
+    settings: &std::collections::BTreeMap<String, String>,
+) -> Result<RestoreSettings, String> {
+    Ok(RestoreSettings {
+        sparse: uploader::write_sparse_files(settings)?,
+        files_at_once: uploader::files_at_once(settings, uploader::PARALLEL_FILES_DOWNLOAD)?,
+    })
+}
+
+/// A kopia snapshot in the repository of a namespace, in a location.
+pub struct Stored<'a> {
+    pub location: &'a str,
+    pub namespace: &'a str,
+    pub snapshot_id: &'a str,
+}
+
+impl Stored<'_> {
+    /// Writes the snapshot's files into `path`, the bytes done shown in the status of request
+    /// `name` (through `api`) as they go: the snapshot's bytes and those written. The repository
+    /// is discarded (opened again next time) when the snapshot cannot be read.
+    pub async fn write(
+        &self,
+        ctx: &Ctx,
+        api: &Api<DynamicObject>,
+        name: &str,
+        path: &Path,
+        settings: RestoreSettings,
+    ) -> Result<(u64, u64), String> {
+        let id = self.snapshot_id;
+        let repository = (ctx.repositories.get(self.location, self.namespace).await)
+            .map_err(|e| e.to_string())?;
+        let snapshot = match repository.snapshot(id).await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                repository.discard();
+                return Err(format!("snapshot {id}: {error}"));
+            }
+        };
+        let Some(root) = snapshot.manifest.root_entry.clone() else {
+            return Err(format!("snapshot {id} has no root"));
+        };
+        let total = (root.summary.as_ref()).map_or(0, |s| s.total_file_size.max(0) as u64);
+        let counts = Arc::new(RestoreCounts::default());
+        let reporter = {
+            let counts = counts.clone();
+            ProgressReport::start(api.clone(), name.to_string(), total, move || {
+                counts.bytes.load(Ordering::Relaxed)
+            })
+        };
+        let restored = repository
+            .restore_with(&root, path, &counts, settings)
+            .await;
+        reporter.stop().await;
+        restored.map_err(|e| format!("writing snapshot {id} into {}: {e}", path.display()))?;
+        Ok((total, counts.bytes.load(Ordering::Relaxed)))
+    }
 }
 
 /// The user and group the `restore-wait` helper runs as, when the pod says.

@@ -13,7 +13,7 @@ use kube::{Api, Client, ResourceExt as _};
 use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::actions::{Actions, ItemCx, PlanCx, ResourceModifiers, RestoreCx, Skip};
+use super::actions::{Actions, ClaimVolume, ItemCx, PlanCx, ResourceModifiers, RestoreCx, Skip};
 use super::api_versions::{self, USER_PRIORITIES_CONFIG_MAP, UserPriorities};
 use super::extract::{child_dirs, json_files};
 use super::order::{Priorities, is_restorable};
@@ -39,6 +39,17 @@ pub struct Restored {
     pub pods_with_volume_data: Vec<PodWithVolumeData>,
     /// Restored claims provisioned from a CSI snapshot: namespace, claim, VolumeSnapshot.
     pub claims_from_snapshots: Vec<(String, String, String)>,
+    /// Restored claims whose data a data mover moved: a DataDownload writes it into their volume.
+    pub claims_with_moved_data: Vec<MovedClaim>,
+}
+
+/// A restored claim whose data a data mover moved into the backup location.
+pub struct MovedClaim {
+    /// Where it was restored to.
+    pub namespace: String,
+    pub claim: String,
+    /// The backup's DataUpload that moved it.
+    pub upload: ark_api::DataUpload,
 }
 
 pub struct PodWithHooks {
@@ -148,6 +159,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         restore_pvs: snapshots.restore_pvs,
         claims_from_snapshots: &snapshots.claims,
         claims_with_data: &claims_with_data,
+        claims_moved: &snapshots.moved,
     };
     let mut plan = plan(
         unpacked, selection, &served, &snapshots, &actions, &plan_cx, record,
@@ -449,7 +461,7 @@ impl Record<'_> {
             shown,
             pod_hooks,
             volume_data,
-            from_snapshot,
+            claim_volume,
             created,
             namespace_error,
             action_errors,
@@ -482,10 +494,18 @@ impl Record<'_> {
         self.definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
         let restored = &mut self.restored;
         let namespace = target_ns.unwrap_or_default();
-        if let Some(snapshot) = from_snapshot {
-            restored
-                .claims_from_snapshots
-                .push((namespace.clone(), name.clone(), snapshot));
+        match claim_volume {
+            Some(ClaimVolume::FromSnapshot(snapshot)) => {
+                (restored.claims_from_snapshots).push((namespace.clone(), name.clone(), snapshot));
+            }
+            Some(ClaimVolume::MovedData(upload)) => {
+                restored.claims_with_moved_data.push(MovedClaim {
+                    namespace: namespace.clone(),
+                    claim: name.clone(),
+                    upload: *upload,
+                });
+            }
+            None => {}
         }
         if !volume_data.is_empty() {
             restored.pods_with_volume_data.push(PodWithVolumeData {
@@ -597,7 +617,7 @@ struct Attempt {
     shown: String,
     pod_hooks: PodHooks,
     volume_data: Vec<ark_api::PodVolumeBackup>,
-    from_snapshot: Option<String>,
+    claim_volume: Option<ClaimVolume>,
     created: Created,
     /// Why the namespace it goes into could not be made ready, the first time that was tried.
     namespace_error: Option<String>,
@@ -634,7 +654,7 @@ async fn restore_item(item: Item, cx: &ItemContext<'_>) -> Outcome {
         shown: prepared.shown,
         pod_hooks: prepared.pod_hooks,
         volume_data: prepared.volume_data,
-        from_snapshot: prepared.from_snapshot,
+        claim_volume: prepared.claim_volume,
         created,
         namespace_error,
         action_errors: prepared.action_errors,
@@ -689,7 +709,7 @@ struct Prepared {
     managed_fields: Option<Value>,
     pod_hooks: PodHooks,
     volume_data: Vec<ark_api::PodVolumeBackup>,
-    from_snapshot: Option<String>,
+    claim_volume: Option<ClaimVolume>,
     action_errors: Vec<String>,
     action_warnings: Vec<String>,
 }
@@ -775,7 +795,7 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
         managed_fields,
         pod_hooks: actions.pod_hooks,
         volume_data: actions.volume_data,
-        from_snapshot: actions.from_snapshot,
+        claim_volume: actions.claim_volume,
         action_errors: actions.errors,
         action_warnings: actions.warnings,
     }))

@@ -7,7 +7,9 @@ mod engine;
 pub(crate) mod extract;
 mod order;
 pub use order::Priorities;
+mod data_downloads;
 mod pod_volumes;
+mod requests;
 mod transform;
 mod validate;
 mod volume_snapshots;
@@ -16,7 +18,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::{HookStatus, Restore, RestorePhase, RestoreProgress, RestoreStatus, labels};
+use ark_api::{
+    DataDownload, HookStatus, PodVolumePhase, Restore, RestorePhase, RestoreProgress,
+    RestoreStatus, labels,
+};
 use ark_storage::RestoreFiles;
 use futures::StreamExt;
 use kube::api::DynamicObject;
@@ -221,8 +226,10 @@ async fn restore_from(
     }
     record.omitted_errors(extracted.rejected.omitted);
     let items = restored.items;
-    let hook_results = after_items(ctx, restore, open, restored, &mut record).await;
-    let final_status = final_status(items, record.errors(), record.warnings(), &hook_results);
+    let (hook_results, downloads) =
+        after_items(ctx, restore, validated, open, restored, &mut record).await;
+    let mut final_status = final_status(items, record.errors(), record.warnings(), &hook_results);
+    count_operations(&mut final_status, &downloads);
     let phase = final_status.phase.map(|p| format!("{p:?}"));
     record.info(&format!(
         "restore {}: {items} items, {} errors, {} warnings",
@@ -291,16 +298,18 @@ async fn pod_volume_backups(
     }
 }
 
-/// What follows the items, side by side: the node agent writes the pod volumes' data back, the
-/// exec hooks run (they wait for their containers, which start once the volumes hold their data),
-/// and the restored snapshots become ready. Each hook's outcome is returned.
+/// What follows the items, side by side: the node agents write the pod volumes' data and the
+/// moved data back, the exec hooks run (they wait for their containers, which start once the
+/// volumes hold their data), and the restored snapshots become ready. Each hook's outcome is
+/// returned, and the DataDownloads as they ended.
 async fn after_items(
     ctx: &Ctx,
     restore: &Restore,
+    validated: &ValidatedRestore,
     open: &OpenLocation,
     restored: engine::Restored,
     record: &mut Recorder,
-) -> Vec<ark_api::hooks::PodHookResults> {
+) -> (Vec<ark_api::hooks::PodHookResults>, Vec<DataDownload>) {
     let location = open.name();
     let volume_restores = pod_volumes::restore(
         &ctx.kube.client,
@@ -313,8 +322,20 @@ async fn after_items(
     let restore_name = restore.name_any();
     let hooks = run_hooks(ctx, &restore_name, restored.pods_with_hooks);
     let snapshots = volume_snapshots::wait_ready(&ctx.kube.client, restored.claims_from_snapshots);
-    let ((pod_volume_restores, volume_errors), hook_results, snapshot_errors) =
-        tokio::join!(volume_restores, hooks, snapshots);
+    let downloads = data_downloads::Downloads {
+        client: &ctx.kube.client,
+        namespace: &ctx.kube.namespace,
+        restore,
+        backup: &validated.backup,
+        timeout: validated.item_operation_timeout,
+    };
+    let downloads = downloads.run(restored.claims_with_moved_data);
+    let (
+        (pod_volume_restores, volume_errors),
+        hook_results,
+        snapshot_errors,
+        (downloads, download_errors),
+    ) = tokio::join!(volume_restores, hooks, snapshots, downloads);
     for pvr in &pod_volume_restores {
         let phase = pvr.status.as_ref().and_then(|s| s.phase);
         record.info(&format!(
@@ -325,12 +346,42 @@ async fn after_items(
             pvr.spec.volume
         ));
     }
-    for (namespace, error) in volume_errors.into_iter().chain(snapshot_errors) {
+    for download in &downloads {
+        let target = &download.spec.target_volume;
+        let phase = download.status.as_ref().and_then(|s| s.phase);
+        record.info(&format!(
+            "data download {} of claim {}/{}: {phase:?}",
+            download.name_any(),
+            target.namespace,
+            target.pvc
+        ));
+    }
+    let errors = volume_errors.into_iter().chain(snapshot_errors);
+    for (namespace, error) in errors.chain(download_errors) {
         let namespace = Some(namespace.as_str()).filter(|n| !n.is_empty());
         record.error(namespace, error);
     }
     record.hook_outcomes(&hook_results);
-    hook_results
+    (hook_results, downloads)
+}
+
+/// The restore's item operations (its DataDownloads), counted as Velero counts them: each one
+/// attempted, then completed or failed (canceled counts as failed); none shown without any.
+fn count_operations(status: &mut RestoreStatus, downloads: &[DataDownload]) {
+    if downloads.is_empty() {
+        return;
+    }
+    let phase = |d: &&DataDownload| d.status.as_ref().and_then(|s| s.phase);
+    let count = |wanted: &[PodVolumePhase]| {
+        let counted = downloads
+            .iter()
+            .filter(|d| phase(d).is_some_and(|p| wanted.contains(&p)));
+        counted.count() as i64
+    };
+    status.restore_item_operations_attempted = Some(downloads.len() as i64);
+    status.restore_item_operations_completed = Some(count(&[PodVolumePhase::Completed]));
+    status.restore_item_operations_failed =
+        Some(count(&[PodVolumePhase::Failed, PodVolumePhase::Canceled]));
 }
 
 /// The restore's final status, from what it did: PartiallyFailed with any error, hooks counted as

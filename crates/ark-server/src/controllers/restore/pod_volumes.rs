@@ -11,14 +11,12 @@ use ark_api::{
     PodReference, PodVolumeBackup, PodVolumePhase, PodVolumeRestore, PodVolumeRestoreSpec,
     UPLOADER_KOPIA, labels,
 };
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::PostParams;
-use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, ResourceExt as _};
 use serde_json::{Value, json};
 
+use super::requests::{self, Seen};
 use crate::runtime::objects;
 
 /// The init container that holds a restored pod until its volumes hold their data (Velero's name;
@@ -140,23 +138,7 @@ pub async fn restore(
     let mut errors = Vec::new();
     let api = Api::<PodVolumeRestore>::namespaced(client.clone(), namespace);
     let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
-    let selector = format!("{}={restore_uid}", labels::RESTORE_UID);
-    // Watched before any is made, so that none ends unseen.
-    let (seen_tx, mut seen) =
-        tokio::sync::watch::channel(BTreeMap::<String, PodVolumeRestore>::new());
-    let watch_api = api.clone();
-    let watching = async move {
-        let events = watcher(watch_api, watcher::Config::default().labels(&selector))
-            .default_backoff()
-            .applied_objects()
-            .filter_map(|pvr| async move { pvr.ok() });
-        futures::pin_mut!(events);
-        while let Some(pvr) = events.next().await {
-            seen_tx.send_modify(|seen| {
-                seen.insert(pvr.name_any(), pvr);
-            });
-        }
-    };
+    let mut seen = Seen::start(api.clone(), &restore_uid);
     let mut made = Vec::new();
     for pod in pods {
         let shown = format!("{}/{}", pod.namespace, pod.name);
@@ -196,20 +178,9 @@ pub async fn restore(
     if made.is_empty() {
         return (Vec::new(), errors);
     }
-    let ended = |seen: &BTreeMap<String, PodVolumeRestore>| {
-        made.iter().all(|n| {
-            seen.get(n)
-                .and_then(|p| p.status.as_ref())
-                .and_then(|s| s.phase)
-                .is_some_and(PodVolumePhase::is_final)
-        })
-    };
-    let waiting = tokio::time::timeout(timeout, seen.wait_for(|s| ended(s)));
-    let waited = tokio::select! {
-        waited = waiting => waited.is_ok(),
-        () = watching => false,
-    };
-    let (pvrs, ended_errors) = as_ended(&made, &seen.borrow(), waited, timeout);
+    let phase = |pvr: &PodVolumeRestore| pvr.status.as_ref()?.phase;
+    let waited = seen.wait(&made, timeout, phase).await;
+    let (pvrs, ended_errors) = as_ended(&made, &seen, waited, timeout);
     errors.extend(ended_errors);
     (pvrs, errors)
 }
@@ -224,19 +195,10 @@ fn volume_restore(
     location: &str,
     namespace: &str,
 ) -> PodVolumeRestore {
-    let restore_name = restore.name_any();
-    let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
     let status = pvb.status.clone().unwrap_or_default();
-    let mut pvr_labels = BTreeMap::from([
-        (
-            labels::RESTORE_NAME.to_string(),
-            labels::valid_label_value(&restore_name),
-        ),
-        (labels::RESTORE_UID.to_string(), restore_uid.clone()),
-        (labels::POD_UID.to_string(), pod_uid.to_string()),
-    ]);
+    let mut pvr_labels = vec![(labels::POD_UID.to_string(), pod_uid.to_string())];
     if let Some(claim_uid) = pvb.labels().get(labels::PVC_UID) {
-        pvr_labels.insert(labels::PVC_UID.to_string(), claim_uid.clone());
+        pvr_labels.push((labels::PVC_UID.to_string(), claim_uid.clone()));
     }
     let mut pvr = PodVolumeRestore::new(
         "",
@@ -261,18 +223,7 @@ fn volume_restore(
             ..Default::default()
         },
     );
-    pvr.metadata.name = None;
-    pvr.metadata.generate_name = Some(format!("{restore_name}-"));
-    pvr.metadata.namespace = Some(namespace.to_string());
-    pvr.metadata.labels = Some(pvr_labels);
-    pvr.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: ark_api::API_VERSION.into(),
-        kind: "Restore".into(),
-        name: restore_name,
-        uid: restore_uid,
-        controller: Some(true),
-        ..Default::default()
-    }]);
+    pvr.metadata = requests::metadata(restore, namespace, pvr_labels);
     pvr
 }
 
@@ -281,7 +232,7 @@ fn volume_restore(
 /// `timeout`, by namespace.
 fn as_ended(
     made: &[String],
-    seen: &BTreeMap<String, PodVolumeRestore>,
+    seen: &Seen<PodVolumeRestore>,
     waited: bool,
     timeout: Duration,
 ) -> (Vec<PodVolumeRestore>, Vec<(String, String)>) {
@@ -314,7 +265,7 @@ fn as_ended(
             )),
             _ => {}
         }
-        pvrs.push(pvr.clone());
+        pvrs.push(pvr);
     }
     (pvrs, errors)
 }

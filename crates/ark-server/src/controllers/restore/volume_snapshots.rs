@@ -33,9 +33,9 @@ pub struct BackedUpSnapshots {
     /// Namespace and name, as backed up.
     pub claims: BTreeSet<(String, String)>,
     /// The claims whose snapshot's data a data mover moved (the DataUploads the backup holds,
-    /// as Velero's restore reads them): namespace and name, with the DataUpload's name. Their
-    /// snapshots are gone.
-    pub moved: BTreeMap<(String, String), String>,
+    /// as Velero's restore reads them): namespace and name, with the DataUpload. Their snapshots
+    /// are gone.
+    pub moved: BTreeMap<(String, String), ark_api::DataUpload>,
     pub contents: BTreeSet<String>,
     /// The restore's `restorePVs` (Velero's default: true).
     pub restore_pvs: bool,
@@ -62,12 +62,15 @@ impl BackedUpSnapshots {
             "/metadata/annotations/{}",
             csi::VOLUME_SNAPSHOT_NAME.replace('/', "~1")
         );
-        let moved: BTreeMap<(String, String), String> = items(csi::DATA_UPLOADS)
+        let moved: BTreeMap<(String, String), ark_api::DataUpload> = items(csi::DATA_UPLOADS)
             .into_iter()
             .filter_map(|(_, upload)| serde_json::from_value::<ark_api::DataUpload>(upload).ok())
             .map(|upload| {
-                let claim = (upload.spec.source_namespace, upload.spec.source_pvc);
-                (claim, upload.metadata.name.unwrap_or_default())
+                let spec = &upload.spec;
+                (
+                    (spec.source_namespace.clone(), spec.source_pvc.clone()),
+                    upload,
+                )
             })
             .collect();
         // A claim whose snapshot's data was moved names a snapshot that is gone.
@@ -221,9 +224,9 @@ mod tests {
         let read = BackedUpSnapshots::read(unpacked.path(), &RestoreSpec::default());
         let claim = |name: &str| ("shop".to_string(), name.to_string());
         assert_eq!(read.claims, BTreeSet::from([claim("snapped")]));
-        assert_eq!(
-            read.moved,
-            BTreeMap::from([(claim("moved"), "b-x7k2p".to_string())])
-        );
+        let moved: Vec<_> = (read.moved.iter())
+            .map(|(claim, upload)| (claim.clone(), upload.metadata.name.clone()))
+            .collect();
+        assert_eq!(moved, [(claim("moved"), Some("b-x7k2p".to_string()))]);
     }
 }

@@ -142,7 +142,8 @@ pub const SERVER_NAMESPACE: Role = Role {
 
 /// The node agent, cluster-wide: it finds a pod's volume on its node from the pod, its claim, the
 /// claim's volume and the CSI drivers; to move a CSI snapshot's data it takes the snapshot over
-/// from the claim's namespace into ark's, and lets the volume it made from it go.
+/// from the claim's namespace into ark's, and lets the volume it made from it go; to write moved
+/// data back it reads the restored claim's class and hands the volume it wrote to that claim.
 pub const NODE_AGENT_CLUSTER: Role = Role {
     name: "node-agent",
     rules: &[
@@ -156,6 +157,12 @@ pub const NODE_AGENT_CLUSTER: Role = Role {
             groups: &["storage.k8s.io"],
             resources: &["csidrivers"],
             verbs: &["list"],
+            names: &[],
+        },
+        Rule {
+            groups: &["storage.k8s.io"],
+            resources: &["storageclasses"],
+            verbs: &["get"],
             names: &[],
         },
         Rule {
@@ -173,6 +180,13 @@ pub const NODE_AGENT_CLUSTER: Role = Role {
         Rule {
             groups: &[""],
             resources: &["persistentvolumes"],
+            verbs: &["patch", "delete"],
+            names: &[],
+        },
+        // The restored claim's `volumeName`, once its data is written
+        Rule {
+            groups: &[""],
+            resources: &["persistentvolumeclaims"],
             verbs: &["patch"],
             names: &[],
         },
@@ -186,7 +200,12 @@ pub const NODE_AGENT_NAMESPACE: Role = Role {
     rules: &[
         Rule {
             groups: &["velero.io"],
-            resources: &["podvolumebackups", "podvolumerestores", "datauploads"],
+            resources: &[
+                "podvolumebackups",
+                "podvolumerestores",
+                "datauploads",
+                "datadownloads",
+            ],
             verbs: &["get", "list", "watch", "patch"],
             names: &[],
         },
@@ -244,6 +263,7 @@ const VIEWED: &[&str] = &[
     "podvolumebackups",
     "podvolumerestores",
     "datauploads",
+    "datadownloads",
 ];
 
 const VIEWER_RULES: [Rule; 2] = [

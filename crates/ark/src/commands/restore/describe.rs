@@ -1,5 +1,6 @@
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use ark_api::{Backup, Restore};
 use kube::Api;
 
@@ -56,19 +57,10 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                 Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
             });
         }
-        let selector = format!(
-            "{}={}",
-            ark_api::labels::RESTORE_UID,
-            restore.metadata.uid.as_deref().unwrap_or_default()
-        );
-        let listed =
-            Api::<ark_api::PodVolumeRestore>::namespaced(client.clone(), &global.namespace)
-                .list(&kube::api::ListParams::default().labels(&selector))
-                .await;
-        text.push_str(&match listed {
+        let restored = of_restore::<ark_api::PodVolumeRestore>(&client, &global.namespace, restore);
+        text.push_str(&match restored.await {
             Ok(listed) => {
                 let volumes = listed
-                    .items
                     .into_iter()
                     .map(|pvr| {
                         let status = pvr.status.unwrap_or_default();
@@ -83,7 +75,28 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
                     .collect();
                 crate::describe::pod_volumes_text("Pod Volume Restores", volumes, args.details)
             }
-            Err(error) => format!("\nPod Volume Restores: <unavailable: {error}>\n"),
+            Err(error) => format!("\nPod Volume Restores: <unavailable: {error:#}>\n"),
+        });
+        let downloaded = of_restore::<ark_api::DataDownload>(&client, &global.namespace, restore);
+        text.push_str(&match downloaded.await {
+            Ok(listed) => {
+                let downloads = listed
+                    .into_iter()
+                    .map(|download| {
+                        let status = download.status.unwrap_or_default();
+                        let target = download.spec.target_volume;
+                        crate::describe::PodVolume {
+                            phase: status.phase,
+                            pod: format!("{}/{}", target.namespace, target.pvc),
+                            volume: String::new(),
+                            bytes_done: status.progress.and_then(|p| p.bytes_done),
+                            message: status.message,
+                        }
+                    })
+                    .collect();
+                crate::describe::pod_volumes_text("Data Downloads", downloads, args.details)
+            }
+            Err(error) => format!("\nData Downloads: <unavailable: {error:#}>\n"),
         });
         if args.details {
             text.push_str(
@@ -99,6 +112,27 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
         print!("{text}");
     }
     Ok(found.exit_code())
+}
+
+/// The objects of kind `K` in `namespace` that belong to this very restore (its uid label).
+async fn of_restore<K>(
+    client: &kube::Client,
+    namespace: &str,
+    restore: &Restore,
+) -> anyhow::Result<Vec<K>>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let uid = restore.metadata.uid.as_deref().unwrap_or_default();
+    let selector = format!("{}={uid}", ark_api::labels::RESTORE_UID);
+    let listed = Api::<K>::namespaced(client.clone(), namespace)
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .with_context(|| format!("cannot list {}s", K::kind(&())))?;
+    Ok(listed.items)
 }
 
 pub fn describe_text(restore: &Restore) -> String {
@@ -156,6 +190,17 @@ pub fn describe_text(restore: &Restore) -> String {
             ),
             ("HooksFailed", hooks.hooks_failed.unwrap_or(0).to_string()),
         ]);
+    }
+    if let Some(attempted) = status.restore_item_operations_attempted.filter(|n| *n > 0) {
+        d.blank();
+        d.field(
+            "Restore Item Operations",
+            &format!(
+                "{} of {attempted} completed successfully, {} failed",
+                status.restore_item_operations_completed.unwrap_or(0),
+                status.restore_item_operations_failed.unwrap_or(0)
+            ),
+        );
     }
     d.blank();
     d.field("Backup", &spec.backup_name);

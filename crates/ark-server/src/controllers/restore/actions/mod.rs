@@ -42,8 +42,8 @@ pub struct RestoreCx<'a> {
     /// The cluster's VolumeSnapshotClasses: name and driver.
     pub snapshot_classes: &'a [(String, String)],
     /// The claims (namespace and name, as backed up) whose snapshot's data a data mover moved,
-    /// each with its DataUpload's name.
-    pub moved_claims: &'a BTreeMap<(String, String), String>,
+    /// each with its DataUpload as the backup holds it.
+    pub moved_claims: &'a BTreeMap<(String, String), ark_api::DataUpload>,
 }
 
 impl RestoreCx<'_> {
@@ -54,13 +54,13 @@ impl RestoreCx<'_> {
     }
 
     /// The DataUpload that moved the data of `claim` (an item of the backup), if a data mover did.
-    pub fn moved_by(&self, claim: &Value, cx: &ItemCx<'_>) -> Option<&str> {
+    pub fn moved_by(&self, claim: &Value, cx: &ItemCx<'_>) -> Option<&ark_api::DataUpload> {
         let name = claim.pointer("/metadata/name").and_then(Value::as_str);
         let backed_up = (
             cx.source_namespace.unwrap_or_default().to_string(),
             name.unwrap_or_default().to_string(),
         );
-        self.moved_claims.get(&backed_up).map(String::as_str)
+        self.moved_claims.get(&backed_up)
     }
 }
 
@@ -87,9 +87,18 @@ pub struct Output {
     /// A restored pod's volumes whose data the node agent writes back: the backup's
     /// PodVolumeBackups of them.
     pub volume_data: Vec<ark_api::PodVolumeBackup>,
-    /// A claim provisioned from a CSI snapshot: that VolumeSnapshot's name, which the restore
-    /// watches until the driver has it ready.
-    pub from_snapshot: Option<String>,
+    /// Where a restored claim's volume comes from, when not from the cluster's provisioner alone.
+    pub claim_volume: Option<ClaimVolume>,
+}
+
+/// Where a restored claim's volume comes from.
+#[derive(Debug)]
+pub enum ClaimVolume {
+    /// Provisioned from this CSI VolumeSnapshot, which the restore watches until the driver has
+    /// it ready.
+    FromSnapshot(String),
+    /// Written by a DataDownload from the data this DataUpload moved, then bound to the claim.
+    MovedData(Box<ark_api::DataUpload>),
 }
 
 /// What the actions may read when the restore plans its items, before anything is created.
@@ -102,6 +111,9 @@ pub struct PlanCx<'a> {
     /// Claims whose data the node agent writes back (Velero's `hasPodVolumeBackup`): provisioned
     /// anew.
     pub claims_with_data: &'a BTreeSet<(String, String)>,
+    /// Claims whose data a data mover moved (namespace and name, as backed up): they get a new
+    /// volume with that data.
+    pub claims_moved: &'a BTreeMap<(String, String), ark_api::DataUpload>,
 }
 
 /// Why an action leaves an item out of the restore (Velero's `SkipRestore`), for the log.
@@ -207,6 +219,25 @@ pub(crate) mod testing {
         restored: &[&str],
         spec: &ark_api::RestoreSpec,
     ) -> (Value, Output) {
+        run_moved(
+            group_resource,
+            item,
+            mapping,
+            restored,
+            spec,
+            &BTreeMap::new(),
+        )
+    }
+
+    /// [`run`], with claims whose data a data mover moved.
+    pub fn run_moved(
+        group_resource: &str,
+        item: Value,
+        mapping: &[(&str, &str)],
+        restored: &[&str],
+        spec: &ark_api::RestoreSpec,
+        moved: &BTreeMap<(String, String), ark_api::DataUpload>,
+    ) -> (Value, Output) {
         let mapping: BTreeMap<String, String> = mapping
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -220,7 +251,7 @@ pub(crate) mod testing {
             volume_data: None,
             restore_uid: RESTORE_UID,
             snapshot_classes: &[("ark-csi".into(), "hostpath.csi.ark.test".into())],
-            moved_claims: &BTreeMap::new(),
+            moved_claims: moved,
         };
         let mut object = item;
         let source = object

@@ -32,6 +32,9 @@ impl RestoreItemAction for PersistentVolumeAction {
         let claim = (claim_field("namespace"), claim_field("name"));
         let why = if plan.claims_from_snapshots.contains(&claim) {
             "its claim was backed up as a CSI snapshot and is provisioned anew from it"
+        } else if plan.claims_moved.contains_key(&claim) {
+            "its claim's data was moved into the backup location by a data mover; the claim \
+             gets a new volume with that data"
         } else if plan.claims_with_data.contains(&claim) {
             "the node agent writes its claim's data back from the backup; the claim is \
              provisioned anew"

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ItemCx, Output, PlanCx, RestoreCx, RestoreItemAction, Skip, spec_mut};
+use super::{ClaimVolume, ItemCx, Output, PlanCx, RestoreCx, RestoreItemAction, Skip, spec_mut};
 use crate::domain::csi::{self, text};
 
 pub struct VolumeSnapshotAction;
@@ -42,7 +42,11 @@ impl RestoreItemAction for VolumeSnapshotAction {
         out: &mut Output,
     ) {
         match cx.group_resource {
-            CLAIMS => out.from_snapshot = claim(item, restore, cx),
+            CLAIMS => {
+                if let Some(snapshot) = claim(item, restore, cx) {
+                    out.claim_volume = Some(ClaimVolume::FromSnapshot(snapshot));
+                }
+            }
             csi::VOLUME_SNAPSHOTS => snapshot(item, restore),
             _ => content(item, restore, cx.backed_up_status),
         }
@@ -156,7 +160,7 @@ mod tests {
         let mapping = [("shop", "shop2")];
         let (restored, out) = testing::run(CLAIMS, claim.clone(), &mapping, &[], testing::spec());
         let name = csi::restored_snapshot_name(testing::RESTORE_UID, "velero-data-x");
-        assert_eq!(out.from_snapshot.as_deref(), Some(name.as_str()));
+        assert!(matches!(&out.claim_volume, Some(ClaimVolume::FromSnapshot(s)) if *s == name));
         assert_eq!(
             restored["spec"],
             json!({ "storageClassName": "csi", "dataSource": {
@@ -169,7 +173,7 @@ mod tests {
         };
         let (empty, out) = testing::run(CLAIMS, claim, &mapping, &[], &spec);
         assert_eq!(empty["spec"], json!({ "storageClassName": "csi" }));
-        assert_eq!(out.from_snapshot, None);
+        assert!(out.claim_volume.is_none());
 
         let snapshot = json!({
             "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",

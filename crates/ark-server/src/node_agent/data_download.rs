@@ -1,0 +1,410 @@
+//! A node agent's DataDownloads: a restored claim's data, moved into the repository at backup,
+//! written into a new volume that is then handed to the claim, as Velero's data download
+//! controller and generic restore exposer do it (`pkg/controller/data_download_controller.go`,
+//! `pkg/exposer/generic_restore.go`), through the phases of [`super::data_movement`]:
+//!
+//! - exposed: once the restored claim is consumed (a pod using it was scheduled, when its class
+//!   binds on first use), a claim like it is made in ark's namespace under the DataDownload's
+//!   name, on the node the scheduler selected, and a pod mounts it there;
+//! - moved: that node's agent writes the kopia snapshot into the volume, then hands the volume
+//!   over (Velero's `RebindVolume`): the volume is retained, the pod and the claim in ark's
+//!   namespace removed, the restored claim names the volume, the volume's claim reference names
+//!   the restored claim and its labels match the claim's selector; once they are bound, the
+//!   volume gets its reclaim policy back;
+//! - cleaned up: the pod and the claim, with its volume if the hand-over did not happen.
+//!
+//! The restored claim waits all along: its selector (`velero.io/dynamic-pv-restore`) matches no
+//! volume, so none is provisioned for it, and its pods start once it is bound, data in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ark_api::{DataDownload, labels};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt as _};
+use serde_json::{Map, Value, json};
+
+use super::data_movement::{
+    self, Movable, Mover, POLL, PREPARE_TIMEOUT, Placement, delete_and_wait, exposing_pod, failed,
+    owned_by, remove_pod_and_claim,
+};
+use super::restore::{Stored, restore_settings};
+use super::{Ctx, progress};
+use crate::runtime::objects;
+
+/// How long each step of the hand-over may wait when the DataDownload sets no `operationTimeout`.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The annotation the scheduler writes on a claim bound on first use: the node it chose.
+const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+
+impl Movable for DataDownload {
+    const WHAT: &'static str = "data download";
+    const POD_LABEL: &'static str = labels::DATA_DOWNLOAD;
+    const EXPOSER_GROUP: &'static str = "generic-restore-exposer";
+    type Mover<'a> = Downloading<'a>;
+
+    fn mover<'a>(download: &'a Self, ctx: &'a Ctx, name: &'a str) -> Downloading<'a> {
+        Downloading {
+            name,
+            download,
+            ctx,
+        }
+    }
+}
+
+/// One DataDownload, as this agent moves it.
+pub struct Downloading<'a> {
+    name: &'a str,
+    download: &'a DataDownload,
+    ctx: &'a Ctx,
+}
+
+impl Mover for Downloading<'_> {
+    async fn expose(&self) -> Result<(), String> {
+        let (target, node) = self.consumed_target().await?;
+        let kube = &self.ctx.kube;
+        let claim = claim_like(self.download, &kube.namespace, &target, node.as_deref())?;
+        Api::<PersistentVolumeClaim>::namespaced(kube.client.clone(), &kube.namespace)
+            .create(&PostParams::default(), &claim)
+            .await
+            .map_err(failed(format!(
+                "creating claim {}/{}",
+                kube.namespace, self.name
+            )))?;
+        let agents = data_movement::agents(kube).await?;
+        let placement = Placement {
+            agents: &agents,
+            node: node.as_deref(),
+        };
+        let pod = exposing_pod(self.download, &kube.namespace, &placement)?;
+        Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
+            .create(&PostParams::default(), &pod)
+            .await
+            .map_err(failed(format!(
+                "creating pod {}/{}",
+                kube.namespace, self.name
+            )))?;
+        Ok(())
+    }
+
+    /// Writes the snapshot into the exposed volume, then hands the volume to the restored claim.
+    async fn move_data(
+        &self,
+        path: PathBuf,
+        canceled: impl Future<Output = ()> + Send,
+    ) -> Result<Option<Map<String, Value>>, String> {
+        let ctx = self.ctx;
+        let spec = &self.download.spec;
+        let settings = restore_settings(
+            spec.data_mover_config
+                .as_ref()
+                .unwrap_or(&Default::default()),
+        )?;
+        let stored = Stored {
+            location: &spec.backup_storage_location,
+            namespace: &spec.source_namespace,
+            snapshot_id: &spec.snapshot_id,
+        };
+        let api = objects::api::<DataDownload>(&ctx.kube.client, &ctx.kube.namespace);
+        let (total, done) = tokio::select! {
+            written = stored.write(ctx, &api, self.name, &path, settings) => written?,
+            () = canceled => return Ok(None),
+        };
+        self.hand_over().await?;
+        let target = &spec.target_volume;
+        tracing::info!(
+            "data download {}: snapshot {} is in claim {}/{} ({done} bytes)",
+            self.name,
+            spec.snapshot_id,
+            target.namespace,
+            target.pvc
+        );
+        let status = json!({ "progress": progress(total, done), "node": ctx.node });
+        Ok(status.as_object().cloned())
+    }
+
+    /// The pod, and the claim in ark's namespace with its volume unless it was handed over.
+    async fn clean_up(&self) {
+        let kube = &self.ctx.kube;
+        remove_pod_and_claim(&kube.client, &kube.namespace, self.name, Self::WHAT).await;
+    }
+}
+
+impl Downloading<'_> {
+    const WHAT: &'static str = DataDownload::WHAT;
+
+    fn timeout(&self) -> Duration {
+        let timeout = Some(self.download.spec.operation_timeout.as_str());
+        ark_api::duration::parse_or_default(timeout, OPERATION_TIMEOUT).unwrap_or(OPERATION_TIMEOUT)
+    }
+
+    fn target_claims(&self) -> Api<PersistentVolumeClaim> {
+        let namespace = &self.download.spec.target_volume.namespace;
+        Api::namespaced(self.ctx.kube.client.clone(), namespace)
+    }
+
+    fn shown_target(&self) -> String {
+        let target = &self.download.spec.target_volume;
+        format!("claim {}/{}", target.namespace, target.pvc)
+    }
+
+    /// The restored claim once it may get its volume (Velero's `WaitPVCConsumed`): at once,
+    /// unless its class binds on first use, then once the scheduler selected a node for it
+    /// (that node is returned), within [`PREPARE_TIMEOUT`]. A claim already bound, or a block
+    /// volume, is refused: the data would go nowhere, or over a volume that holds other data.
+    async fn consumed_target(&self) -> Result<(PersistentVolumeClaim, Option<String>), String> {
+        let shown = self.shown_target();
+        let claims = self.target_claims();
+        let classes = Api::<StorageClass>::all(self.ctx.kube.client.clone());
+        let deadline = tokio::time::Instant::now() + PREPARE_TIMEOUT;
+        let mut on_first_use = None;
+        loop {
+            let claim = claims
+                .get(&self.download.spec.target_volume.pvc)
+                .await
+                .map_err(failed(format!("reading {shown}")))?;
+            let spec = claim.spec.clone().unwrap_or_default();
+            if let Some(volume) = spec.volume_name.as_deref().filter(|v| !v.is_empty()) {
+                return Err(format!("{shown} is bound to volume {volume} already"));
+            }
+            if spec.volume_mode.as_deref() == Some("Block") {
+                return Err(format!(
+                    "{shown} is a block volume: ark's data mover moves file systems only"
+                ));
+            }
+            if on_first_use.is_none() {
+                on_first_use = Some(match spec.storage_class_name.as_deref() {
+                    Some(class) if !class.is_empty() => classes
+                        .get(class)
+                        .await
+                        .map_err(failed(format!("reading StorageClass {class}")))?
+                        .volume_binding_mode
+                        .is_some_and(|mode| mode == "WaitForFirstConsumer"),
+                    _ => false,
+                });
+            }
+            let node = claim.annotations().get(SELECTED_NODE).cloned();
+            if on_first_use == Some(false) || node.is_some() {
+                return Ok((claim, node));
+            }
+            if tokio::time::Instant::now() + POLL > deadline {
+                return Err(format!(
+                    "{shown} binds on first use and no pod using it was scheduled within {}",
+                    ark_api::duration::format(PREPARE_TIMEOUT)
+                ));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Gives the volume written to the restored claim (Velero's `RebindVolume`). The volume is
+    /// retained until it is bound to the restored claim; if the hand-over fails, it is deleted.
+    async fn hand_over(&self) -> Result<(), String> {
+        let client = &self.ctx.kube.client;
+        let namespace = &self.ctx.kube.namespace;
+        let timeout = self.timeout();
+        let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+        let volumes = Api::<PersistentVolume>::all(client.clone());
+        let claim = claims
+            .get(self.name)
+            .await
+            .map_err(failed(format!("reading claim {namespace}/{}", self.name)))?;
+        let volume_name = (claim.spec.and_then(|s| s.volume_name))
+            .ok_or_else(|| format!("claim {namespace}/{} is bound to no volume", self.name))?;
+        let volume = volumes
+            .get(&volume_name)
+            .await
+            .map_err(failed(format!("reading PersistentVolume {volume_name}")))?;
+        let policy = (volume.spec.as_ref())
+            .and_then(|s| s.persistent_volume_reclaim_policy.clone())
+            .unwrap_or_else(|| "Delete".into());
+        let reclaim = |policy: &str| json!({ "spec": { "persistentVolumeReclaimPolicy": policy } });
+        volumes
+            .patch(
+                &volume_name,
+                &PatchParams::default(),
+                &Patch::Merge(&reclaim("Retain")),
+            )
+            .await
+            .map_err(failed(format!("retaining PersistentVolume {volume_name}")))?;
+        let handed = self.rebind(&volume_name, timeout).await;
+        if let Err(reason) = handed {
+            // Nobody else will ever bind it: Velero deletes it too.
+            let _ = volumes
+                .patch(
+                    &volume_name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&reclaim("Delete")),
+                )
+                .await;
+            let deleted = volumes.delete(&volume_name, &DeleteParams::default()).await;
+            data_movement::warn_unless_gone(Self::WHAT, self.name, "its volume", deleted);
+            return Err(reason);
+        }
+        if let Err(error) = volumes
+            .patch(
+                &volume_name,
+                &PatchParams::default(),
+                &Patch::Merge(&reclaim(&policy)),
+            )
+            .await
+        {
+            tracing::warn!(
+                "data download {}: PersistentVolume {volume_name} keeps reclaim policy Retain: {}",
+                self.name,
+                objects::reason(&error)
+            );
+        }
+        Ok(())
+    }
+
+    /// The retained volume moved from ark's claim to the restored one, and bound to it.
+    async fn rebind(&self, volume_name: &str, timeout: Duration) -> Result<(), String> {
+        let client = &self.ctx.kube.client;
+        let namespace = &self.ctx.kube.namespace;
+        let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+        delete_and_wait(&pods, self.name, timeout)
+            .await
+            .map_err(|e| format!("removing pod {namespace}/{}: {e}", self.name))?;
+        let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+        delete_and_wait(&claims, self.name, timeout)
+            .await
+            .map_err(|e| format!("removing claim {namespace}/{}: {e}", self.name))?;
+        let shown = self.shown_target();
+        let target = &self.download.spec.target_volume;
+        let restored = self.target_claims();
+        let claim = restored
+            .patch(
+                &target.pvc,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({ "spec": { "volumeName": volume_name } })),
+            )
+            .await
+            .map_err(failed(format!("binding {shown} to {volume_name}")))?;
+        let selected = (claim.spec.as_ref())
+            .and_then(|s| s.selector.as_ref()?.match_labels.clone())
+            .unwrap_or_default();
+        let reset = json!({
+            "metadata": {
+                "labels": selected,
+                "annotations": { "pv.kubernetes.io/bound-by-controller": null },
+            },
+            "spec": { "claimRef": {
+                "kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                "namespace": target.namespace, "name": target.pvc,
+                "uid": null, "resourceVersion": null,
+            } },
+        });
+        let volumes = Api::<PersistentVolume>::all(client.clone());
+        volumes
+            .patch(volume_name, &PatchParams::default(), &Patch::Merge(&reset))
+            .await
+            .map_err(failed(format!(
+                "giving PersistentVolume {volume_name} to {shown}"
+            )))?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let volume = volumes
+                .get(volume_name)
+                .await
+                .map_err(failed(format!("reading PersistentVolume {volume_name}")))?;
+            let bound = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+            let to = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+            let to_target = to.is_some_and(|r| {
+                r.name.as_deref() == Some(target.pvc.as_str())
+                    && r.namespace.as_deref() == Some(target.namespace.as_str())
+            });
+            if bound && to_target {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() + POLL > deadline {
+                return Err(format!(
+                    "PersistentVolume {volume_name} was not bound to {shown} within {}",
+                    ark_api::duration::format(timeout)
+                ));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// A claim in ark's namespace like the restored one (Velero's `createRestorePVC`): its class,
+/// access modes, mode and size, on the node selected for it; owned by the DataDownload.
+fn claim_like(
+    download: &DataDownload,
+    namespace: &str,
+    target: &PersistentVolumeClaim,
+    node: Option<&str>,
+) -> Result<PersistentVolumeClaim, String> {
+    let name = download.name_any();
+    let spec = target.spec.clone().unwrap_or_default();
+    let annotations: Map<String, Value> = node
+        .map(|node| (SELECTED_NODE.to_string(), json!(node)))
+        .into_iter()
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": { labels::DATA_DOWNLOAD: name },
+            "annotations": annotations,
+            "ownerReferences": owned_by(download),
+        },
+        "spec": {
+            "accessModes": spec.access_modes,
+            "storageClassName": spec.storage_class_name,
+            "volumeMode": spec.volume_mode,
+            "resources": spec.resources,
+        },
+    }))
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_claim_the_data_is_written_into_is_like_the_restored_one_on_its_node() {
+        let target: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": { "name": "data", "namespace": "shop",
+                "labels": { "app": "db", "velero.io/restore-name": "r" } },
+            "spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": "csi-hostpath",
+                "volumeMode": "Filesystem", "resources": { "requests": { "storage": "1Gi" } },
+                "selector": { "matchLabels": { "velero.io/dynamic-pv-restore": "shop.data.abcde" } },
+            },
+        }))
+        .unwrap();
+        let claim = made_claim(&target, Some("worker-1"));
+        assert_eq!(
+            claim["metadata"]["annotations"],
+            json!({ "volume.kubernetes.io/selected-node": "worker-1" })
+        );
+        assert_eq!(
+            claim["metadata"]["labels"],
+            json!({ "velero.io/data-download": "r-x" })
+        );
+        assert_eq!(
+            claim["metadata"]["ownerReferences"][0]["kind"],
+            "DataDownload"
+        );
+        // No selector: the volume provisioned for it is not the restored claim's to wait for.
+        assert_eq!(
+            claim["spec"],
+            json!({
+                "accessModes": ["ReadWriteOnce"], "storageClassName": "csi-hostpath",
+                "volumeMode": "Filesystem", "resources": { "requests": { "storage": "1Gi" } },
+            })
+        );
+        let anywhere = made_claim(&target, None);
+        assert_eq!(anywhere["metadata"].get("annotations"), Some(&json!({})));
+    }
+
+    fn made_claim(target: &PersistentVolumeClaim, node: Option<&str>) -> Value {
+        let download = DataDownload::new("r-x", Default::default());
+        serde_json::to_value(claim_like(&download, "ark", target, node).unwrap()).unwrap()
+    }
+}

@@ -1,0 +1,616 @@
+//! Snapshot data movement on a node agent, both ways: a DataUpload moves a CSI snapshot's data
+//! into the location's kopia repository, a DataDownload writes it back into a new volume for a
+//! restored claim. Both go through Velero's phases (`pkg/controller/data_upload_controller.go`,
+//! `data_download_controller.go`), which this module carries out for either kind:
+//!
+//! - New: the first agent to claim it (Accepted, `acceptedByNode`) exposes a volume: a claim in
+//!   ark's namespace and a pod that mounts it on a node an agent runs on;
+//! - Accepted: once that pod runs, it is Prepared for the pod's node (failed when the pod cannot
+//!   run or does not within [`PREPARE_TIMEOUT`]);
+//! - Prepared: that node's agent takes it (InProgress) and moves the data, reading or writing the
+//!   volume where the kubelet mounts it;
+//! - then what the exposure made is removed and it ends Completed, Failed or Canceled (asked by
+//!   `spec.cancel` at any phase).
+//!
+//! What differs, the volume exposed and the data moved, is the kind's [`Mover`]. Velero's agent
+//! starts a data mover process in the pod; ark's pod only holds the volume mounted (`ark
+//! hold-volumes`) and the agent reads or writes it as it does a pod volume.
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_api::PodVolumePhase;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt as _};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use super::{Ctx, DAEMON_SET, volume_path};
+use crate::runtime::context::Kube;
+use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::patch;
+
+/// How long an accepted request may wait for its pod to run (Velero's
+/// `--data-mover-prepare-timeout` default).
+pub const PREPARE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How often an exposure is looked at while it is awaited.
+pub const POLL: Duration = Duration::from_secs(1);
+/// What the exposing pod runs (`ark hold-volumes`).
+const HOLD_VOLUMES: &str = "hold-volumes";
+
+/// A kind of data movement request: DataUpload or DataDownload.
+pub trait Movable:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + DeserializeOwned
+    + Serialize
+    + Clone
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// How the log names one ("data upload").
+    const WHAT: &'static str;
+    /// Velero's label naming the request on its exposing pod, and the pod's exposer group.
+    const POD_LABEL: &'static str;
+    const EXPOSER_GROUP: &'static str;
+    type Mover<'a>: Mover + Send
+    where
+        Self: 'a;
+
+    /// What moves the data of `request`, named `name`.
+    fn mover<'a>(request: &'a Self, ctx: &'a Ctx, name: &'a str) -> Self::Mover<'a>;
+}
+
+/// What one kind does at each step of the state machine.
+pub trait Mover: Sync {
+    /// Makes the volume and the pod that mounts it, as [`exposing_pod`] makes it.
+    fn expose(&self) -> impl Future<Output = Result<(), String>> + Send;
+    /// Moves the data between the exposed volume, at `path` on this node, and the repository:
+    /// the status fields of a request that ended Completed (a `message` among them when it has
+    /// one), or None when `canceled` ended first.
+    fn move_data(
+        &self,
+        path: PathBuf,
+        canceled: impl Future<Output = ()> + Send,
+    ) -> impl Future<Output = Result<Option<Map<String, Value>>, String>> + Send;
+    /// Removes what the exposure made, whatever became of it (Velero's `CleanUp`). Best effort:
+    /// what cannot be removed is logged.
+    fn clean_up(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Runs the agent's controller of kind `K`.
+pub async fn run<K: Movable>(ctx: Arc<Ctx>) {
+    let concurrency = ctx.concurrency;
+    controller::run::<K, _, _, _>(ctx, K::WHAT, concurrency, reconcile::<K>).await;
+}
+
+async fn reconcile<K: Movable>(
+    cached: Arc<Readable<K>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ReconcileError> {
+    let request = match &cached.read {
+        Ok(request) => request,
+        Err(unfit) => {
+            tracing::warn!("{} {}: {unfit}", K::WHAT, cached.name());
+            return Ok(Action::await_change());
+        }
+    };
+    let stored = &cached.stored.data;
+    // Another data mover's: not ours to move.
+    let datamover = stored.pointer("/spec/datamover").and_then(Value::as_str);
+    if !ark_api::is_built_in_data_mover(datamover) {
+        return Ok(Action::await_change());
+    }
+    let here = |field: &str| stored.pointer(field).and_then(Value::as_str) == Some(&ctx.node);
+    let name = cached.name();
+    let step = Step {
+        api: objects::api::<K>(&ctx.kube.client, &ctx.kube.namespace),
+        mover: K::mover(request, &ctx, &name),
+        name: &name,
+        ctx: &ctx,
+        cancel: stored.pointer("/spec/cancel") == Some(&Value::Bool(true)),
+        resource_version: cached.stored.metadata.resource_version.as_deref(),
+    };
+    match cached.phase::<PodVolumePhase>() {
+        Phase::Absent | Phase::Known(PodVolumePhase::New) => step.accept::<K>().await,
+        Phase::Known(PodVolumePhase::Accepted) if here("/status/acceptedByNode") => {
+            let accepted = stored.pointer("/status/acceptedTimestamp").cloned();
+            let accepted = accepted.and_then(|t| serde_json::from_value::<Time>(t).ok());
+            step.await_exposed::<K>(accepted.map(|t| t.0)).await
+        }
+        Phase::Known(PodVolumePhase::Prepared) if here("/status/node") => step.take::<K>().await,
+        _ => Ok(Action::await_change()),
+    }
+}
+
+/// One request, as this agent acts on it.
+struct Step<'a, M> {
+    api: Api<DynamicObject>,
+    mover: M,
+    name: &'a str,
+    ctx: &'a Ctx,
+    cancel: bool,
+    resource_version: Option<&'a str>,
+}
+
+impl<M: Mover> Step<'_, M> {
+    /// New: claimed by this agent, which exposes the volume; Canceled if asked before.
+    async fn accept<K: Movable>(&self) -> Result<Action, ReconcileError> {
+        let accepted = if self.cancel {
+            ended(PodVolumePhase::Canceled, "canceled before it was accepted")
+        } else {
+            json!({
+                "phase": PodVolumePhase::Accepted,
+                "acceptedByNode": self.ctx.node,
+                "acceptedTimestamp": patch::now(),
+            })
+        };
+        let claim = patch::claim(
+            &self.api,
+            self.name,
+            self.resource_version,
+            json!({ "status": accepted }),
+        )
+        .await?;
+        if claim == patch::Claim::Lost || self.cancel {
+            return Ok(Action::await_change());
+        }
+        tracing::info!("{} {}: accepted; exposing its volume", K::WHAT, self.name);
+        match self.mover.expose().await {
+            Ok(()) => Ok(Action::requeue(POLL)),
+            Err(reason) => {
+                let reason = format!("exposing its volume: {reason}");
+                self.fail::<K>(PodVolumePhase::Accepted, reason).await;
+                Ok(Action::await_change())
+            }
+        }
+    }
+
+    /// Accepted by this agent: Prepared for the node its pod runs on, once it runs; failed when
+    /// the pod cannot run or takes too long, canceled when asked.
+    async fn await_exposed<K: Movable>(
+        &self,
+        accepted_at: Option<Timestamp>,
+    ) -> Result<Action, ReconcileError> {
+        let accepted = PodVolumePhase::Accepted;
+        if self.cancel {
+            let canceled = ended(PodVolumePhase::Canceled, "canceled before it was prepared");
+            self.end::<K>(accepted, canceled).await;
+            return Ok(Action::await_change());
+        }
+        let pods = Api::<Pod>::namespaced(self.ctx.kube.client.clone(), &self.ctx.kube.namespace);
+        let Some(pod) = pods.get_opt(self.name).await? else {
+            self.fail::<K>(accepted, format!("its pod {} is gone", self.name))
+                .await;
+            return Ok(Action::await_change());
+        };
+        let pod_status = pod.status.clone().unwrap_or_default();
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        if pod_status.phase.as_deref() == Some("Running")
+            && let Some(node) = node
+        {
+            let prepared = json!({ "phase": PodVolumePhase::Prepared, "node": node });
+            let _ = patch::status_in_phase(&self.api, self.name, accepted, &prepared).await?;
+            tracing::info!("{} {}: prepared on node {node}", K::WHAT, self.name);
+            return Ok(Action::await_change());
+        }
+        if let Some(reason) = cannot_run(&pod) {
+            let reason = format!("its pod {} cannot run: {reason}", self.name);
+            self.fail::<K>(accepted, reason).await;
+            return Ok(Action::await_change());
+        }
+        let timeout = SignedDuration::try_from(PREPARE_TIMEOUT).unwrap_or(SignedDuration::MAX);
+        if accepted_at.is_some_and(|since| Timestamp::now() > since + timeout) {
+            let waiting = pod_status.phase.unwrap_or_default();
+            let reason = format!(
+                "its pod {} did not run within {} (it is {waiting})",
+                self.name,
+                ark_api::duration::format(PREPARE_TIMEOUT)
+            );
+            self.fail::<K>(accepted, reason).await;
+            return Ok(Action::await_change());
+        }
+        Ok(Action::requeue(POLL))
+    }
+
+    /// Prepared for this node: claimed InProgress, the data moved, what was exposed removed, and
+    /// the request ended.
+    async fn take<K: Movable>(&self) -> Result<Action, ReconcileError> {
+        let prepared = PodVolumePhase::Prepared;
+        if self.cancel {
+            let canceled = ended(PodVolumePhase::Canceled, "canceled before it started");
+            self.end::<K>(prepared, canceled).await;
+            return Ok(Action::await_change());
+        }
+        let started =
+            json!({ "phase": PodVolumePhase::InProgress, "startTimestamp": patch::now() });
+        let claim = patch::claim(
+            &self.api,
+            self.name,
+            self.resource_version,
+            json!({ "status": started }),
+        )
+        .await?;
+        if claim == patch::Claim::Lost {
+            return Ok(Action::await_change());
+        }
+        let moved = match exposed_volume(self.ctx, self.name).await {
+            Ok(path) => self.mover.move_data(path, self.canceled::<K>()).await,
+            Err(reason) => Err(reason),
+        };
+        let status = match moved {
+            Ok(Some(result)) => {
+                let mut status = ended(PodVolumePhase::Completed, "");
+                status.as_object_mut().expect("a status").extend(result);
+                status
+            }
+            Ok(None) => ended(
+                PodVolumePhase::Canceled,
+                "canceled while its data was moved",
+            ),
+            Err(reason) => {
+                tracing::warn!("{} {} failed: {reason}", K::WHAT, self.name);
+                ended(PodVolumePhase::Failed, &reason)
+            }
+        };
+        self.end::<K>(PodVolumePhase::InProgress, status).await;
+        Ok(Action::await_change())
+    }
+
+    /// Ends the request in `phase` with `status`, once everything its exposure made is removed.
+    async fn end<K: Movable>(&self, phase: PodVolumePhase, status: Value) {
+        self.mover.clean_up().await;
+        let _ = patch::final_status_in_phase(&self.api, K::WHAT, self.name, phase, &status).await;
+    }
+
+    async fn fail<K: Movable>(&self, phase: PodVolumePhase, reason: String) {
+        tracing::warn!("{} {} failed: {reason}", K::WHAT, self.name);
+        self.end::<K>(phase, ended(PodVolumePhase::Failed, &reason))
+            .await;
+    }
+
+    /// Ends once the request is asked to cancel (read every few seconds).
+    async fn canceled<K: Movable>(&self) {
+        let requests = Api::<K>::namespaced(self.ctx.kube.client.clone(), &self.ctx.kube.namespace);
+        loop {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if let Ok(request) = requests.get(self.name).await {
+                let request = serde_json::to_value(&request).unwrap_or_default();
+                if request.pointer("/spec/cancel") == Some(&Value::Bool(true)) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A final status: `phase`, `message` (unless empty) and the time it ended.
+pub fn ended(phase: PodVolumePhase, message: &str) -> Value {
+    let mut status = json!({ "phase": phase, "completionTimestamp": patch::now() });
+    if !message.is_empty() {
+        status["message"] = json!(message);
+    }
+    status
+}
+
+/// Requests of kind `K` this node's agent had taken on when it stopped: nobody carries them on.
+/// As Velero's agent does, one whose volume was being exposed or was exposed is canceled, one
+/// whose data was being moved fails; what their exposure made is removed.
+pub async fn end_interrupted<K: Movable>(ctx: &Ctx) {
+    let kube = &ctx.kube;
+    let api = objects::api::<K>(&kube.client, &kube.namespace);
+    let listed = match api.list(&Default::default()).await {
+        Ok(listed) => listed.items,
+        Err(error) => {
+            tracing::warn!("listing {}s left in progress: {error}", K::WHAT);
+            return;
+        }
+    };
+    for stored in listed {
+        let mine =
+            |field: &str| stored.data.pointer(field).and_then(Value::as_str) == Some(&ctx.node);
+        let (phase, ending) = match objects::phase::<PodVolumePhase>(&stored) {
+            Phase::Known(phase @ PodVolumePhase::Accepted) if mine("/status/acceptedByNode") => {
+                (phase, PodVolumePhase::Canceled)
+            }
+            Phase::Known(phase @ PodVolumePhase::Prepared) if mine("/status/node") => {
+                (phase, PodVolumePhase::Canceled)
+            }
+            Phase::Known(phase @ PodVolumePhase::InProgress) if mine("/status/node") => {
+                (phase, PodVolumePhase::Failed)
+            }
+            _ => continue,
+        };
+        let name = stored.name_any();
+        let Ok(request) =
+            serde_json::from_value::<K>(serde_json::to_value(&stored).unwrap_or_default())
+        else {
+            continue;
+        };
+        K::mover(&request, ctx, &name).clean_up().await;
+        let message = format!(
+            "the node agent on {} stopped while the {} was {phase:?}",
+            ctx.node,
+            K::WHAT
+        );
+        match patch::status_in_phase(&api, &name, phase, &ended(ending, &message)).await {
+            Ok(_) => tracing::warn!("{} {name} was left {phase:?}: {ending:?}", K::WHAT),
+            Err(error) => tracing::warn!("ending {} {name}: {error}", K::WHAT),
+        }
+    }
+}
+
+/// Where an exposing pod may run: where the node agent's DaemonSet runs its agents, on `node`
+/// when the volume must be there (a claim bound on first use, its node selected).
+pub struct Placement<'a> {
+    pub agents: &'a DaemonSet,
+    pub node: Option<&'a str>,
+}
+
+/// The node agent's DaemonSet, whose pod template places and runs the exposing pods.
+pub async fn agents(kube: &Kube) -> Result<DaemonSet, String> {
+    Api::<DaemonSet>::namespaced(kube.client.clone(), &kube.namespace)
+        .get(DAEMON_SET)
+        .await
+        .map_err(failed(format!(
+            "reading the node agent's DaemonSet {DAEMON_SET}"
+        )))
+}
+
+/// The pod that holds the request's claim (named as the request) mounted, under the request's
+/// uid: the node agent's image and placement (so that it runs where an agent reads it), nothing
+/// else of the agent's: no token, no root, no capability.
+pub fn exposing_pod<K: Movable>(
+    request: &K,
+    namespace: &str,
+    placement: &Placement<'_>,
+) -> Result<Pod, String> {
+    let name = request.name_any();
+    let volume = request.uid().unwrap_or_default();
+    let template = (placement.agents.spec.as_ref())
+        .and_then(|s| s.template.spec.clone())
+        .ok_or_else(|| format!("the node agent's DaemonSet {DAEMON_SET} has no pod template"))?;
+    let agent = template
+        .containers
+        .first()
+        .ok_or_else(|| format!("the node agent's DaemonSet {DAEMON_SET} has no container"))?;
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name, "namespace": namespace, "ownerReferences": owned_by(request),
+            "labels": { K::POD_LABEL: name, "velero.io/exposer-pod-group": K::EXPOSER_GROUP },
+        },
+        "spec": {
+            "nodeName": placement.node,
+            "nodeSelector": template.node_selector,
+            "affinity": template.affinity,
+            "tolerations": template.tolerations,
+            "automountServiceAccountToken": false,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "securityContext": {
+                "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                "seccompProfile": { "type": "RuntimeDefault" },
+            },
+            "containers": [{
+                "name": "hold",
+                "image": agent.image,
+                "imagePullPolicy": agent.image_pull_policy,
+                "command": agent.command,
+                "args": [HOLD_VOLUMES],
+                "resources": {
+                    "requests": { "cpu": "10m", "memory": "16Mi" },
+                    "limits": { "memory": "64Mi" },
+                },
+                "securityContext": {
+                    "readOnlyRootFilesystem": true,
+                    "allowPrivilegeEscalation": false,
+                    "capabilities": { "drop": ["ALL"] },
+                },
+                "volumeMounts": [{ "name": volume, "mountPath": format!("/{volume}") }],
+            }],
+            "volumes": [{ "name": volume, "persistentVolumeClaim": { "claimName": name } }],
+        },
+    }))
+    .map_err(|e| e.to_string())
+}
+
+/// The owner reference of what a request's exposure makes: removed with it.
+pub fn owned_by<K: Movable>(request: &K) -> Value {
+    json!([{
+        "apiVersion": K::api_version(&()), "kind": K::kind(&()), "name": request.name_any(),
+        "uid": request.uid(), "controller": true,
+    }])
+}
+
+/// Where the exposed volume of request `name` is on this node: its pod's volume directory,
+/// under the kubelet's. The pod's volume is named after the request's uid.
+async fn exposed_volume(ctx: &Ctx, name: &str) -> Result<PathBuf, String> {
+    let namespace = &ctx.kube.namespace;
+    let pod_name = format!("{namespace}/{name}");
+    let pod = Api::<Pod>::namespaced(ctx.kube.client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(failed(format!("reading pod {pod_name}")))?;
+    let volume = (pod.spec.as_ref())
+        .and_then(|s| s.volumes.as_ref()?.first())
+        .map(|v| v.name.clone())
+        .ok_or_else(|| format!("pod {pod_name} mounts no volume"))?;
+    let dir = volume_path::volume_directory(&ctx.kube.client, &pod, &volume)
+        .await
+        .map_err(|e| e.to_string())?;
+    let pod_uid = pod.uid().unwrap_or_default();
+    volume_path::host_path(&ctx.host_pods, &pod_name, &pod_uid, &volume, &dir)
+        .map_err(|e| e.to_string())
+}
+
+/// The message of a request that failed, naming what it did.
+pub fn failed(what: String) -> impl FnOnce(kube::Error) -> String {
+    move |error| format!("{what}: {}", objects::reason(&error))
+}
+
+/// Why a pod will never run: it failed, or its image cannot be pulled.
+fn cannot_run(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() == Some("Failed") {
+        return Some(status.message.clone().unwrap_or_else(|| "it failed".into()));
+    }
+    (status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .find(|w| {
+            matches!(
+                w.reason.as_deref(),
+                Some(
+                    "ErrImagePull"
+                        | "ImagePullBackOff"
+                        | "InvalidImageName"
+                        | "CreateContainerConfigError"
+                )
+            )
+        })
+        .map(|w| {
+            format!(
+                "{}: {}",
+                w.reason.clone().unwrap_or_default(),
+                w.message.clone().unwrap_or_default()
+            )
+        })
+}
+
+/// Deletes an object and waits until it is gone, within `timeout`.
+pub async fn delete_and_wait<K>(api: &Api<K>, name: &str, timeout: Duration) -> Result<(), String>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    patch::ignore_not_found(api.delete(name, &DeleteParams::default()).await)
+        .map_err(|e| objects::reason(&e))?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match api.get_opt(name).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(_)) | Err(_) if tokio::time::Instant::now() + POLL > deadline => {
+                return Err(format!(
+                    "still there after {}",
+                    ark_api::duration::format(timeout)
+                ));
+            }
+            _ => tokio::time::sleep(POLL).await,
+        }
+    }
+}
+
+/// Removes request `name`'s exposing pod at once, and its claim in ark's namespace with the
+/// claim's volume, whatever the class's reclaim policy (`what` names the request in the log).
+pub async fn remove_pod_and_claim(client: &kube::Client, namespace: &str, name: &str, what: &str) {
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    warn_unless_gone(what, name, "its pod", pods.delete(name, &now).await);
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+    if let Ok(Some(claim)) = claims.get_opt(name).await
+        && let Some(volume) = claim.spec.and_then(|s| s.volume_name)
+    {
+        let delete = json!({ "spec": { "persistentVolumeReclaimPolicy": "Delete" } });
+        let patched = Api::<PersistentVolume>::all(client.clone())
+            .patch(&volume, &PatchParams::default(), &Patch::Merge(&delete))
+            .await;
+        warn_unless_gone(what, name, "its volume's reclaim policy", patched);
+    }
+    let deleted = claims.delete(name, &DeleteParams::default()).await;
+    warn_unless_gone(what, name, "its claim", deleted);
+}
+
+/// Logs a removal that failed for another reason than the object being gone.
+pub fn warn_unless_gone<T>(what: &str, name: &str, removing: &str, result: kube::Result<T>) {
+    if let Err(error) = patch::ignore_not_found(result) {
+        tracing::warn!(
+            "{what} {name}: removing {removing}: {}",
+            objects::reason(&error)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agents() -> DaemonSet {
+        serde_json::from_value(json!({
+            "metadata": { "name": "node-agent" },
+            "spec": { "selector": {}, "template": { "spec": {
+                "nodeSelector": { "kubernetes.io/os": "linux" },
+                "tolerations": [{ "operator": "Exists" }],
+                "containers": [{ "name": "node-agent", "image": "ark.local/ark:1",
+                    "command": ["/ark"], "args": ["node-agent"] }],
+            } } },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_exposing_pod_runs_where_agents_run_and_holds_nothing_of_the_agent_s_rights() {
+        let agents = agents();
+        let anywhere = Placement {
+            agents: &agents,
+            node: None,
+        };
+        let mut upload = ark_api::DataUpload::new("b-1", Default::default());
+        upload.metadata.uid = Some("uid-1".into());
+        let pod = exposing_pod(&upload, "ark", &anywhere).unwrap();
+        let pod = serde_json::to_value(pod).unwrap();
+        assert_eq!(
+            pod["spec"]["nodeSelector"],
+            json!({ "kubernetes.io/os": "linux" })
+        );
+        assert_eq!(pod["spec"].get("nodeName"), None);
+        assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
+        assert_eq!(
+            pod["spec"]["containers"][0]["args"],
+            json!(["hold-volumes"])
+        );
+        assert_eq!(
+            pod["metadata"]["labels"],
+            json!({ "velero.io/data-upload": "b-1", "velero.io/exposer-pod-group": "snapshot-exposer" })
+        );
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "DataUpload");
+        assert_eq!(
+            pod["spec"]["volumes"][0],
+            json!({ "name": "uid-1", "persistentVolumeClaim": { "claimName": "b-1" } })
+        );
+        // A claim bound on first use is written on the node its pod was scheduled to.
+        let there = Placement {
+            agents: &agents,
+            node: Some("worker-2"),
+        };
+        let download = ark_api::DataDownload::new("r-1", Default::default());
+        let pod = exposing_pod(&download, "ark", &there).unwrap();
+        assert_eq!(
+            pod.spec.as_ref().unwrap().node_name.as_deref(),
+            Some("worker-2")
+        );
+        assert_eq!(
+            pod.labels()
+                .get("velero.io/exposer-pod-group")
+                .map(String::as_str),
+            Some("generic-restore-exposer")
+        );
+        assert_eq!(
+            pod.labels()
+                .get("velero.io/data-download")
+                .map(String::as_str),
+            Some("r-1")
+        );
+    }
+}
