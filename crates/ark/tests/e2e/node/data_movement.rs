@@ -1,17 +1,21 @@
 //! Snapshot data movement by ark on the real node: a backup with `--snapshot-move-data` cuts each
 //! claim's CSI snapshot, its node agent exposes the snapshot (a claim made from it, mounted by a
 //! pod on the agent's node) and moves the data into the location's kopia repository, and nothing
-//! of the snapshot is left in the cluster or the storage system.
+//! of the snapshot is left in the cluster or the storage system; a restore writes the data back
+//! into a new volume for the restored claim (a DataDownload), from the bucket alone.
 
 use crate::common;
 
-use ark_api::{Backup, BackupPhase, BackupVolumeInfo, DataUpload, PodVolumePhase};
+use ark_api::{
+    Backup, BackupPhase, BackupVolumeInfo, DataDownload, DataUpload, PodVolumePhase, Restore,
+    RestorePhase,
+};
 use ark_tests::kopia::Kopia;
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::node_agent::{WAIT, install, is_ready, lose};
 use common::volume_policies::{application, contents, methods};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client, ResourceExt};
 
@@ -53,9 +57,11 @@ async fn left(client: &Client, namespaces: &[&str], ark: &str) -> Vec<String> {
             found.push(format!("claim {ark}/{}", claim.name_any()));
         }
         let pods = Api::<Pod>::namespaced(client.clone(), ark);
-        let exposing = ListParams::default().labels("velero.io/data-upload");
-        for pod in pods.list(&exposing).await.unwrap().items {
-            found.push(format!("pod {ark}/{}", pod.name_any()));
+        for label in ["velero.io/data-upload", "velero.io/data-download"] {
+            let exposing = ListParams::default().labels(label);
+            for pod in pods.list(&exposing).await.unwrap().items {
+                found.push(format!("pod {ark}/{}", pod.name_any()));
+            }
         }
         if found.is_empty() || tokio::time::Instant::now() > deadline {
             return found;
@@ -364,7 +370,7 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
     assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
     assert_eq!(
         status.message.as_deref(),
-        Some("the node agent on 127.0.0.1 stopped while the upload was InProgress")
+        Some("the node agent on 127.0.0.1 stopped while the data upload was InProgress")
     );
     let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
     // Past its operations too: the failed upload is found at the next check of them.
@@ -398,6 +404,270 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
     assert_eq!(
         left(&client, &[&app.name, ns], ns).await,
         Vec::<String>::new()
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
+/// The disaster: the namespace and every snapshot of its claims are gone, only the bucket is
+/// left. The restore brings `files` back with its bytes from the kopia snapshot the backup moved
+/// (a DataDownload, on the real node: a volume written in ark's namespace, then handed to the
+/// restored claim), and `snap` and `skip` from the node agent's backups; the pod starts once its
+/// claims hold their data; nothing of the download is left in ark's namespace, and the restored
+/// namespace can be deleted (no finalizer of the snapshot controller came back with its claims).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_snapshots_are_gone()
+{
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = application(&cluster).await;
+    let before = contents(&cluster, &app.name);
+    let backup = [
+        "backup",
+        "create",
+        "moved",
+        "--include-namespaces",
+        &app.name,
+    ];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let created = ark_ok(&cluster, ns, &[&backup[..], &flags[..]].concat());
+    assert!(created.contains("Completed"), "{created}");
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=moved"))
+        .await
+        .unwrap()
+        .items;
+    let [upload] = uploads.as_slice() else {
+        panic!("one DataUpload, not {uploads:#?}")
+    };
+    let snapshot_id = upload.status.clone().unwrap().snapshot_id.unwrap();
+
+    lose(&cluster, &app.name).await;
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new(),
+        "no snapshot of the claims is left"
+    );
+    let restore = ["restore", "create", "back", "--from-backup", "moved"];
+    let restored = ark_ok(
+        &cluster,
+        ns,
+        &[&restore[..], &["--wait", "--timeout", "4m"]].concat(),
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+    let status = Api::<Restore>::namespaced(client.clone(), ns)
+        .get("back")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(
+        (
+            status.phase,
+            status.errors,
+            status.restore_item_operations_attempted,
+            status.restore_item_operations_completed,
+            status.restore_item_operations_failed,
+        ),
+        (
+            Some(RestorePhase::Completed),
+            Some(0),
+            Some(1),
+            Some(1),
+            Some(0)
+        ),
+        "{status:#?}"
+    );
+    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/restore-name=back"))
+        .await
+        .unwrap()
+        .items;
+    let [download] = downloads.as_slice() else {
+        panic!("one DataDownload, not {downloads:#?}")
+    };
+    let download_status = download.status.clone().unwrap();
+    assert_eq!(
+        download_status.phase,
+        Some(PodVolumePhase::Completed),
+        "{download_status:#?}"
+    );
+    assert_eq!(download_status.node, cluster.real_node);
+    assert_eq!(download.spec.snapshot_id, snapshot_id);
+    assert_eq!(
+        (
+            download.spec.target_volume.namespace.as_str(),
+            download.spec.target_volume.pvc.as_str()
+        ),
+        (app.name.as_str(), "files")
+    );
+    let operation = &download.labels()["velero.io/async-operation-id"];
+    assert!(operation.starts_with("dd-"), "{operation}");
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    wait_for(pods, "app", is_ready(), WAIT).await.unwrap();
+    assert_eq!(contents(&cluster, &app.name), before);
+    // The claim is bound to the volume written for it, which its selector names and which has
+    // its class's reclaim policy back.
+    let claim = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name)
+        .get("files")
+        .await
+        .unwrap();
+    let selected = claim
+        .spec
+        .clone()
+        .unwrap()
+        .selector
+        .unwrap()
+        .match_labels
+        .unwrap();
+    let volume_name = claim.spec.unwrap().volume_name.unwrap();
+    let volume = Api::<PersistentVolume>::all(client.clone())
+        .get(&volume_name)
+        .await
+        .unwrap();
+    let label = "velero.io/dynamic-pv-restore";
+    assert_eq!(volume.labels().get(label), selected.get(label));
+    assert_eq!(
+        volume
+            .spec
+            .unwrap()
+            .persistent_volume_reclaim_policy
+            .as_deref(),
+        Some("Delete")
+    );
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+    let described = ark_ok(&cluster, ns, &["restore", "describe", "back", "--details"]);
+    assert!(
+        described.contains("Restore Item Operations:  1 of 1 completed successfully, 0 failed\n"),
+        "{described}"
+    );
+    let shown = format!(
+        "\nData Downloads - kopia:\n  Completed:\n    {}/files (",
+        app.name
+    );
+    assert!(described.contains(&shown), "{shown:?} not in:\n{described}");
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
+/// DataDownloads the agent cannot carry out end Failed with their reason, and leave nothing in
+/// ark's namespace: one for a claim that is not there, one for a claim bound to a volume already
+/// (its data is never written over), and one whose snapshot the repository does not hold (the
+/// volume made for it goes too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_leave_nothing() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("downloads").await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name);
+    let claim = |name: &str, selector: serde_json::Value| -> PersistentVolumeClaim {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name },
+            "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+                "selector": selector, "resources": { "requests": { "storage": "16Mi" } } },
+        }))
+        .unwrap()
+    };
+    claims
+        .create(
+            &Default::default(),
+            &claim("bound", serde_json::Value::Null),
+        )
+        .await
+        .unwrap();
+    let waiting = serde_json::json!({ "matchLabels": { "velero.io/dynamic-pv-restore": "none" } });
+    claims
+        .create(&Default::default(), &claim("waiting", waiting))
+        .await
+        .unwrap();
+    let bound = |c: Option<&PersistentVolumeClaim>| {
+        c.and_then(|c| c.status.as_ref()?.phase.as_deref()) == Some("Bound")
+    };
+    wait_for(claims.clone(), "bound", bound, WAIT)
+        .await
+        .unwrap();
+    // The namespace's repository, made by a backup of it.
+    let backup = [
+        "backup",
+        "create",
+        "repo",
+        "--include-namespaces",
+        &app.name,
+    ];
+    ark_ok(&cluster, ns, &[&backup[..], &["--wait"]].concat());
+
+    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns);
+    let download = |name: &str, claim: &str| -> DataDownload {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "velero.io/v2alpha1", "kind": "DataDownload",
+            "metadata": { "name": name },
+            "spec": { "targetVolume": { "pvc": claim, "pv": "", "namespace": app.name },
+                "backupStorageLocation": "default", "snapshotID": "0123456789abcdef0123456789abcdef",
+                "sourceNamespace": app.name, "operationTimeout": "1m" },
+        }))
+        .unwrap()
+    };
+    for (name, claim) in [
+        ("absent", "absent"),
+        ("bound", "bound"),
+        ("unread", "waiting"),
+    ] {
+        downloads
+            .create(&Default::default(), &download(name, claim))
+            .await
+            .unwrap();
+    }
+    let ended = |d: Option<&DataDownload>| {
+        (d.and_then(|d| d.status.as_ref()).and_then(|s| s.phase))
+            .is_some_and(PodVolumePhase::is_final)
+    };
+    let mut messages = Vec::new();
+    for name in ["absent", "bound", "unread"] {
+        let download = wait_for(downloads.clone(), name, ended, WAIT)
+            .await
+            .unwrap();
+        let status = download.status.unwrap();
+        assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+        messages.push(status.message.unwrap_or_default());
+    }
+    let volume = claims
+        .get("bound")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    let expected = [
+        format!("exposing its volume: reading claim {}/absent: ", app.name),
+        format!(
+            "exposing its volume: claim {}/bound is bound to volume {volume} already",
+            app.name
+        ),
+        "snapshot 0123456789abcdef0123456789abcdef: ".to_string(),
+    ];
+    for (message, expected) in messages.iter().zip(&expected) {
+        assert!(
+            message.starts_with(expected.as_str()),
+            "{message:?} does not start with {expected:?}"
+        );
+    }
+    assert_eq!(left(&client, &[], ns).await, Vec::<String>::new());
+    let waiting = claims.get("waiting").await.unwrap();
+    assert_eq!(
+        waiting.spec.unwrap().volume_name,
+        None,
+        "nothing was handed over"
     );
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;

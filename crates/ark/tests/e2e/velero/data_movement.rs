@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use ark_api::{Backup, Restore, RestorePhase};
+use ark_api::{Backup, DataDownload, PodVolumePhase, Restore, RestorePhase};
 use ark_tests::kopia::Kopia;
 use ark_tests::velero::{self, VeleroWithAgent, velero_ok};
 use ark_tests::{Cluster, wait_for};
@@ -14,6 +14,7 @@ use common::node_agent::{WAIT, install_at, lose};
 use common::volume_policies::{application, contents};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
+use kube::api::ListParams;
 
 /// The kopia snapshots of the repository of namespace `app` at `prefix`, by source path.
 fn sources(cluster: &Cluster, prefix: &str, app: &str) -> Vec<String> {
@@ -33,15 +34,18 @@ fn sources(cluster: &Cluster, prefix: &str, app: &str) -> Vec<String> {
 
 /// A backup Velero made with `--snapshot-move-data` (claim `files` snapshotted and its data moved
 /// by Velero's data mover; `snap` and `skip` by its node agent, as the pod's annotation says),
-/// described and deleted by ark's server once it has taken over: `describe` shows where the data
-/// went, and every kopia snapshot of the backup is forgotten, the moved one too (Velero's
-/// `deleteMovedSnapshots`, from the DataUploads in the tarball), not only the pod volumes'.
+/// described, restored and deleted by ark's server once it has taken over: `describe` shows where
+/// the data went, the restore writes `files`'s bytes back from the kopia snapshot Velero's data
+/// mover wrote (a DataDownload on the real node) beside the pod volumes', and every kopia
+/// snapshot of the backup is forgotten, the moved one too (Velero's `deleteMovedSnapshots`, from
+/// the DataUploads in the tarball), not only the pod volumes'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapshot_of_it() {
+async fn ark_restores_the_data_velero_moved_and_deleting_the_backup_forgets_every_kopia_snapshot() {
     let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let app = application(&cluster).await;
+    let before = contents(&cluster, &app.name);
 
     let prefix = ark_tests::unique_name("velero-moved");
     let velero = VeleroWithAgent::start_with(&cluster, &prefix, &["--features=EnableCSI"]).await;
@@ -90,7 +94,7 @@ async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapsh
         assert!(words.contains(shown), "{shown:?} not in:\n{described}");
     }
     assert!(!described.contains("Storage Snapshot ID"), "{described}");
-    // A restore says that `files` comes back without its data, which ark cannot restore yet.
+    // The restore writes every claim's data back, `files`'s through a DataDownload.
     let target = format!("{}-restored", app.name);
     let _target = cluster.delete_on_drop::<k8s_openapi::api::core::v1::Namespace>(&target);
     let mapping = format!("{}:{target}", app.name);
@@ -105,12 +109,54 @@ async fn ark_deleting_velero_s_backup_with_moved_data_forgets_every_kopia_snapsh
     ark_ok(
         &cluster,
         ns,
-        &[&restore[..], &[&mapping, "--wait", "--timeout", "2m"]].concat(),
+        &[&restore[..], &[&mapping, "--wait", "--timeout", "4m"]].concat(),
     );
-    let described = ark_ok(&cluster, ns, &["restore", "describe", "r", "--details"]);
-    let words = described.split_whitespace().collect::<Vec<_>>().join(" ");
-    let warned = "claim files: its data was moved by a data mover (DataUpload vb-";
-    assert!(words.contains(warned), "{described}");
+    let restored = Api::<Restore>::namespaced(client.clone(), ns)
+        .get("r")
+        .await
+        .unwrap();
+    let status = restored.status.clone().unwrap();
+    assert_eq!(
+        (
+            status.phase,
+            status.errors,
+            status.restore_item_operations_attempted,
+            status.restore_item_operations_completed,
+        ),
+        (Some(RestorePhase::Completed), Some(0), Some(1), Some(1)),
+        "{status:#?}"
+    );
+    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/restore-name=r"))
+        .await
+        .unwrap()
+        .items;
+    let [download] = downloads.as_slice() else {
+        panic!("one DataDownload, not {downloads:#?}")
+    };
+    let download_status = download.status.clone().unwrap();
+    assert_eq!(download_status.phase, Some(PodVolumePhase::Completed));
+    assert_eq!(download_status.node, cluster.real_node);
+    assert_eq!(
+        (
+            download.spec.target_volume.namespace.as_str(),
+            download.spec.target_volume.pvc.as_str(),
+            download.spec.source_namespace.as_str(),
+        ),
+        (target.as_str(), "files", app.name.as_str())
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &target);
+    wait_for(pods, "app", is_ready(), WAIT).await.unwrap();
+    assert_eq!(contents(&cluster, &target), before);
+    let described = ark_ok(&cluster, ns, &["restore", "describe", "r"]);
+    assert!(
+        described.contains("Restore Item Operations:  1 of 1 completed successfully, 0 failed\n"),
+        "{described}"
+    );
+    assert!(
+        described.contains("\nData Downloads - kopia:\n  Completed:  1\n"),
+        "{described}"
+    );
     lose(&cluster, &target).await;
     let delete = ["backup", "delete", "vb", "--confirm", "--wait"];
     ark_ok(&cluster, ns, &[&delete[..], &["--timeout", "2m"]].concat());
