@@ -169,6 +169,17 @@ import() {
   done
 }
 
+# /run/netns a shared mount point of its own before any pod's network namespace is mounted there.
+# Otherwise the first `ip netns add` on the host (a test's isolated network, tests/src/netns.rs)
+# bind-mounts the directory over itself: the namespaces of the pods running then stay mounted
+# beneath, hidden, containerd can never remove them ("unlinkat ...: device or resource busy") and
+# those pods stay Terminating for ever.
+shared_netns_dir() {
+  mkdir -p /run/netns
+  mountpoint -q /run/netns || mount --bind /run/netns /run/netns
+  mount --make-shared /run/netns
+}
+
 up() {
   if running kubelet && running containerd && ready; then
     say "already running ($dir)"
@@ -179,6 +190,7 @@ up() {
   say "starting containerd and the kubelet: node $node ($dir)"
   write_config
   for cg in $(cgroup_dirs); do mkdir -p "$cg"; done
+  shared_netns_dir
   start containerd containerd --config "$dir/containerd.toml"
   for _ in $(seq 1 60); do
     ctr version >/dev/null 2>&1 && break

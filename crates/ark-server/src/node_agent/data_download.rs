@@ -74,11 +74,13 @@ impl Mover for Downloading<'_> {
                 kube.namespace, self.name
             )))?;
         let agents = data_movement::agents(kube).await?;
+        let class = (target.spec.as_ref()).and_then(|s| s.storage_class_name.as_deref());
         let placement = Placement {
             agents: &agents,
             node: node.as_deref(),
+            affinity: self.ctx.configs.affinity_for(class.unwrap_or_default()),
         };
-        let pod = exposing_pod(self.download, &kube.namespace, &placement)?;
+        let pod = exposing_pod(self.download, &kube.namespace, &placement, false)?;
         Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &pod)
             .await
@@ -152,14 +154,17 @@ impl Downloading<'_> {
 
     /// The restored claim once it may get its volume (Velero's `WaitPVCConsumed`): at once,
     /// unless its class binds on first use, then once the scheduler selected a node for it
-    /// (that node is returned), within [`PREPARE_TIMEOUT`]. A claim already bound, or a block
+    /// (that node is returned), within [`PREPARE_TIMEOUT`]; at once whatever its class when the
+    /// agents' settings say `restorePVC.ignoreDelayBinding`. A claim already bound, or a block
     /// volume, is refused: the data would go nowhere, or over a volume that holds other data.
     async fn consumed_target(&self) -> Result<(PersistentVolumeClaim, Option<String>), String> {
         let shown = self.shown_target();
         let claims = self.target_claims();
         let classes = Api::<StorageClass>::all(self.ctx.kube.client.clone());
         let deadline = tokio::time::Instant::now() + PREPARE_TIMEOUT;
-        let mut on_first_use = None;
+        let ignore_delay_binding =
+            (self.ctx.configs.restore_pvc.as_ref()).is_some_and(|r| r.ignore_delay_binding);
+        let mut on_first_use = ignore_delay_binding.then_some(false);
         loop {
             let claim = claims
                 .get(&self.download.spec.target_volume.pvc)

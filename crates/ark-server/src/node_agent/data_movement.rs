@@ -24,7 +24,8 @@ use std::time::Duration;
 use ark_api::PodVolumePhase;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Affinity, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
@@ -351,11 +352,31 @@ pub async fn end_interrupted<K: Movable>(ctx: &Ctx) {
     }
 }
 
-/// Where an exposing pod may run: where the node agent's DaemonSet runs its agents, on `node`
-/// when the volume must be there (a claim bound on first use, its node selected).
+/// Where an exposing pod may run: where the node agent's DaemonSet runs its agents; on `node`
+/// when the volume must be there (a claim bound on first use, its node selected), else on the
+/// nodes `affinity` selects when the agents' settings say (Velero's `loadAffinity`).
 pub struct Placement<'a> {
     pub agents: &'a DaemonSet,
     pub node: Option<&'a str>,
+    pub affinity: Option<&'a LabelSelector>,
+}
+
+impl Placement<'_> {
+    /// The pod's affinity: the `affinity` selector's as a required node affinity, or the
+    /// agents' own.
+    fn pod_affinity(&self, agents: Option<&Affinity>) -> Value {
+        let Some(selector) = self.affinity.filter(|_| self.node.is_none()) else {
+            return json!(agents);
+        };
+        let labels = (selector.match_labels.iter().flatten())
+            .map(|(key, value)| json!({ "key": key, "operator": "In", "values": [value] }));
+        let expressions = (selector.match_expressions.iter().flatten())
+            .map(|e| json!({ "key": e.key, "operator": e.operator, "values": e.values }));
+        let term = json!({ "matchExpressions": labels.chain(expressions).collect::<Vec<_>>() });
+        json!({ "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [term],
+        } } })
+    }
 }
 
 /// The node agent's DaemonSet, whose pod template places and runs the exposing pods.
@@ -369,12 +390,13 @@ pub async fn agents(kube: &Kube) -> Result<DaemonSet, String> {
 }
 
 /// The pod that holds the request's claim (named as the request) mounted, under the request's
-/// uid: the node agent's image and placement (so that it runs where an agent reads it), nothing
-/// else of the agent's: no token, no root, no capability.
+/// uid, read-only when `read_only`: the node agent's image and placement (so that it runs where
+/// an agent reads it), nothing else of the agent's: no token, no root, no capability.
 pub fn exposing_pod<K: Movable>(
     request: &K,
     namespace: &str,
     placement: &Placement<'_>,
+    read_only: bool,
 ) -> Result<Pod, String> {
     let name = request.name_any();
     let volume = request.uid().unwrap_or_default();
@@ -393,7 +415,7 @@ pub fn exposing_pod<K: Movable>(
         "spec": {
             "nodeName": placement.node,
             "nodeSelector": template.node_selector,
-            "affinity": template.affinity,
+            "affinity": placement.pod_affinity(template.affinity.as_ref()),
             "tolerations": template.tolerations,
             "automountServiceAccountToken": false,
             "restartPolicy": "Never",
@@ -417,7 +439,8 @@ pub fn exposing_pod<K: Movable>(
                     "allowPrivilegeEscalation": false,
                     "capabilities": { "drop": ["ALL"] },
                 },
-                "volumeMounts": [{ "name": volume, "mountPath": format!("/{volume}") }],
+                "volumeMounts": [{ "name": volume, "mountPath": format!("/{volume}"),
+                    "readOnly": read_only }],
             }],
             "volumes": [{ "name": volume, "persistentVolumeClaim": { "claimName": name } }],
         },
@@ -565,10 +588,11 @@ mod tests {
         let anywhere = Placement {
             agents: &agents,
             node: None,
+            affinity: None,
         };
         let mut upload = ark_api::DataUpload::new("b-1", Default::default());
         upload.metadata.uid = Some("uid-1".into());
-        let pod = exposing_pod(&upload, "ark", &anywhere).unwrap();
+        let pod = exposing_pod(&upload, "ark", &anywhere, false).unwrap();
         let pod = serde_json::to_value(pod).unwrap();
         assert_eq!(
             pod["spec"]["nodeSelector"],
@@ -590,12 +614,18 @@ mod tests {
             json!({ "name": "uid-1", "persistentVolumeClaim": { "claimName": "b-1" } })
         );
         // A claim bound on first use is written on the node its pod was scheduled to.
+        let movers: LabelSelector = serde_json::from_value(json!({
+            "matchLabels": { "pool": "movers" },
+            "matchExpressions": [{ "key": "zone", "operator": "NotIn", "values": ["z9"] }],
+        }))
+        .unwrap();
         let there = Placement {
             agents: &agents,
             node: Some("worker-2"),
+            affinity: Some(&movers),
         };
         let download = ark_api::DataDownload::new("r-1", Default::default());
-        let pod = exposing_pod(&download, "ark", &there).unwrap();
+        let pod = exposing_pod(&download, "ark", &there, false).unwrap();
         assert_eq!(
             pod.spec.as_ref().unwrap().node_name.as_deref(),
             Some("worker-2")
@@ -611,6 +641,28 @@ mod tests {
                 .get("velero.io/data-download")
                 .map(String::as_str),
             Some("r-1")
+        );
+        // Velero's loadAffinity: where the pods run unless a node is selected for the volume;
+        // the volume read-only when the settings say.
+        assert!(pod.spec.as_ref().unwrap().affinity.is_none());
+        let on_movers = Placement {
+            node: None,
+            ..there
+        };
+        let pod = exposing_pod(&upload, "ark", &on_movers, true).unwrap();
+        let pod = serde_json::to_value(pod).unwrap();
+        assert_eq!(
+            pod["spec"]["affinity"],
+            json!({ "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{ "matchExpressions": [
+                    { "key": "pool", "operator": "In", "values": ["movers"] },
+                    { "key": "zone", "operator": "NotIn", "values": ["z9"] },
+                ] }],
+            } } })
+        );
+        assert_eq!(
+            pod["spec"]["containers"][0]["volumeMounts"][0]["readOnly"],
+            true
         );
     }
 }

@@ -58,14 +58,25 @@ impl Mover for Uploading<'_> {
     async fn expose(&self) -> Result<(), String> {
         let found = self.ready_snapshot().await?;
         self.take_over(&found).await?;
-        self.make_claim(&found).await?;
         let kube = &self.ctx.kube;
+        let class = self.source_class();
+        let settings = self.ctx.configs.backup_pvc.get(class);
+        let claim = backup_claim(self.upload, &kube.namespace, &found.size, settings)?;
+        Api::<PersistentVolumeClaim>::namespaced(kube.client.clone(), &kube.namespace)
+            .create(&PostParams::default(), &claim)
+            .await
+            .map_err(failed(format!(
+                "creating claim {}/{}",
+                kube.namespace, self.name
+            )))?;
         let agents = data_movement::agents(kube).await?;
         let placement = Placement {
             agents: &agents,
             node: None,
+            affinity: self.ctx.configs.affinity_for(class),
         };
-        let pod = exposing_pod(self.upload, &kube.namespace, &placement)?;
+        let read_only = settings.is_some_and(|s| s.read_only);
+        let pod = exposing_pod(self.upload, &kube.namespace, &placement, read_only)?;
         Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &pod)
             .await
@@ -307,29 +318,46 @@ impl Uploading<'_> {
             .map_err(|e| format!("removing VolumeSnapshotContent {content_name}: {e}"))
     }
 
-    /// The claim made from ark's snapshot, in ark's namespace, owned by the upload.
-    async fn make_claim(&self, found: &Found) -> Result<(), String> {
-        let namespace = &self.ctx.kube.namespace;
-        let storage_class = (self.upload.spec.csi_snapshot.as_ref())
-            .map(|s| s.storage_class.clone())
-            .unwrap_or_default();
-        let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-            "metadata": { "name": self.name, "namespace": namespace, "ownerReferences": owned_by(self.upload) },
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": storage_class,
-                "volumeMode": "Filesystem",
-                "dataSource": { "apiGroup": csi::GROUP, "kind": "VolumeSnapshot", "name": self.name },
-                "resources": { "requests": { "storage": found.size } },
-            },
-        }))
-        .map_err(|e| e.to_string())?;
-        Api::<PersistentVolumeClaim>::namespaced(self.ctx.kube.client.clone(), namespace)
-            .create(&PostParams::default(), &claim)
-            .await
-            .map_err(failed(format!("creating claim {namespace}/{}", self.name)))?;
-        Ok(())
+    /// The class of the claim the snapshot was cut from.
+    fn source_class(&self) -> &str {
+        let snapshot = self.upload.spec.csi_snapshot.as_ref();
+        snapshot.map_or("", |s| s.storage_class.as_str())
     }
+}
+
+/// The claim made from ark's snapshot of `upload`, in ark's namespace `namespace`, owned by the
+/// upload, `size` large: of the source claim's class, unless the agents' settings for that class
+/// (Velero's `backupPVC`) name another; `ReadOnlyMany` when they say `readOnly`.
+fn backup_claim(
+    upload: &DataUpload,
+    namespace: &str,
+    size: &str,
+    settings: Option<&ark_api::BackupPvc>,
+) -> Result<PersistentVolumeClaim, String> {
+    let name = upload.name_any();
+    let source_class = (upload.spec.csi_snapshot.as_ref()).map_or("", |s| s.storage_class.as_str());
+    let class = (settings.map(|s| s.storage_class.as_str()))
+        .filter(|class| !class.is_empty())
+        .unwrap_or(source_class);
+    let read_only = settings.is_some_and(|s| s.read_only);
+    let access = if read_only {
+        "ReadOnlyMany"
+    } else {
+        "ReadWriteOnce"
+    };
+    let annotations = settings.map(|s| s.annotations.clone()).unwrap_or_default();
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "namespace": namespace, "ownerReferences": owned_by(upload),
+            "annotations": annotations },
+        "spec": {
+            "accessModes": [access],
+            "storageClassName": class,
+            "volumeMode": "Filesystem",
+            "dataSource": { "apiGroup": csi::GROUP, "kind": "VolumeSnapshot", "name": name },
+            "resources": { "requests": { "storage": size } },
+        },
+    }))
+    .map_err(|e| e.to_string())
 }
 
 /// The claim's snapshot, ready to use, and what exposing it needs.
@@ -372,5 +400,40 @@ async fn ready(
             ));
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_claim_made_from_a_snapshot_follows_the_agents_backup_pvc_settings() {
+        let upload: DataUpload = serde_json::from_value(json!({
+            "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+            "metadata": { "name": "b-1", "namespace": "ark", "uid": "u1" },
+            "spec": { "snapshotType": "CSI", "sourcePVC": "data", "sourceNamespace": "shop",
+                "csiSnapshot": { "volumeSnapshot": "s", "storageClass": "ssd" },
+                "backupStorageLocation": "default", "operationTimeout": "10m0s" },
+        }))
+        .unwrap();
+        let claim = |settings: Option<&ark_api::BackupPvc>| {
+            let claim = backup_claim(&upload, "ark", "1Gi", settings).unwrap();
+            serde_json::to_value(claim).unwrap()
+        };
+        let plain = claim(None);
+        assert_eq!(plain["spec"]["storageClassName"], "ssd");
+        assert_eq!(plain["spec"]["accessModes"], json!(["ReadWriteOnce"]));
+        assert_eq!(plain["spec"]["dataSource"]["name"], "b-1");
+        let settings = ark_api::BackupPvc {
+            storage_class: "ssd-from-snapshot".into(),
+            read_only: true,
+            annotations: [("a".to_string(), "b".to_string())].into(),
+            ..Default::default()
+        };
+        let set = claim(Some(&settings));
+        assert_eq!(set["spec"]["storageClassName"], "ssd-from-snapshot");
+        assert_eq!(set["spec"]["accessModes"], json!(["ReadOnlyMany"]));
+        assert_eq!(set["metadata"]["annotations"], json!({ "a": "b" }));
     }
 }

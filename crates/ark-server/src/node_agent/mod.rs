@@ -95,6 +95,8 @@ pub struct NodeAgentOptions {
     /// On SIGTERM, how long running requests may take to finish before the agent stops anyway
     /// (what is left is failed when an agent starts on this node again).
     pub shutdown_grace: Duration,
+    /// Velero's node agent settings (`--node-agent-configmap`).
+    pub configs: ark_api::NodeAgentConfigs,
 }
 
 /// The agent's context, built once for its life.
@@ -104,6 +106,7 @@ pub struct Ctx {
     pub host_pods: PathBuf,
     pub concurrency: u16,
     pub repositories: OpenRepositories,
+    pub configs: ark_api::NodeAgentConfigs,
 }
 
 impl AsRef<Kube> for Ctx {
@@ -134,6 +137,7 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         node: options.node.clone(),
         host_pods: options.host_pods.clone(),
         concurrency: options.concurrency.max(1),
+        configs: options.configs.clone(),
     });
     let term = Term {
         start_up: fail_interrupted(ctx.clone()).boxed(),

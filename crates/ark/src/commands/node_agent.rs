@@ -24,6 +24,41 @@ pub struct NodeAgentArgs {
     /// agent stops anyway (the next agent on the node fails what is left)
     #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
     pub shutdown_grace: std::time::Duration,
+    /// The ConfigMap in the namespace holding Velero's node agent settings (one JSON document:
+    /// loadAffinity, backupPVC, restorePVC)
+    #[arg(long, value_name = "NAME")]
+    pub node_agent_configmap: Option<String>,
+}
+
+/// The settings of ConfigMap `name` in `namespace`: its only value, read as Velero's node agent
+/// reads it. A ConfigMap that is missing or does not fit is an error naming it, as is one that
+/// holds more than one value; the fields ark does not act on are named in a warning.
+pub async fn configs(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<ark_api::NodeAgentConfigs> {
+    let shown = format!("the node agent's ConfigMap {namespace}/{name}");
+    let map =
+        kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading {shown}"))?
+            .with_context(|| format!("{shown} is not there"))?;
+    let data = map.data.unwrap_or_default();
+    let [(key, json)] = Vec::from_iter(data).try_into().map_err(|data: Vec<_>| {
+        anyhow::anyhow!(
+            "{shown} must hold one value (a JSON document), not {}",
+            data.len()
+        )
+    })?;
+    let configs = ark_api::NodeAgentConfigs::parse(&json)
+        .map_err(|reason| anyhow::anyhow!("{shown}, key {key}: {reason}"))?;
+    let ignored = configs.not_acted_on();
+    if !ignored.is_empty() {
+        tracing::warn!("{shown}: ark does not act on {}", ignored.join(", "));
+    }
+    Ok(configs)
 }
 
 pub async fn run(global: &GlobalArgs, args: NodeAgentArgs) -> anyhow::Result<ExitCode> {
@@ -35,6 +70,10 @@ pub async fn run(global: &GlobalArgs, args: NodeAgentArgs) -> anyhow::Result<Exi
             args.host_pods.display()
         )
     })?;
+    let configs = match &args.node_agent_configmap {
+        Some(name) => configs(&client, &global.namespace, name).await?,
+        None => Default::default(),
+    };
     let options = ark_server::node_agent::NodeAgentOptions {
         namespace: global.namespace.clone(),
         node: args.node_name,
@@ -42,6 +81,7 @@ pub async fn run(global: &GlobalArgs, args: NodeAgentArgs) -> anyhow::Result<Exi
         concurrency: args.concurrency,
         metrics_address: args.metrics_address,
         shutdown_grace: args.shutdown_grace,
+        configs,
     };
     ark_server::node_agent::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

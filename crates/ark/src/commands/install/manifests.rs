@@ -68,6 +68,8 @@ pub struct Plan {
     /// The node agent's DaemonSet, reading pods' volumes under this directory of each node (the
     /// kubelet's pod directory); no agent when None.
     pub node_agent: Option<String>,
+    /// The ConfigMap of Velero's node agent settings the agent is started with.
+    pub node_agent_configmap: Option<String>,
     /// Velero's feature flags the server runs with.
     pub features: Vec<Feature>,
 }
@@ -280,12 +282,16 @@ fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
 
 /// The node agent's command line inside the image.
 pub fn node_agent_args(plan: &Plan) -> Vec<String> {
-    vec![
+    let mut args = vec![
         "node-agent".into(),
         format!("--namespace={}", plan.namespace),
         format!("--host-pods={HOST_PODS}"),
         format!("--metrics-address=0.0.0.0:{NODE_AGENT_METRICS_PORT}"),
-    ]
+    ];
+    args.extend(
+        (plan.node_agent_configmap.iter()).map(|name| format!("--node-agent-configmap={name}")),
+    );
+    args
 }
 
 /// Every object an install in `namespace` may have applied, whatever its flags (uninstall needs
@@ -301,6 +307,7 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         image: String::new(),
         replicas: 1,
         node_agent: Some(KUBELET_PODS_DIR.into()),
+        node_agent_configmap: None,
         features: Vec::new(),
     })
 }
@@ -425,6 +432,7 @@ mod tests {
             image: "example/ark:1".into(),
             replicas: 2,
             node_agent: Some(KUBELET_PODS_DIR.into()),
+            node_agent_configmap: None,
             features: vec![Feature::EnableApiGroupVersions, Feature::EnableCsi],
         }
     }

@@ -50,6 +50,11 @@ pub struct InstallArgs {
     /// Where the kubelet keeps its pods' directories on each node (its root dir's `pods`)
     #[arg(long, value_name = "DIR", default_value = manifests::KUBELET_PODS_DIR, requires = "use_node_agent")]
     pub kubelet_pods_dir: String,
+    /// The ConfigMap in the namespace holding Velero's node agent settings (loadAffinity,
+    /// backupPVC, restorePVC), as `velero install --node-agent-configmap`; checked before
+    /// anything is applied
+    #[arg(long, value_name = "NAME", requires = "use_node_agent")]
+    pub node_agent_configmap: Option<String>,
     /// Velero's feature flags for the server, comma-separated, as `velero install --features`
     /// (see `ark server --help`)
     #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
@@ -82,6 +87,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         image: args.image,
         replicas: args.replicas,
         node_agent: args.use_node_agent.then_some(args.kubelet_pods_dir),
+        node_agent_configmap: args.node_agent_configmap,
         features: args.features,
     };
     let all = manifests::manifests(&plan);
@@ -100,6 +106,9 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         return Ok(ExitCode::SUCCESS);
     }
     let client = crate::context::client(global).await?;
+    if let Some(name) = &plan.node_agent_configmap {
+        crate::commands::node_agent::configs(&client, &plan.namespace, name).await?;
+    }
     for manifest in &all {
         let change = apply(&client, &plan.namespace, manifest).await?;
         println!("{} {change}", manifest.reference());

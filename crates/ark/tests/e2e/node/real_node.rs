@@ -639,3 +639,40 @@ async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_repla
     assert!(restarts >= 1, "the container was restarted: {restarts}");
     assert_ne!(common::ark_pid("server", &ns), Some(pid));
 }
+
+/// The regression: a test's isolated network (`ip netns add`, beside Velero's node agent) made
+/// while a pod ran on the real node left that pod's network namespace mounted beneath a new
+/// `/run/netns` mount, where containerd could never remove it; the pod stayed Terminating for
+/// ever and its namespace was never deleted (a CI run failed on it). The node makes `/run/netns`
+/// a shared mount point of its own before any pod runs, so the pod goes once deleted.
+#[tokio::test]
+async fn a_pod_running_when_a_test_makes_a_network_namespace_can_still_be_deleted() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let netns_dir = mounts.lines().find(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(4) == Some(&"/run/netns")
+    });
+    assert!(
+        netns_dir.is_some_and(|line| line.contains(" shared:")),
+        "/run/netns is not a shared mount point of its own: {netns_dir:?}"
+    );
+    let app = cluster.namespace("netns").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    let pod = cluster.on_real_node(serde_json::json!({
+        "metadata": { "name": "sleeper" },
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{ "name": "sleep", "image": BUSYBOX, "command": ["sleep", "3600"] }],
+        },
+    }));
+    let pod = pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "sleeper", ark_tests::is_pod_running(), WAIT)
+        .await
+        .unwrap();
+    let network = ark_tests::netns::IsolatedNetwork::new(&[]);
+    pods.delete("sleeper", &Default::default()).await.unwrap();
+    wait_deleted(pods, &pod, WAIT).await;
+    drop(network);
+}
