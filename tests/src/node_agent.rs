@@ -32,6 +32,19 @@ impl Installed {
         prefix: &str,
         api_server: Option<std::net::SocketAddr>,
     ) -> Installed {
+        Self::install_with(cluster, ark, image, prefix, api_server, None).await
+    }
+
+    /// [`install`](Self::install), the agent started with Velero's node agent settings
+    /// `agent_settings` (JSON, in the ConfigMap `agent-settings`) when given.
+    pub async fn install_with(
+        cluster: &Cluster,
+        ark: &Path,
+        image: &str,
+        prefix: &str,
+        api_server: Option<std::net::SocketAddr>,
+        agent_settings: Option<&str>,
+    ) -> Installed {
         let client = cluster.client().await;
         let ns = crate::unique_name("ark-agent");
         let mut cleanup: Vec<Box<dyn std::any::Any>> =
@@ -53,6 +66,25 @@ impl Installed {
             cluster.s3_endpoint
         );
         let pods_dir = cluster.real_node_pods.as_ref().expect("the real node");
+        let mut settings_flag = Vec::new();
+        if let Some(settings) = agent_settings {
+            let namespaces = Api::<Namespace>::all(client.clone());
+            let namespace = serde_json::json!({ "metadata": { "name": ns } });
+            let namespace = serde_json::from_value(namespace).unwrap();
+            namespaces
+                .create(&Default::default(), &namespace)
+                .await
+                .unwrap();
+            let map = serde_json::json!({
+                "metadata": { "name": "agent-settings" },
+                "data": { "node-agent-config.json": settings },
+            });
+            Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), &ns)
+                .create(&Default::default(), &serde_json::from_value(map).unwrap())
+                .await
+                .unwrap();
+            settings_flag = vec!["--node-agent-configmap", "agent-settings"];
+        }
         let install = |more: &[&str]| {
             let mut args = vec![
                 "install",
@@ -72,6 +104,7 @@ impl Installed {
                 "--kubelet-pods-dir",
                 pods_dir.to_str().unwrap(),
             ];
+            args.extend(&settings_flag);
             args.extend(more);
             run_ark(cluster, ark, &ns, &args)
         };

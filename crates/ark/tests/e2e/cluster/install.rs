@@ -693,3 +693,84 @@ async fn wait_for_rights(who: &Cluster, ns: &str) {
     }
     panic!("the viewer never could list backups");
 }
+
+/// `ark install --node-agent-configmap` checks Velero's node agent settings before it applies
+/// anything: a ConfigMap that is not there, or whose JSON does not fit, is an error naming it
+/// and where, and nothing is installed; one that fits is passed to the agent.
+#[tokio::test]
+async fn install_refuses_node_agent_settings_that_are_missing_or_do_not_fit_and_applies_nothing() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("settings").await;
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns.name);
+    let agent_role = format!("ark:{}:node-agent", ns.name);
+    let _agent_role = cluster.delete_on_drop::<ClusterRole>(&agent_role);
+    let _agent_binding = cluster.delete_on_drop::<ClusterRoleBinding>(&agent_role);
+    let bucket = tempfile::tempdir().unwrap();
+    let attempt = |settings: &str| {
+        let bucket = bucket.path().to_str().unwrap();
+        let args = [
+            "install",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket,
+            "--use-node-agent",
+        ];
+        let settings = ["--node-agent-configmap", settings, "-n", &ns.name];
+        ark(Some(&cluster), &[&args[..], &settings[..]].concat())
+    };
+    let absent = attempt("absent");
+    assert!(!absent.status.success());
+    assert_eq!(
+        text(&absent.stderr),
+        format!(
+            "error: the node agent's ConfigMap {}/absent is not there\n",
+            ns.name
+        )
+    );
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let settings = |json: &str| -> ConfigMap {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "agent-settings" },
+            "data": { "node-agent-config.json": json },
+        }))
+        .unwrap()
+    };
+    let unfit = r#"{ "backupPVC": { "ark-csi": { "readOnly": "yes" } } }"#;
+    maps.create(&PostParams::default(), &settings(unfit))
+        .await
+        .unwrap();
+    let refused = attempt("agent-settings");
+    assert!(!refused.status.success());
+    let error = text(&refused.stderr);
+    let expected = format!(
+        "error: the node agent's ConfigMap {}/agent-settings, key node-agent-config.json: \
+         backupPVC.ark-csi.readOnly: invalid type: string \"yes\", expected a boolean",
+        ns.name
+    );
+    assert!(error.starts_with(&expected), "{error}");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
+    assert!(
+        deployments.get_opt("ark").await.unwrap().is_none(),
+        "nothing is applied"
+    );
+
+    let fits = r#"{ "restorePVC": { "ignoreDelayBinding": true }, "loadConcurrency": { "globalConfig": 2 } }"#;
+    maps.replace("agent-settings", &PostParams::default(), &settings(fits))
+        .await
+        .unwrap();
+    let installed = attempt("agent-settings");
+    assert!(installed.status.success(), "{}", text(&installed.stderr));
+    let agents: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        Api::namespaced(client.clone(), &ns.name);
+    let agent = agents.get("node-agent").await.unwrap();
+    let args = agent.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(
+        args.contains(&"--node-agent-configmap=agent-settings".to_string()),
+        "{args:?}"
+    );
+}

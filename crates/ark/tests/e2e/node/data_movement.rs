@@ -666,3 +666,90 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;
 }
+
+/// Velero's node agent settings, in the ConfigMap the agent is installed with: the pod exposing
+/// a snapshot runs on the nodes `loadAffinity` selects, and the claim made from the snapshot is
+/// what `backupPVC` says for its class (read-only, annotated; the pod mounts it read-only); the
+/// data is moved all the same, and nothing of the exposure is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_agent_s_settings_place_and_shape_what_exposes_a_snapshot() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let settings = r#"{
+        "loadAffinity": [{ "nodeSelector": { "matchLabels": { "ark.test/real-node": "true" } } }],
+        "backupPVC": { "ark-csi": { "readOnly": true, "annotations": { "ark.test/exposed": "read-only" } } }
+    }"#;
+    let installed = ark_tests::node_agent::Installed::install_with(
+        &cluster,
+        std::path::Path::new(common::ARK),
+        common::ark_image(&cluster),
+        &ark_tests::unique_name("settings"),
+        None,
+        Some(settings),
+    )
+    .await;
+    let ns = &installed.ns;
+    let app = application(&cluster).await;
+    // What exposes the snapshot, caught while it is there.
+    let watching = {
+        let (claims, pods) = (
+            Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
+            Api::<Pod>::namespaced(client.clone(), ns),
+        );
+        tokio::spawn(async move {
+            let (mut claim, mut pod) = (None, None);
+            let exposing = ListParams::default().labels("velero.io/data-upload");
+            while claim.is_none() || pod.is_none() {
+                let listed = claims.list(&ListParams::default()).await.unwrap().items;
+                claim = claim.or(listed.into_iter().next());
+                pod = pod.or(pods.list(&exposing).await.unwrap().items.into_iter().next());
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            (claim.unwrap(), pod.unwrap())
+        })
+    };
+    let backup = [
+        "backup",
+        "create",
+        "moved",
+        "--include-namespaces",
+        &app.name,
+    ];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let created = ark_ok(&cluster, ns, &[&backup[..], &flags[..]].concat());
+    assert!(created.contains("Completed"), "{created}");
+    let (claim, pod) = tokio::time::timeout(WAIT, watching)
+        .await
+        .expect("the exposing claim and pod were seen")
+        .unwrap();
+    assert_eq!(
+        claim.spec.clone().unwrap().access_modes,
+        Some(vec!["ReadOnlyMany".to_string()])
+    );
+    assert_eq!(
+        claim
+            .annotations()
+            .get("ark.test/exposed")
+            .map(String::as_str),
+        Some("read-only")
+    );
+    let spec = pod.spec.unwrap();
+    let affinity = serde_json::to_value(spec.affinity).unwrap();
+    assert_eq!(
+        affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"],
+        serde_json::json!([{ "matchExpressions": [
+            { "key": "ark.test/real-node", "operator": "In", "values": ["true"] },
+        ] }])
+    );
+    assert_eq!(
+        spec.containers[0].volume_mounts.as_ref().unwrap()[0].read_only,
+        Some(true)
+    );
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
