@@ -235,6 +235,13 @@ pub const NODE_AGENT_NAMESPACE: Role = Role {
             verbs: &["get"],
             names: &[],
         },
+        // Velero's node agent settings (`--node-agent-configmap`), read at start
+        Rule {
+            groups: &[""],
+            resources: &["configmaps"],
+            verbs: &["get"],
+            names: &[],
+        },
         Rule {
             groups: &[""],
             resources: &["secrets"],
