@@ -287,3 +287,23 @@ pub fn volumes_text(
     }
     out
 }
+
+/// The objects of kind `K` in `namespace` whose labels match `selector`.
+pub async fn labelled<K>(
+    client: &kube::Client,
+    namespace: &str,
+    selector: &str,
+) -> anyhow::Result<Vec<K>>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    use anyhow::Context as _;
+    let listed = kube::Api::<K>::namespaced(client.clone(), namespace)
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await
+        .with_context(|| format!("cannot list {}s", K::kind(&())))?;
+    Ok(listed.items)
+}

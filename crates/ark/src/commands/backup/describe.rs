@@ -1,10 +1,7 @@
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use ark_api::{Backup, BackupPhase, DeleteBackupRequest, DeleteBackupRequestPhase, labels};
-use kube::Api;
 use kube::ResourceExt;
-use kube::api::ListParams;
 
 use crate::cli::args::{DescribeArgs, GlobalArgs, OutputFormat};
 use crate::commands::bucket;
@@ -133,11 +130,7 @@ where
         &backup.name_any(),
         backup.metadata.uid.as_deref().unwrap_or_default(),
     );
-    let listed = Api::<K>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .with_context(|| format!("cannot list {}s", K::kind(&())))?;
-    Ok(listed.items)
+    crate::describe::labelled(client, namespace, &selector).await
 }
 
 /// The backup's PodVolumeBackups.

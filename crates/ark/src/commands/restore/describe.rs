@@ -1,6 +1,5 @@
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use ark_api::{Backup, Restore};
 use kube::Api;
 
@@ -128,11 +127,7 @@ where
 {
     let uid = restore.metadata.uid.as_deref().unwrap_or_default();
     let selector = format!("{}={uid}", ark_api::labels::RESTORE_UID);
-    let listed = Api::<K>::namespaced(client.clone(), namespace)
-        .list(&kube::api::ListParams::default().labels(&selector))
-        .await
-        .with_context(|| format!("cannot list {}s", K::kind(&())))?;
-    Ok(listed.items)
+    crate::describe::labelled(client, namespace, &selector).await
 }
 
 pub fn describe_text(restore: &Restore) -> String {
