@@ -41,6 +41,7 @@ const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 
 impl Movable for DataDownload {
     const WHAT: &'static str = "data download";
+    const METRIC: &'static str = "data_download";
     const POD_LABEL: &'static str = labels::DATA_DOWNLOAD;
     const EXPOSER_GROUP: &'static str = "generic-restore-exposer";
     type Mover<'a> = Downloading<'a>;

@@ -38,6 +38,7 @@ use serde_json::{Map, Value, json};
 use super::{Ctx, DAEMON_SET, volume_path};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
+use crate::runtime::metrics::MoveEnded;
 use crate::runtime::objects::{self, Phase, Readable};
 use crate::runtime::patch;
 
@@ -62,6 +63,8 @@ pub trait Movable:
 {
     /// How the log names one ("data upload").
     const WHAT: &'static str;
+    /// Velero's name of the kind in its metrics (`data_upload`).
+    const METRIC: &'static str;
     /// Velero's label naming the request on its exposing pod, and the pod's exposer group.
     const POD_LABEL: &'static str;
     const EXPOSER_GROUP: &'static str;
@@ -269,10 +272,19 @@ impl<M: Mover> Step<'_, M> {
         Ok(Action::await_change())
     }
 
-    /// Ends the request in `phase` with `status`, once everything its exposure made is removed.
+    /// Ends the request in `phase` with `status`, once everything its exposure made is removed;
+    /// counted in the metrics once ended.
     async fn end<K: Movable>(&self, phase: PodVolumePhase, status: Value) {
         self.mover.clean_up().await;
-        let _ = patch::final_status_in_phase(&self.api, K::WHAT, self.name, phase, &status).await;
+        let ended = patch::final_status_in_phase(&self.api, K::WHAT, self.name, phase, &status);
+        if ended.await == patch::Claim::Won {
+            let how = match status.get("phase").and_then(|p| p.as_str()) {
+                Some("Completed") => MoveEnded::Success,
+                Some("Canceled") => MoveEnded::Cancel,
+                _ => MoveEnded::Failure,
+            };
+            (self.ctx.kube.metrics).data_moved(K::METRIC, &self.ctx.node, how);
+        }
     }
 
     async fn fail<K: Movable>(&self, phase: PodVolumePhase, reason: String) {

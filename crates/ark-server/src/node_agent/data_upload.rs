@@ -38,6 +38,7 @@ const EMPTY_VOLUME: &str = "volume was empty so no data was upload";
 
 impl Movable for DataUpload {
     const WHAT: &'static str = "data upload";
+    const METRIC: &'static str = "data_upload";
     const POD_LABEL: &'static str = labels::DATA_UPLOAD;
     const EXPOSER_GROUP: &'static str = "snapshot-exposer";
     type Mover<'a> = Uploading<'a>;

@@ -4,6 +4,7 @@
 //! crate, beside the liveness (`/healthz`) and readiness (`/readyz`) endpoints of the
 //! Deployment's probes.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -184,6 +185,16 @@ struct PodVolumeMetrics {
     backups_completed: Family<Node, Gauge>,
     latency: Family<PodVolumeOperation, Histogram, fn() -> Histogram>,
     latency_gauge: Family<PodVolumeOperation, Gauge<f64, AtomicU64>>,
+    /// Data uploads and downloads ended, by how (success, failure, cancel), by node.
+    data_moved: BTreeMap<(&'static str, &'static str), Family<Node, Counter>>,
+}
+
+/// How a data movement request ended, in Velero's metric names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoveEnded {
+    Success,
+    Failure,
+    Cancel,
 }
 
 impl PodVolumeMetrics {
@@ -213,11 +224,25 @@ impl PodVolumeMetrics {
             "Gauge metric indicating time taken, in seconds, to perform pod volume operations",
             Family::default(),
         );
+        let mut data_moved = BTreeMap::new();
+        for kind in ["data_upload", "data_download"] {
+            for ended in ["success", "failure", "cancel"] {
+                // OpenMetrics adds `_total` to a counter's name: Velero's
+                // `podVolume_data_upload_success_total`.
+                let name = format!("podVolume_{kind}_{ended}");
+                let help = format!("Total number of {ended} {kind}s");
+                data_moved.insert(
+                    (kind, ended),
+                    registered(r, &name, &help, Family::default()),
+                );
+            }
+        }
         PodVolumeMetrics {
             backups_started,
             backups_completed,
             latency,
             latency_gauge,
+            data_moved,
         }
     }
 }
@@ -514,6 +539,19 @@ impl Metrics {
         (self.pod_volumes.latency_gauge.get_or_create(&operation)).set(seconds);
     }
 
+    /// A data upload or download (`kind`: `data_upload`, `data_download`) this node's agent
+    /// ended, as Velero's node agent counts them.
+    pub fn data_moved(&self, kind: &'static str, node: &str, ended: MoveEnded) {
+        let ended = match ended {
+            MoveEnded::Success => "success",
+            MoveEnded::Failure => "failure",
+            MoveEnded::Cancel => "cancel",
+        };
+        if let Some(counter) = self.pod_volumes.data_moved.get(&(kind, ended)) {
+            counter.get_or_create(&Node { node: node.into() }).inc();
+        }
+    }
+
     /// A location's last check: 1 available, 0 not.
     pub fn location_checked(&self, location: &str, available: bool) {
         self.storage
@@ -731,6 +769,26 @@ mod tests {
         ] {
             assert!(text.contains(&line), "{line} not in:\n{text}");
         }
+    }
+
+    #[test]
+    fn data_movement_is_counted_under_velero_s_node_agent_names() {
+        let metrics = Metrics::default();
+        metrics.data_moved("data_upload", "node-1", MoveEnded::Success);
+        metrics.data_moved("data_upload", "node-1", MoveEnded::Success);
+        metrics.data_moved("data_download", "node-2", MoveEnded::Cancel);
+        let text = metrics.render();
+        for line in [
+            "# TYPE podVolume_data_upload_success counter\n",
+            "podVolume_data_upload_success_total{node=\"node-1\"} 2\n",
+            "podVolume_data_download_cancel_total{node=\"node-2\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+        assert!(
+            !text.contains("podVolume_data_download_failure_total{"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

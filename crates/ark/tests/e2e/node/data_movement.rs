@@ -506,6 +506,14 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
     );
     let operation = &download.labels()["velero.io/async-operation-id"];
     assert!(operation.starts_with("dd-"), "{operation}");
+    // The agent's metrics, under Velero's node agent names (its host network's port).
+    let scraped = ark_tests::scrape("127.0.0.1:8086", "/metrics");
+    for line in [
+        "podVolume_data_upload_success_total{node=\"127.0.0.1\"} 1\n",
+        "podVolume_data_download_success_total{node=\"127.0.0.1\"} 1\n",
+    ] {
+        assert!(scraped.contains(line), "{line} not in:\n{scraped}");
+    }
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
     wait_for(pods, "app", is_ready(), WAIT).await.unwrap();
