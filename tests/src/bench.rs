@@ -1,7 +1,10 @@
-//! What the benchmarks share: a tool's S3 location, and timing a Backup or Restore from its
-//! creation to its final phase, on Velero's CRDs (either tool's server runs it).
+//! What the benchmarks share: a tool's S3 location, timing a Backup or Restore from its creation
+//! to its final phase, on Velero's CRDs (either tool's server runs it), the peak memory of the
+//! tools' processes, and the floor's commands.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
@@ -158,4 +161,295 @@ pub fn make_tree(kind: &str, root: &Path, scale: f64) {
         }
         other => panic!("no tree {other:?}: large or small"),
     }
+}
+
+/// Kinds of processes, each known by its command line's start (`/ark\0node-agent\0`).
+pub type ProcessKinds = [(&'static str, &'static str)];
+
+/// The peak VmHWM (MiB) of each kind of process since the last [`Sampler::reset`], sampled every
+/// 100 ms from the host.
+#[derive(Clone)]
+pub struct Sampler {
+    kinds: &'static ProcessKinds,
+    peaks: Arc<Mutex<BTreeMap<&'static str, f64>>>,
+}
+
+impl Sampler {
+    pub fn start(kinds: &'static ProcessKinds) -> Sampler {
+        let sampler = Sampler {
+            kinds,
+            peaks: Arc::default(),
+        };
+        let peaks = sampler.peaks.clone();
+        std::thread::spawn(move || {
+            loop {
+                for (kind, pid) in processes(kinds) {
+                    let mib = crate::peak_rss_mib(pid);
+                    let mut peaks = peaks.lock().unwrap();
+                    let peak = peaks.entry(kind).or_default();
+                    *peak = peak.max(mib);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        sampler
+    }
+
+    /// Forgets the peaks, and the long-lived processes' own (`clear_refs` 5 resets VmHWM).
+    pub fn reset(&self) {
+        for (_, pid) in processes(self.kinds) {
+            let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+        }
+        self.peaks.lock().unwrap().clear();
+    }
+
+    pub fn peak(&self, kind: &str) -> f64 {
+        let peaks = self.peaks.lock().unwrap();
+        peaks.get(kind).copied().unwrap_or_default()
+    }
+}
+
+fn processes(kinds: &ProcessKinds) -> Vec<(&'static str, u32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (kinds.iter())
+                .find(|(_, start)| cmdline.starts_with(start.as_bytes()))
+                .map(|(kind, _)| (*kind, pid))
+        })
+        .collect()
+}
+
+/// Wall seconds of `command`, which must succeed.
+pub fn floor(mut command: std::process::Command) -> f64 {
+    let started = Instant::now();
+    let output = crate::output_within(&mut command, Duration::from_secs(3600));
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    started.elapsed().as_secs_f64()
+}
+
+pub async fn delete_namespace(cluster: &Cluster, name: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster.client().await);
+    let namespace = namespaces.get(name).await.unwrap();
+    namespaces.delete(name, &Default::default()).await.unwrap();
+    crate::wait_deleted(namespaces, &namespace, Duration::from_secs(300)).await;
+}
+
+/// The release build's `ark`, beside the running benchmark, imported into the real node as an
+/// image of its own: its path and the image.
+pub fn release_ark(cluster: &Cluster) -> (PathBuf, String) {
+    let bin = std::env::current_exe().unwrap();
+    let ark = bin.parent().unwrap().join("ark");
+    assert!(
+        ark.is_file(),
+        "{} is not built: cargo build --release -p ark -p ark-tests --bins",
+        ark.display()
+    );
+    let image = format!("ark.local/ark:bench-{}", std::process::id());
+    cluster.import_binaries(&[&ark], &image);
+    (ark, image)
+}
+
+/// One tool in a benchmark of its node agent: its namespace, and the kinds of processes (of a
+/// [`Sampler`]) its agent and the helper pods it starts per request are.
+pub struct Tool {
+    pub name: &'static str,
+    pub ns: String,
+    pub agent: &'static str,
+    pub helper: Option<&'static str>,
+}
+
+/// One operation of one tool: its time and the peak memory of its agent and of its helper pods
+/// (which run beside the agent) meanwhile.
+#[derive(Clone, Copy, Default)]
+pub struct Cost {
+    pub seconds: f64,
+    pub agent_mib: f64,
+    pub helper_mib: f64,
+}
+
+/// Runs a Backup or Restore to its end with `sampler` watching; it must complete.
+pub async fn measured(
+    cluster: &Cluster,
+    sampler: &Sampler,
+    tool: &Tool,
+    kind: &str,
+    name: &str,
+    spec: serde_json::Value,
+) -> Cost {
+    let client = cluster.client().await;
+    sampler.reset();
+    let (took, phase) = run_operation(&client, &tool.ns, kind, name, spec).await;
+    assert_eq!(phase, "Completed", "{} {kind} {name}", tool.name);
+    // The last samples of a helper pod that ended between two.
+    std::thread::sleep(Duration::from_millis(150));
+    let agent = sampler.peak(tool.agent);
+    let helper = tool.helper.map_or(0.0, |helper| sampler.peak(helper));
+    eprintln!(
+        "bench: {} {kind} {name}: {:.1} s, agent {agent:.0} MiB, helper pods {helper:.0} MiB",
+        tool.name,
+        took.as_secs_f64()
+    );
+    Cost {
+        seconds: took.as_secs_f64(),
+        agent_mib: agent,
+        helper_mib: helper,
+    }
+}
+
+/// `--trees large,small` (the default: both) and `--scale F` (default 1.0), the benchmarks' trees
+/// as [`make_tree`] makes them.
+pub fn tree_args(args: &[String]) -> (Vec<String>, f64) {
+    let mut trees = vec!["large".to_string(), "small".to_string()];
+    let mut scale = 1.0;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--trees" => trees = it.next().unwrap().split(',').map(str::to_string).collect(),
+            "--scale" => scale = it.next().unwrap().parse().unwrap(),
+            other => panic!("unknown argument {other:?}"),
+        }
+    }
+    (trees, scale)
+}
+
+/// The floor of a volume's backup and restore (s): reading it (`tar cf /dev/null`), writing its
+/// bytes to S3 in 20 MiB objects, two at a time, and reading them back into files
+/// (bench-repository's `--op upload|download`, beside the running benchmark).
+pub struct VolumeFloor {
+    pub read: f64,
+    pub write: f64,
+    pub download: f64,
+}
+
+impl VolumeFloor {
+    pub fn measure(volume: &Path, prefix: &str) -> VolumeFloor {
+        let read = floor({
+            let mut c = std::process::Command::new("tar");
+            c.args(["cf", "/dev/null", "-C"]).arg(volume).arg(".");
+            c
+        });
+        let bin = std::env::current_exe().unwrap();
+        let op = |what: &str, dir: &Path| {
+            let mut c = std::process::Command::new(bin.with_file_name("bench-repository"));
+            c.args(["--op", what, prefix]).arg(dir);
+            floor(c)
+        };
+        let write = op("upload", volume);
+        let scratch = tempfile::tempdir_in("/var/tmp").unwrap();
+        let download = op("download", &scratch.path().join("volume"));
+        VolumeFloor {
+            read,
+            write,
+            download,
+        }
+    }
+}
+
+/// A node agent benchmark's table: per volume (`kind`, its bytes and floor), the first backup,
+/// the unchanged backup and the restore of each tool, with the agents' peak memory (Velero's
+/// agent and its `helper` pods together).
+pub fn agents_table(
+    volume: &str,
+    helper: &str,
+    volumes: &BTreeMap<String, (u64, VolumeFloor)>,
+    costs: &BTreeMap<(String, &str), [Cost; 3]>,
+) -> String {
+    let mut lines = vec![
+        format!(
+            "| {volume} | step | ark (s) | Velero (s) | ark ÷ Velero | floor (s) | ark agent peak RSS (MiB) | Velero agent + {helper} peak RSS (MiB) |"
+        ),
+        "|---|---|---:|---:|---:|---|---:|---:|".to_string(),
+    ];
+    for (kind, (size, floor)) in volumes {
+        let VolumeFloor {
+            read,
+            write,
+            download,
+        } = floor;
+        let ark = costs[&(kind.clone(), "ark")];
+        let velero = costs[&(kind.clone(), "Velero")];
+        let steps = [
+            ("first backup", format!("read {read:.1} + write {write:.1}")),
+            ("unchanged backup", format!("read {read:.1}")),
+            ("restore", format!("download and write {download:.1}")),
+        ];
+        for (i, (step, floor)) in steps.iter().enumerate() {
+            lines.push(format!(
+                "| {kind} ({} MiB) | {step} | {:.1} | {:.1} | {:.2} | {floor} | {:.0} | {:.0} + {:.0} |",
+                size >> 20,
+                ark[i].seconds,
+                velero[i].seconds,
+                ark[i].seconds / velero[i].seconds,
+                ark[i].agent_mib,
+                velero[i].agent_mib,
+                velero[i].helper_mib,
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+/// Each tool in turn, ark's first (installed with its node agent from `ark` and `image`), then
+/// Velero's (its server and node agent, with `velero_flags`), each over a bucket prefix of its
+/// own under `what`: `run` on each volume (`kind` and its host directory) with the tool; the
+/// costs by volume and tool.
+pub async fn each_tool(
+    cluster: &Cluster,
+    (ark, image): (&Path, &str),
+    what: &str,
+    velero_flags: &[&str],
+    helper: &'static str,
+    volumes: &BTreeMap<String, (PathBuf, u64)>,
+    run: impl AsyncFn(&Tool, &str, &Path) -> [Cost; 3],
+) -> BTreeMap<(String, &'static str), [Cost; 3]> {
+    let mut costs = BTreeMap::new();
+    let prefix = unique_name(&format!("{what}/ark"));
+    let installed = crate::node_agent::Installed::install(cluster, ark, image, &prefix, None).await;
+    let tool = Tool {
+        name: "ark",
+        ns: installed.ns.clone(),
+        agent: "ark agent",
+        helper: None,
+    };
+    for (kind, (volume, _)) in volumes {
+        costs.insert((kind.clone(), "ark"), run(&tool, kind, volume).await);
+    }
+    installed.uninstall(cluster).await;
+    let prefix = unique_name(&format!("{what}/velero"));
+    let velero = crate::velero::VeleroWithAgent::start_with(cluster, &prefix, velero_flags).await;
+    let tool = Tool {
+        name: "Velero",
+        ns: velero.ns.name.clone(),
+        agent: "Velero agent",
+        helper: Some(helper),
+    };
+    for (kind, (volume, _)) in volumes {
+        costs.insert((kind.clone(), "Velero"), run(&tool, kind, volume).await);
+    }
+    velero.stop(cluster).await;
+    costs
+}
+
+/// The floor of each volume, with its bytes.
+pub fn floors(
+    what: &str,
+    volumes: &BTreeMap<String, (PathBuf, u64)>,
+) -> BTreeMap<String, (u64, VolumeFloor)> {
+    let prefix = unique_name(&format!("{what}/floor"));
+    (volumes.iter())
+        .map(|(kind, (volume, size))| {
+            let floor = VolumeFloor::measure(volume, &format!("{prefix}/{kind}"));
+            (kind.clone(), (*size, floor))
+        })
+        .collect()
 }

@@ -216,16 +216,7 @@ async fn main() {
     if args.first().map(String::as_str) == Some("--op") {
         return op(&args[1..]).await;
     }
-    let mut trees = vec!["large".to_string(), "small".to_string()];
-    let mut scale = 1.0;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--trees" => trees = it.next().unwrap().split(',').map(str::to_string).collect(),
-            "--scale" => scale = it.next().unwrap().parse().unwrap(),
-            other => panic!("unknown argument {other:?}"),
-        }
-    }
+    let (trees, scale) = ark_tests::bench::tree_args(&args);
     let cluster = Cluster::get();
     let me = std::env::current_exe().unwrap();
     let kopia_bin = ark_tests::kopia::binary();
