@@ -567,8 +567,9 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
 
 /// DataDownloads the agent cannot carry out end Failed with their reason, and leave nothing in
 /// ark's namespace: one for a claim that is not there, one for a claim bound to a volume already
-/// (its data is never written over), and one whose data is in no repository (its claim is exposed
-/// first: the volume made for it goes too, and the claim is handed nothing).
+/// (its data is never written over), one whose data is in no repository (its claim is exposed
+/// first: the volume made for it goes too, and the claim is handed nothing), and one for a claim
+/// whose storage class is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_leave_nothing() {
     let _turn = ark_tests::Turn::real_node_host_network().await;
@@ -578,14 +579,15 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
     let ns = &installed.ns;
     let app = cluster.namespace("downloads").await;
     let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name);
-    let claim = |name: &str, selector: serde_json::Value| -> PersistentVolumeClaim {
-        serde_json::from_value(serde_json::json!({
+    let claim_of = |name: &str, class: &str, selector: serde_json::Value| {
+        serde_json::from_value::<PersistentVolumeClaim>(serde_json::json!({
             "metadata": { "name": name },
-            "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+            "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": class,
                 "selector": selector, "resources": { "requests": { "storage": "16Mi" } } },
         }))
         .unwrap()
     };
+    let claim = |name: &str, selector: serde_json::Value| claim_of(name, "ark-csi", selector);
     claims
         .create(
             &Default::default(),
@@ -595,7 +597,12 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
         .unwrap();
     let waiting = serde_json::json!({ "matchLabels": { "velero.io/dynamic-pv-restore": "none" } });
     claims
-        .create(&Default::default(), &claim("waiting", waiting))
+        .create(&Default::default(), &claim("waiting", waiting.clone()))
+        .await
+        .unwrap();
+    // Restored into a cluster whose class is gone.
+    claims
+        .create(&Default::default(), &claim_of("classless", "gone", waiting))
         .await
         .unwrap();
     let bound = |c: Option<&PersistentVolumeClaim>| {
@@ -619,6 +626,7 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
         ("absent", "absent"),
         ("bound", "bound"),
         ("unread", "waiting"),
+        ("classless", "classless"),
     ] {
         downloads
             .create(&Default::default(), &download(name, claim))
@@ -630,7 +638,7 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
             .is_some_and(PodVolumePhase::is_final)
     };
     let mut messages = Vec::new();
-    for name in ["absent", "bound", "unread"] {
+    for name in ["absent", "bound", "unread", "classless"] {
         let download = wait_for(downloads.clone(), name, ended, WAIT)
             .await
             .unwrap();
@@ -657,6 +665,7 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
              repository",
             app.name, installed.prefix, app.name
         ),
+        "exposing its volume: reading StorageClass gone: ".to_string(),
     ];
     for (message, expected) in messages.iter().zip(&expected) {
         assert!(
