@@ -10,6 +10,7 @@ use std::time::Duration;
 use ark_api::{Backup, BackupPhase, BackupVolumeInfo};
 use ark_tests::{ArkServer, Cluster, wait_for};
 use common::ARK;
+use common::database::{claim, database, psql};
 use common::setup::Setup;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
@@ -18,7 +19,6 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
-const STORAGE_CLASS: &str = "ark-csi";
 const DRIVER: &str = "hostpath.csi.ark.test";
 
 fn snapshot_api(kind: &str) -> ApiResource {
@@ -58,43 +58,6 @@ async fn snapshots_in(client: &Client, namespace: &str) -> Vec<String> {
         }
     }
     found
-}
-
-fn claim(name: &str) -> PersistentVolumeClaim {
-    serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "app": "db" } },
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": STORAGE_CLASS,
-            "resources": { "requests": { "storage": "1Gi" } },
-        },
-    }))
-    .unwrap()
-}
-
-/// PostgreSQL on the real node, its data directory on the claim `claim` (an init container gives
-/// the volume to postgres's user first).
-fn database(cluster: &Cluster, claim: &str) -> Pod {
-    cluster.on_real_node(json!({
-        "metadata": { "name": "db", "labels": { "app": "db" } },
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "initContainers": [{
-                "name": "own", "image": "ark.local/postgres:15", "imagePullPolicy": "Never",
-                "securityContext": { "runAsUser": 0 },
-                "command": ["chown", "999:999", "/data"],
-                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
-            }],
-            "containers": [{
-                "name": "postgres", "image": "ark.local/postgres:15", "imagePullPolicy": "Never",
-                "securityContext": { "runAsUser": 999, "runAsGroup": 999 },
-                "command": ["sh", "-c", "[ -s /data/pg/PG_VERSION ] || initdb -D /data/pg --locale=C -E UTF8 -U postgres >/dev/null; exec postgres -D /data/pg -c listen_addresses= -c unix_socket_directories=/tmp -c jit=off"],
-                "readinessProbe": { "exec": { "command": ["pg_isready", "-h", "/tmp", "-U", "postgres"] }, "periodSeconds": 1 },
-                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
-            }],
-            "volumes": [{ "name": "data", "persistentVolumeClaim": { "claimName": claim } }],
-        },
-    }))
 }
 
 /// A VolumeSnapshotClass a test made, deleted however the test ends: a class left behind would
@@ -146,16 +109,6 @@ fn is_bound() -> impl Condition<PersistentVolumeClaim> {
             .and_then(|c| c.status.as_ref())
             .is_some_and(|s| s.phase.as_deref() == Some("Bound"))
     }
-}
-
-fn psql(cluster: &Cluster, namespace: &str, sql: &str) -> String {
-    common::node_agent::kubectl(
-        cluster,
-        &[
-            "-n", namespace, "exec", "db", "-c", "postgres", "--", "psql", "-q", "-h", "/tmp",
-            "-U", "postgres", "-Atc", sql,
-        ],
-    )
 }
 
 async fn ended(backups: &Api<Backup>, name: &str) -> Backup {
@@ -855,11 +808,7 @@ async fn a_claim_whose_storage_snapshot_is_gone_is_named_in_the_restore_s_errors
         .unwrap()
         .snapshot_handle
         .clone();
-    let stored = cluster
-        .kubeconfig
-        .parent()
-        .unwrap()
-        .join("csi/data/snapshots");
+    let stored = ark_tests::csi::snapshots_dir(cluster);
     std::fs::remove_dir_all(stored.join(&handle)).unwrap();
     std::fs::remove_file(stored.join(format!("{handle}.json"))).unwrap();
     common::node_agent::lose(cluster, app).await;

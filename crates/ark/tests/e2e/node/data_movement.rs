@@ -13,6 +13,7 @@ use ark_api::{
 use ark_tests::kopia::Kopia;
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
+use common::database;
 use common::node_agent::{WAIT, install, is_ready, lose};
 use common::volume_policies::{application, contents, methods};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -769,4 +770,94 @@ async fn the_node_agent_s_settings_place_and_shape_what_exposes_a_snapshot() {
     );
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;
+}
+
+/// The round trip of the issue: rows written into PostgreSQL on a CSI claim, a backup that moves
+/// the claim's snapshot data into the bucket, after which no snapshot is left in the cluster or
+/// in the driver, the namespace and the claim's volume deleted (reclaim policy Delete), and a
+/// restore from the bucket alone: the rows are back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
+    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("moved-db").await;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &app.name);
+    claims
+        .create(&Default::default(), &database::claim("db-data"))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(
+        &Default::default(),
+        &database::database(&cluster, "db-data"),
+    )
+    .await
+    .unwrap();
+    wait_for(pods.clone(), "db", is_ready(), WAIT)
+        .await
+        .unwrap();
+    database::psql(
+        &cluster,
+        &app.name,
+        "create table orders (id int primary key, item text); \
+         insert into orders values (1, 'tea'), (2, 'scones'), (3, 'coffee');",
+    );
+    // Written to disk before the snapshot: a crash-consistent copy holds what was checkpointed.
+    database::psql(&cluster, &app.name, "checkpoint");
+    let snapshots_before = driver_snapshots(&cluster);
+
+    let backup = ["backup", "create", "db", "--include-namespaces", &app.name];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let created = ark_ok(&cluster, ns, &[&backup[..], &flags[..]].concat());
+    assert!(created.contains("Completed"), "{created}");
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        driver_snapshots(&cluster),
+        snapshots_before,
+        "the driver holds no snapshot of the backup"
+    );
+    let volume = claims
+        .get("db-data")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    let volumes = Api::<PersistentVolume>::all(client.clone());
+    let pv = volumes.get(&volume).await.unwrap();
+    lose(&cluster, &app.name).await;
+    ark_tests::wait_deleted(volumes, &pv, WAIT).await;
+
+    let restore = ["restore", "create", "db", "--from-backup", "db"];
+    let restored = ark_ok(
+        &cluster,
+        ns,
+        &[&restore[..], &["--wait", "--timeout", "4m"]].concat(),
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+    wait_for(pods, "db", is_ready(), WAIT).await.unwrap();
+    assert_eq!(
+        database::psql(&cluster, &app.name, "select item from orders order by id"),
+        "tea\nscones\ncoffee\n"
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
+/// The snapshots the test ground's driver holds: the entries of its snapshot directory.
+fn driver_snapshots(cluster: &Cluster) -> Vec<String> {
+    let dir = ark_tests::csi::snapshots_dir(cluster);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
