@@ -807,7 +807,6 @@ async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
     );
     // Written to disk before the snapshot: a crash-consistent copy holds what was checkpointed.
     database::psql(&cluster, &app.name, "checkpoint");
-    let snapshots_before = driver_snapshots(&cluster);
 
     let backup = ["backup", "create", "db", "--include-namespaces", &app.name];
     let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
@@ -816,11 +815,6 @@ async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
     assert_eq!(
         left(&client, &[&app.name, ns], ns).await,
         Vec::<String>::new()
-    );
-    assert_eq!(
-        driver_snapshots(&cluster),
-        snapshots_before,
-        "the driver holds no snapshot of the backup"
     );
     let volume = claims
         .get("db-data")
@@ -832,6 +826,20 @@ async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
         .unwrap();
     let volumes = Api::<PersistentVolume>::all(client.clone());
     let pv = volumes.get(&volume).await.unwrap();
+    let handle = pv
+        .spec
+        .as_ref()
+        .unwrap()
+        .csi
+        .as_ref()
+        .unwrap()
+        .volume_handle
+        .clone();
+    assert_eq!(
+        driver_snapshots_of(&cluster, &handle),
+        Vec::<String>::new(),
+        "the driver holds no snapshot of the claim's volume"
+    );
     lose(&cluster, &app.name).await;
     ark_tests::wait_deleted(volumes, &pv, WAIT).await;
 
@@ -851,13 +859,20 @@ async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
     installed.uninstall(&cluster).await;
 }
 
-/// The snapshots the test ground's driver holds: the entries of its snapshot directory.
-fn driver_snapshots(cluster: &Cluster) -> Vec<String> {
+/// The storage snapshots the test ground's driver holds of volume `handle` (its records name
+/// their source volume).
+fn driver_snapshots_of(cluster: &Cluster, handle: &str) -> Vec<String> {
     let dir = ark_tests::csi::snapshots_dir(cluster);
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+    let records = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut of_volume: Vec<String> = records
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .filter_map(|path| {
+            let record: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+            (record["sourceVolume"] == handle).then(|| record["id"].to_string())
+        })
         .collect();
-    names.sort();
-    names
+    of_volume.sort();
+    of_volume
 }
