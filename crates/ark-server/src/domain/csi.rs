@@ -18,6 +18,11 @@ pub const VOLUME_SNAPSHOT_NAME: &str = "velero.io/volume-snapshot-name";
 pub const DATA_UPLOAD_NAME: &str = "velero.io/data-upload-name";
 /// Velero's data mover's requests, which a backup that moved data holds.
 pub const DATA_UPLOADS: &str = "datauploads.velero.io";
+/// The snapshot controller's finalizer on a claim while a snapshot is cut from it. A claim
+/// backed up or restored with it keeps it for ever in the new cluster, where nothing cuts that
+/// snapshot: neither the claim nor its namespace could be deleted.
+pub const SNAPSHOT_SOURCE_FINALIZER: &str =
+    "snapshot.storage.kubernetes.io/pvc-as-source-protection";
 /// On a claim: the VolumeSnapshotClass to snapshot it with.
 pub const CLAIM_CLASS: &str = "velero.io/csi-volumesnapshot-class";
 /// On a backup, followed by a driver's name: that driver's VolumeSnapshotClass.

@@ -19,10 +19,6 @@ const CLAIM_PROVISIONING_ANNOTATIONS: &[&str] = &[
     "volume.beta.kubernetes.io/storage-provisioner",
     "volume.kubernetes.io/selected-node",
 ];
-/// The snapshot controller's finalizer on a claim while a snapshot is cut from it: a claim
-/// backed up meanwhile holds it, and restored with it, nothing would ever remove it (the claim,
-/// and its namespace, could not be deleted).
-const SNAPSHOT_SOURCE_FINALIZER: &str = "snapshot.storage.kubernetes.io/pvc-as-source-protection";
 
 pub struct PersistentVolumeClaimAction;
 
@@ -41,7 +37,8 @@ impl RestoreItemAction for PersistentVolumeClaimAction {
         remove_annotations(item, BIND_ANNOTATIONS);
         remove_annotations(item, CLAIM_PROVISIONING_ANNOTATIONS);
         remove_annotations(item, &[csi::DATA_UPLOAD_NAME]);
-        remove_finalizer(item, SNAPSHOT_SOURCE_FINALIZER);
+        // A backup made before ark dropped it at backup, or by Velero, may hold it.
+        remove_finalizer(item, csi::SNAPSHOT_SOURCE_FINALIZER);
         if let Some(spec) = spec_mut(item) {
             let volume = spec
                 .get("volumeName")
