@@ -545,7 +545,8 @@ where
 }
 
 /// Removes request `name`'s exposing pod at once, and its claim in ark's namespace with the
-/// claim's volume, whatever the class's reclaim policy (`what` names the request in the log).
+/// claim's volume, whatever the class's reclaim policy, waiting for the claim to be gone (`what`
+/// names the request in the log).
 pub async fn remove_pod_and_claim(client: &kube::Client, namespace: &str, name: &str, what: &str) {
     let now = DeleteParams {
         grace_period_seconds: Some(0),
@@ -563,9 +564,16 @@ pub async fn remove_pod_and_claim(client: &kube::Client, namespace: &str, name: 
             .await;
         warn_unless_gone(what, name, "its volume's reclaim policy", patched);
     }
-    let deleted = claims.delete(name, &DeleteParams::default()).await;
-    warn_unless_gone(what, name, "its claim", deleted);
+    // Gone before anything it was made from is removed: the snapshot controller holds a
+    // VolumeSnapshot a claim was made from, and deleting both at once has left the snapshot
+    // behind for minutes.
+    if let Err(error) = delete_and_wait(&claims, name, CLAIM_GONE_WITHIN).await {
+        tracing::warn!("{what} {name}: removing its claim: {error}");
+    }
 }
+
+/// How long removing an exposure's claim may wait for it to be gone (its pod goes at once).
+const CLAIM_GONE_WITHIN: Duration = Duration::from_secs(120);
 
 /// Logs a removal that failed for another reason than the object being gone.
 pub fn warn_unless_gone<T>(what: &str, name: &str, removing: &str, result: kube::Result<T>) {
