@@ -250,7 +250,7 @@ impl<M: Mover> Step<'_, M> {
             return Ok(Action::await_change());
         }
         let moved = match exposed_volume(self.ctx, self.name).await {
-            Ok(path) => self.mover.move_data(path, self.canceled::<K>()).await,
+            Ok(path) => self.mover.move_data(path, self.canceled()).await,
             Err(reason) => Err(reason),
         };
         let status = match moved {
@@ -294,15 +294,13 @@ impl<M: Mover> Step<'_, M> {
     }
 
     /// Ends once the request is asked to cancel (read every few seconds).
-    async fn canceled<K: Movable>(&self) {
-        let requests = Api::<K>::namespaced(self.ctx.kube.client.clone(), &self.ctx.kube.namespace);
+    async fn canceled(&self) {
         loop {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            if let Ok(request) = requests.get(self.name).await {
-                let request = serde_json::to_value(&request).unwrap_or_default();
-                if request.pointer("/spec/cancel") == Some(&Value::Bool(true)) {
-                    return;
-                }
+            if let Ok(request) = self.api.get(self.name).await
+                && request.data.pointer("/spec/cancel") == Some(&Value::Bool(true))
+            {
+                return;
             }
         }
     }
