@@ -136,6 +136,10 @@ pub async fn restore(
     timeout: Duration,
 ) -> (Vec<PodVolumeRestore>, Vec<(String, String)>) {
     let mut errors = Vec::new();
+    // No watch for a restore without pod volume data.
+    if pods.is_empty() {
+        return (Vec::new(), errors);
+    }
     let api = Api::<PodVolumeRestore>::namespaced(client.clone(), namespace);
     let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
     let mut seen = Seen::start(api.clone(), &restore_uid);
