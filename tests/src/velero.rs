@@ -296,10 +296,12 @@ pub fn diagnostics(cluster: &Cluster, ns: &str) -> String {
     };
     let mut out = kubectl(&[
         "get",
-        "pods,podvolumebackups,podvolumerestores",
+        "backups,pods,podvolumebackups,podvolumerestores,datauploads",
         "-o",
         "wide",
     ]);
+    // A backup waits on snapshots in the namespaces it backs up.
+    out += &kubectl(&["get", "volumesnapshots", "--all-namespaces", "-o", "wide"]);
     out += &kubectl(&["describe", "pods"]);
     out += &kubectl(&[
         "logs",
@@ -409,8 +411,14 @@ impl VeleroWithAgent {
         let backup = crate::wait_for(backups, name, ended, std::time::Duration::from_secs(180))
             .await
             .unwrap_or_else(|e| {
+                // The server's last words first: the whole log, printed when the server is
+                // dropped, is often cut from what CI shows.
+                let log = self.server.log();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
                 panic!(
-                    "Velero's backup {name} did not end: {e:#}\n{}",
+                    "Velero's backup {name} did not end: {e:#}\n--- velero server log, last \
+                     lines ---\n{tail}\n{}",
                     diagnostics(cluster, ns)
                 )
             });
