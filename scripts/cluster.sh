@@ -133,10 +133,13 @@ create_cluster() {
 # without any, so ours are appended to the one it wrote, and the cluster restarted to read them,
 # before any node exists (kwok would wait out the old process's node leases). The leader leases the
 # stopped scheduler and controller-manager held are removed, or their successors wait 15 s for them.
+# kwokctl's stop sends SIGKILL and returns before the processes are gone: the restart waits for
+# them, or a new component finds its port still held ("address already in use").
 add_test_stages() {
-  local config="$1/kwok/clusters/ark/kwok.yaml" log="$1/kwokctl-stages.log"
+  local config="$1/kwok/clusters/ark/kwok.yaml" log="$1/kwokctl-stages.log" pids
   grep -q "name: ark-test-pod-ready" "$config" || cat "$here/kwok/stages.yaml" >>"$config"
-  { kwokctl "$1" stop cluster && kwokctl "$1" start cluster; } >"$log" 2>&1 ||
+  pids=$(cat "$1"/kwok/clusters/ark/pids/*.pid 2>/dev/null | tr '\n' ' ')
+  { kwokctl "$1" stop cluster && wait_gone "$pids" && kwokctl "$1" start cluster; } >"$log" 2>&1 ||
     fail "restarting kwok with ark's test stages" "$log"
   for _ in $(seq 1 120); do
     if apiserver_up "$1"; then
@@ -147,6 +150,21 @@ add_test_stages() {
     sleep 0.5
   done
   fail "the API server did not come back after restarting with ark's test stages" "$log"
+}
+
+# wait_gone "PID...": until none of the processes is left, for at most 30 s.
+wait_gone() {
+  local pid left
+  for _ in $(seq 1 300); do
+    left=
+    for pid in $1; do
+      if kill -0 "$pid" 2>/dev/null; then left="$left $pid"; fi
+    done
+    [ -z "$left" ] && return 0
+    sleep 0.1
+  done
+  echo "processes$left still there 30 s after they were stopped"
+  return 1
 }
 
 # kwok's nodes take 110 pods each, as a kubelet does: four leave room for every test at once.
