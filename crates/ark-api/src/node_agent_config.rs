@@ -28,8 +28,40 @@ pub struct NodeAgentConfigs {
         skip_serializing_if = "Option::is_none"
     )]
     pub restore_pvc: Option<RestorePvc>,
+    /// How many volumes a node's agent moves at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_concurrency: Option<LoadConcurrency>,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadConcurrency {
+    /// The number for nodes no rule of `perNodeConfig` matches; below 1: the agent's default.
+    #[serde(default)]
+    pub global_config: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_node_config: Vec<RuledConfig>,
+    #[serde(flatten)]
+    pub unmodelled: crate::Unmodelled,
+}
+
+/// A number for the nodes a selector matches.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RuledConfig {
+    pub node_selector: LabelSelector,
+    #[serde(default)]
+    pub number: i64,
+}
+
+/// How many volumes a node's agent moves at once, and the rules passed over to find it.
+#[derive(Debug, PartialEq)]
+pub struct DataPaths {
+    pub number: usize,
+    /// Why each rule of `perNodeConfig` that could not be used was passed over.
+    pub passed_over: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -79,14 +111,61 @@ impl NodeAgentConfigs {
         })
     }
 
-    /// The fields ark does not act on (Velero's others: load concurrency, pod resources...).
+    /// The fields ark does not act on (Velero's others: pod resources, the prepare queue...).
     pub fn not_acted_on(&self) -> Vec<String> {
         let backup_pvc = (self.backup_pvc.iter()).flat_map(|(class, pvc)| {
             pvc.unmodelled
                 .keys()
                 .map(move |k| format!("backupPVC.{class}.{k}"))
         });
-        self.unmodelled.keys().cloned().chain(backup_pvc).collect()
+        let load_concurrency = (self.load_concurrency.iter())
+            .flat_map(|l| l.unmodelled.keys().map(|k| format!("loadConcurrency.{k}")));
+        (self.unmodelled.keys().cloned())
+            .chain(backup_pvc)
+            .chain(load_concurrency)
+            .collect()
+    }
+
+    /// How many volume backups, restores and data movements the agent of a node with `labels`
+    /// carries out at once, as Velero's node agent reads `loadConcurrency`
+    /// (`getDataPathConcurrentNum`): the smallest number of the `perNodeConfig` rules that match
+    /// the node, else `globalConfig`, else `default`. Rules that cannot be used are passed over.
+    pub fn data_paths(&self, labels: &BTreeMap<String, String>, default: usize) -> DataPaths {
+        let mut passed_over = Vec::new();
+        let Some(load) = &self.load_concurrency else {
+            return DataPaths {
+                number: default,
+                passed_over,
+            };
+        };
+        let global = usize::try_from(load.global_config)
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or(default);
+        let mut smallest: Option<usize> = None;
+        for (i, rule) in load.per_node_config.iter().enumerate() {
+            let selector = match kube::core::Selector::try_from(rule.node_selector.clone()) {
+                Ok(selector) => selector,
+                Err(error) => {
+                    passed_over.push(format!("perNodeConfig[{i}]: {error}"));
+                    continue;
+                }
+            };
+            let Some(number) = usize::try_from(rule.number).ok().filter(|n| *n > 0) else {
+                passed_over.push(format!(
+                    "perNodeConfig[{i}]: number {} is not a positive number",
+                    rule.number
+                ));
+                continue;
+            };
+            if kube::core::SelectorExt::matches(&selector, labels) {
+                smallest = Some(smallest.map_or(number, |s| s.min(number)));
+            }
+        }
+        DataPaths {
+            number: smallest.unwrap_or(global),
+            passed_over,
+        }
     }
 
     /// The node selection of the pods that expose volumes of class `storage_class`.
@@ -134,10 +213,7 @@ mod tests {
                 ignore_delay_binding: true
             })
         );
-        assert_eq!(
-            configs.not_acted_on(),
-            ["loadConcurrency", "backupPVC.ssd.spcNoRelabeling"]
-        );
+        assert_eq!(configs.not_acted_on(), ["backupPVC.ssd.spcNoRelabeling"]);
         let error = NodeAgentConfigs::parse(r#"{ "backupPVC": { "ssd": { "readOnly": "yes" } } }"#)
             .unwrap_err();
         assert!(
@@ -147,6 +223,43 @@ mod tests {
         assert_eq!(
             NodeAgentConfigs::parse("{}").unwrap(),
             NodeAgentConfigs::default()
+        );
+    }
+
+    fn rules(json: &str) -> NodeAgentConfigs {
+        NodeAgentConfigs::parse(&format!(r#"{{ "loadConcurrency": {json} }}"#)).unwrap()
+    }
+
+    #[test]
+    fn a_node_moves_as_many_volumes_at_once_as_the_smallest_rule_matching_it_says() {
+        let node = BTreeMap::from([
+            ("pool".to_string(), "movers".to_string()),
+            ("zone".to_string(), "a".to_string()),
+        ]);
+        let numbers = |json: &str| rules(json).data_paths(&node, 1);
+        let two_rules = r#"{ "globalConfig": 4, "perNodeConfig": [
+            { "nodeSelector": { "matchLabels": { "pool": "movers" } }, "number": 3 },
+            { "nodeSelector": { "matchLabels": { "zone": "a" } }, "number": 2 },
+            { "nodeSelector": { "matchLabels": { "zone": "b" } }, "number": 1 } ] }"#;
+        assert_eq!(numbers(two_rules).number, 2);
+        let none_match = r#"{ "globalConfig": 4, "perNodeConfig": [
+            { "nodeSelector": { "matchLabels": { "zone": "b" } }, "number": 1 } ] }"#;
+        assert_eq!(numbers(none_match).number, 4);
+        // Below 1, the global number is the agent's default.
+        assert_eq!(numbers(r#"{ "globalConfig": 0 }"#).number, 1);
+        assert_eq!(numbers(r#"{ "globalConfig": -2 }"#).number, 1);
+        let unusable = r#"{ "globalConfig": 5, "perNodeConfig": [
+            { "nodeSelector": { "matchLabels": { "pool": "movers" } }, "number": 0 },
+            { "nodeSelector": { "matchExpressions": [{ "key": "zone", "operator": "Sideways" }] }, "number": 1 } ] }"#;
+        let paths = numbers(unusable);
+        assert_eq!(paths.number, 5);
+        assert_eq!(paths.passed_over.len(), 2, "{:?}", paths.passed_over);
+        assert!(paths.passed_over[0].starts_with("perNodeConfig[0]: number 0"));
+        assert!(paths.passed_over[1].starts_with("perNodeConfig[1]: "));
+        assert_eq!(NodeAgentConfigs::default().data_paths(&node, 3).number, 3);
+        assert_eq!(
+            rules(r#"{ "globalConfig": 2, "prepareQueueLength": 5 }"#).not_acted_on(),
+            ["loadConcurrency.prepareQueueLength"]
         );
     }
 }

@@ -12,6 +12,6 @@ pub use file_sets::{
     BackupFiles, BackupListing, BackupRecords, FinalizedFiles, PutBackupError, RestoreFiles,
     UploadError,
 };
-pub use location::{Location, StorageError, open};
+pub use location::{Location, Patience, StorageError, open, set_patience};
 pub use object_store::{ObjectStore, path::Path};
 pub use store::{BackupStore, StoreError};

@@ -2,7 +2,7 @@
 //! object_store, so the rest of ark has one code path for a directory, S3, GCS and Azure.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
@@ -225,13 +225,39 @@ fn flag(location: &Location, key: &str) -> Result<bool, StorageError> {
     }
 }
 
-/// A bucket that does not answer fails an operation within seconds, not after object_store's
-/// default three minutes: a backup against a dead endpoint should say so while the user waits.
+/// How long one operation on a bucket keeps trying while the bucket does not answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patience {
+    /// Someone waits for the answer (the CLI, the server's controllers): about 20 s, so that a
+    /// command against a dead endpoint says so while its user waits.
+    Interactive,
+    /// Nobody waits, and giving up throws work away (the node agent's uploads, which a failure
+    /// cannot resume): about 2.5 minutes, so that a bucket gone for a minute or two costs a pause.
+    Background,
+}
+
+static PATIENCE: OnceLock<Patience> = OnceLock::new();
+
+/// Sets how patient every bucket this process opens from now on is; a process sets it once, at
+/// its start. Without it, [`Patience::Interactive`].
+pub fn set_patience(patience: Patience) {
+    if PATIENCE.set(patience).is_err() && PATIENCE.get() != Some(&patience) {
+        tracing::warn!("bucket patience already set to {:?}", PATIENCE.get());
+    }
+}
+
 fn retry() -> RetryConfig {
-    RetryConfig {
-        max_retries: 3,
-        retry_timeout: Duration::from_secs(20),
-        ..Default::default()
+    match PATIENCE.get().copied().unwrap_or(Patience::Interactive) {
+        Patience::Interactive => RetryConfig {
+            max_retries: 3,
+            retry_timeout: Duration::from_secs(20),
+            ..Default::default()
+        },
+        Patience::Background => RetryConfig {
+            max_retries: 10,
+            retry_timeout: Duration::from_secs(150),
+            ..Default::default()
+        },
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::upload::{Upload, Uploaded, is_empty};
 use super::volume_path;
-use super::{Ctx, progress};
+use super::{Ctx, DATA_PATH_WAIT, progress};
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::metrics::PodVolumeOperation;
 use crate::runtime::objects::{self, Phase, Readable};
@@ -59,6 +59,10 @@ async fn reconcile(
         patch::object_status(&api, &name, &canceled).await?;
         return Ok(Action::await_change());
     }
+    // Held until the backup has ended.
+    let Some(_data_path) = ctx.data_path() else {
+        return Ok(Action::requeue(DATA_PATH_WAIT));
+    };
     let now = patch::now();
     let claim = patch::claim(
         &api,

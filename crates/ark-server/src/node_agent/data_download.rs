@@ -27,8 +27,8 @@ use kube::{Api, ResourceExt as _};
 use serde_json::{Map, Value, json};
 
 use super::data_movement::{
-    self, Movable, Mover, POLL, PREPARE_TIMEOUT, Placement, delete_and_wait, exposing_pod, failed,
-    owned_by, remove_pod_and_claim,
+    self, Movable, Mover, POLL, Placement, delete_and_wait, exposing_pod, failed, owned_by,
+    remove_pod_and_claim,
 };
 use super::restore::{Stored, restore_settings};
 use super::{Ctx, progress};
@@ -155,14 +155,15 @@ impl Downloading<'_> {
 
     /// The restored claim once it may get its volume (Velero's `WaitPVCConsumed`): at once,
     /// unless its class binds on first use, then once the scheduler selected a node for it
-    /// (that node is returned), within [`PREPARE_TIMEOUT`]; at once whatever its class when the
+    /// (that node is returned), within the prepare timeout; at once whatever its class when the
     /// agents' settings say `restorePVC.ignoreDelayBinding`. A claim already bound, or a block
     /// volume, is refused: the data would go nowhere, or over a volume that holds other data.
     async fn consumed_target(&self) -> Result<(PersistentVolumeClaim, Option<String>), String> {
         let shown = self.shown_target();
         let claims = self.target_claims();
         let classes = Api::<StorageClass>::all(self.ctx.kube.client.clone());
-        let deadline = tokio::time::Instant::now() + PREPARE_TIMEOUT;
+        let prepare_timeout = self.ctx.prepare_timeout;
+        let deadline = tokio::time::Instant::now() + prepare_timeout;
         let ignore_delay_binding =
             (self.ctx.configs.restore_pvc.as_ref()).is_some_and(|r| r.ignore_delay_binding);
         let mut on_first_use = ignore_delay_binding.then_some(false);
@@ -198,7 +199,7 @@ impl Downloading<'_> {
             if tokio::time::Instant::now() + POLL > deadline {
                 return Err(format!(
                     "{shown} binds on first use and no pod using it was scheduled within {}",
-                    ark_api::duration::format(PREPARE_TIMEOUT)
+                    ark_api::duration::format(prepare_timeout)
                 ));
             }
             tokio::time::sleep(POLL).await;

@@ -6,11 +6,14 @@
 //! - New: the first agent to claim it (Accepted, `acceptedByNode`) exposes a volume: a claim in
 //!   ark's namespace and a pod that mounts it on a node an agent runs on;
 //! - Accepted: once that pod runs, it is Prepared for the pod's node (failed when the pod cannot
-//!   run or does not within [`PREPARE_TIMEOUT`]);
+//!   run or does not within `--data-mover-prepare-timeout`, [`Ctx::prepare_timeout`]);
 //! - Prepared: that node's agent takes it (InProgress) and moves the data, reading or writing the
 //!   volume where the kubelet mounts it;
 //! - then what the exposure made is removed and it ends Completed, Failed or Canceled (asked by
-//!   `spec.cancel` at any phase).
+//!   `spec.cancel` at any phase);
+//! - a request held by a node that is lost (gone, or not Ready for five minutes) is failed by
+//!   another agent, and its exposure removed: by any agent while it is Accepted, by the agent
+//!   that accepted it once it is Prepared or InProgress elsewhere.
 //!
 //! What differs, the volume exposed and the data moved, is the kind's [`Mover`]. Velero's agent
 //! starts a data mover process in the pod; ark's pod only holds the volume mounted (`ark
@@ -24,7 +27,7 @@ use std::time::Duration;
 use ark_api::PodVolumePhase;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Affinity, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Affinity, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -35,18 +38,20 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{Ctx, DAEMON_SET, volume_path};
+use super::{Ctx, DAEMON_SET, DATA_PATH_WAIT, volume_path};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::metrics::MoveEnded;
 use crate::runtime::objects::{self, Phase, Readable};
 use crate::runtime::patch;
 
-/// How long an accepted request may wait for its pod to run (Velero's
-/// `--data-mover-prepare-timeout` default).
-pub const PREPARE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How often an exposure is looked at while it is awaited.
 pub const POLL: Duration = Duration::from_secs(1);
+/// How often a request another node holds is looked at, in case that node is lost.
+const HOLDER_CHECK: Duration = Duration::from_secs(30);
+/// How long a node may be not Ready before the requests it holds are given up: the time the
+/// node controller gives it before it evicts the node's pods.
+const NODE_LOST_AFTER: Duration = Duration::from_secs(5 * 60);
 /// What the exposing pod runs (`ark hold-volumes`).
 const HOLD_VOLUMES: &str = "hold-volumes";
 
@@ -134,6 +139,18 @@ async fn reconcile<K: Movable>(
             step.await_exposed::<K>(accepted.map(|t| t.0)).await
         }
         Phase::Known(PodVolumePhase::Prepared) if here("/status/node") => step.take::<K>().await,
+        // Held by another node's agent: if that node is lost, nobody else would end it. Any
+        // agent looks after one being exposed; the agent that exposed it, after one prepared or
+        // moving elsewhere.
+        Phase::Known(phase @ PodVolumePhase::Accepted) => {
+            step.check_holder::<K>(phase, "/status/acceptedByNode", stored)
+                .await
+        }
+        Phase::Known(phase @ (PodVolumePhase::Prepared | PodVolumePhase::InProgress))
+            if here("/status/acceptedByNode") && !here("/status/node") =>
+        {
+            step.check_holder::<K>(phase, "/status/node", stored).await
+        }
         _ => Ok(Action::await_change()),
     }
 }
@@ -214,13 +231,14 @@ impl<M: Mover> Step<'_, M> {
             self.fail::<K>(accepted, reason).await;
             return Ok(Action::await_change());
         }
-        let timeout = SignedDuration::try_from(PREPARE_TIMEOUT).unwrap_or(SignedDuration::MAX);
+        let prepare_timeout = self.ctx.prepare_timeout;
+        let timeout = SignedDuration::try_from(prepare_timeout).unwrap_or(SignedDuration::MAX);
         if accepted_at.is_some_and(|since| Timestamp::now() > since + timeout) {
-            let waiting = pod_status.phase.unwrap_or_default();
             let reason = format!(
-                "its pod {} did not run within {} (it is {waiting})",
+                "its pod {} did not run within {} (it is {})",
                 self.name,
-                ark_api::duration::format(PREPARE_TIMEOUT)
+                ark_api::duration::format(prepare_timeout),
+                waiting(&pod)
             );
             self.fail::<K>(accepted, reason).await;
             return Ok(Action::await_change());
@@ -237,6 +255,11 @@ impl<M: Mover> Step<'_, M> {
             self.end::<K>(prepared, canceled).await;
             return Ok(Action::await_change());
         }
+        // Waits Prepared, its volume exposed, while the node moves as many as it may; held until
+        // the request has ended.
+        let Some(_data_path) = self.ctx.data_path() else {
+            return Ok(Action::requeue(DATA_PATH_WAIT));
+        };
         let started =
             json!({ "phase": PodVolumePhase::InProgress, "startTimestamp": patch::now() });
         let claim = patch::claim(
@@ -269,6 +292,33 @@ impl<M: Mover> Step<'_, M> {
             }
         };
         self.end::<K>(PodVolumePhase::InProgress, status).await;
+        Ok(Action::await_change())
+    }
+
+    /// A request another node's agent holds in `phase` (that node named at `node_field`): failed,
+    /// and what its exposure made removed, once that node is lost (gone, or not Ready for
+    /// [`NODE_LOST_AFTER`]); looked at again every [`HOLDER_CHECK`] until then.
+    async fn check_holder<K: Movable>(
+        &self,
+        phase: PodVolumePhase,
+        node_field: &str,
+        stored: &Value,
+    ) -> Result<Action, ReconcileError> {
+        let Some(node) = stored.pointer(node_field).and_then(Value::as_str) else {
+            return Ok(Action::await_change());
+        };
+        let nodes = Api::<Node>::all(self.ctx.kube.client.clone());
+        let lost = match nodes.get_opt(node).await? {
+            None => format!("node {node}, whose agent held it {phase:?}, is gone"),
+            Some(held) => match not_ready_for(&held) {
+                Some(since) if since >= NODE_LOST_AFTER => format!(
+                    "node {node}, whose agent held it {phase:?}, has not been Ready for {}",
+                    ark_api::duration::format(since)
+                ),
+                _ => return Ok(Action::requeue(HOLDER_CHECK)),
+            },
+        };
+        self.fail::<K>(phase, lost).await;
         Ok(Action::await_change())
     }
 
@@ -518,6 +568,42 @@ fn cannot_run(pod: &Pod) -> Option<String> {
                 w.message.clone().unwrap_or_default()
             )
         })
+}
+
+/// How long `node` has not been Ready, if it is not.
+fn not_ready_for(node: &Node) -> Option<Duration> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    let ready = conditions.iter().find(|c| c.type_ == "Ready")?;
+    if ready.status == "True" {
+        return None;
+    }
+    let since = ready.last_transition_time.as_ref()?.0;
+    let elapsed = Timestamp::now().duration_since(since);
+    Some(Duration::try_from(elapsed).unwrap_or_default())
+}
+
+/// What a pod that does not run waits for, in the scheduler's or the kubelet's words: `Pending,
+/// not scheduled: 0/3 nodes are available: ...`.
+fn waiting(pod: &Pod) -> String {
+    let status = pod.status.clone().unwrap_or_default();
+    let phase = status.phase.unwrap_or_else(|| "not started".into());
+    let conditions = status.conditions.unwrap_or_default();
+    let unscheduled = conditions
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False");
+    let container = (status.container_statuses.iter().flatten())
+        .find_map(|c| c.state.as_ref()?.waiting.as_ref());
+    match (unscheduled, container) {
+        (Some(condition), _) => format!(
+            "{phase}, not scheduled: {}",
+            condition.message.as_deref().unwrap_or("no reason given")
+        ),
+        (None, Some(waiting)) => format!(
+            "{phase}, its container waiting: {}",
+            waiting.reason.as_deref().unwrap_or("no reason given")
+        ),
+        (None, None) => phase,
+    }
 }
 
 /// Deletes an object and waits until it is gone, within `timeout`.

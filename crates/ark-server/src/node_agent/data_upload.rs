@@ -156,10 +156,25 @@ impl Mover for Uploading<'_> {
             .await;
         warn("its VolumeSnapshot", deleted);
         if let Some(source) = &self.upload.spec.csi_snapshot {
-            let deleted = csi::volume_snapshots(client, &self.upload.spec.source_namespace)
-                .delete(&source.volume_snapshot, &DeleteParams::default())
-                .await;
-            warn("the claim's VolumeSnapshot", deleted);
+            let snapshots = csi::volume_snapshots(client, &self.upload.spec.source_namespace);
+            // Only the snapshot this upload's backup cut, as it was read: never one that
+            // merely has the name the upload gives.
+            match snapshots.get_opt(&source.volume_snapshot).await {
+                Ok(Some(snapshot)) if self.cut_for_this_upload(&snapshot).is_ok() => {
+                    let deleted = snapshots
+                        .delete(
+                            &source.volume_snapshot,
+                            &DeleteParams::default().preconditions(kube::api::Preconditions {
+                                uid: snapshot.metadata.uid.clone(),
+                                resource_version: None,
+                            }),
+                        )
+                        .await;
+                    warn("the claim's VolumeSnapshot", deleted);
+                }
+                Ok(_) => {}
+                Err(error) => warn("the claim's VolumeSnapshot", Err(error)),
+            }
         }
     }
 }
@@ -206,6 +221,8 @@ impl Uploading<'_> {
         let snapshot = ready(&snapshots, &source.volume_snapshot, timeout)
             .await
             .map_err(|e| format!("{shown_snapshot}: {e}"))?;
+        self.cut_for_this_upload(&snapshot)
+            .map_err(|e| format!("{shown_snapshot} {e}"))?;
         let content_name = (SnapshotStatus::of(&snapshot.data).bound_content)
             .ok_or_else(|| format!("{shown_snapshot} has no content"))?
             .to_string();
@@ -317,6 +334,30 @@ impl Uploading<'_> {
         delete_and_wait(&contents, &content_name, found.timeout)
             .await
             .map_err(|e| format!("removing VolumeSnapshotContent {content_name}: {e}"))
+    }
+
+    /// Whether `snapshot` is the one this upload's backup cut of its claim: labelled with the
+    /// upload's backup, as Velero's PVC action labels it, and of the upload's claim. An upload
+    /// made by hand could otherwise take any snapshot of any namespace over, and delete it.
+    fn cut_for_this_upload(&self, snapshot: &DynamicObject) -> Result<(), String> {
+        let backup = self.upload.labels().get(labels::BACKUP_NAME);
+        let Some(backup) = backup.filter(|b| !b.is_empty()) else {
+            return Err(format!(
+                "is not moved: the upload has no {} label",
+                labels::BACKUP_NAME
+            ));
+        };
+        if snapshot.labels().get(labels::BACKUP_NAME) != Some(backup) {
+            return Err(format!("was not cut by backup {backup}"));
+        }
+        let claim = text(&snapshot.data, "/spec/source/persistentVolumeClaimName");
+        if claim != Some(self.upload.spec.source_pvc.as_str()) {
+            return Err(format!(
+                "is not a snapshot of claim {}",
+                self.upload.spec.source_pvc
+            ));
+        }
+        Ok(())
     }
 
     /// The class of the claim the snapshot was cut from.

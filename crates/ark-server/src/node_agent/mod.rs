@@ -97,6 +97,8 @@ pub struct NodeAgentOptions {
     pub shutdown_grace: Duration,
     /// Velero's node agent settings (`--node-agent-configmap`).
     pub configs: ark_api::NodeAgentConfigs,
+    /// How long a volume exposed for data movement may take to be ready (`--data-mover-prepare-timeout`).
+    pub prepare_timeout: Duration,
 }
 
 /// The agent's context, built once for its life.
@@ -104,9 +106,58 @@ pub struct Ctx {
     pub kube: Kube,
     pub node: String,
     pub host_pods: PathBuf,
+    /// Requests of each kind looked at once: as many as may move data at once.
     pub concurrency: u16,
+    /// The volumes this node moves data of at once, of every kind of request together, as in
+    /// Velero's data path manager.
+    pub data_paths: tokio::sync::Semaphore,
     pub repositories: OpenRepositories,
     pub configs: ark_api::NodeAgentConfigs,
+    /// How long an exposing pod may take to run, and a restored claim to be consumed.
+    pub prepare_timeout: Duration,
+}
+
+/// How soon a request that found every data path of its node taken is looked at again.
+const DATA_PATH_WAIT: Duration = Duration::from_secs(1);
+
+impl Ctx {
+    /// A data path of this node, held while a volume's data moves; None when all are taken (the
+    /// request waits in its phase, and is looked at again after [`DATA_PATH_WAIT`]).
+    fn data_path(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.data_paths.try_acquire().ok()
+    }
+}
+
+/// How many volumes this node moves at once: `--concurrency`, unless Velero's `loadConcurrency`
+/// says otherwise for this node (its rules select nodes by their labels; a node whose labels
+/// cannot be read gets the global number, as under Velero).
+async fn data_paths(client: &kube::Client, options: &NodeAgentOptions) -> usize {
+    let default = usize::from(options.concurrency.max(1));
+    if options.configs.load_concurrency.is_none() {
+        return default;
+    }
+    let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone());
+    let labels = match nodes.get(&options.node).await {
+        Ok(node) => node.metadata.labels.unwrap_or_default(),
+        Err(error) => {
+            tracing::warn!(
+                "reading node {}'s labels for loadConcurrency's rules: {error}; the global \
+                 number applies",
+                options.node
+            );
+            Default::default()
+        }
+    };
+    let paths = options.configs.data_paths(&labels, default);
+    for reason in &paths.passed_over {
+        tracing::warn!("loadConcurrency: rule passed over: {reason}");
+    }
+    tracing::info!(
+        "node {} moves the data of {} volume(s) at once",
+        options.node,
+        paths.number
+    );
+    paths.number
 }
 
 impl AsRef<Kube> for Ctx {
@@ -123,6 +174,9 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         options.namespace,
         options.host_pods.display()
     );
+    // An upload a failed bucket call ends cannot be resumed, and nobody waits at a prompt for it:
+    // the agent rides out a bucket gone for a minute or two rather than fail the backup.
+    ark_storage::set_patience(ark_storage::Patience::Background);
     let mut process = Process::start(options.metrics_address);
     let identity = format!("node-agent-{}", options.node);
     let (kube, stop) = Kube::new(
@@ -131,13 +185,16 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         &identity,
         process.metrics.clone(),
     );
+    let data_paths = data_paths(&client, &options).await;
     let ctx = Arc::new(Ctx {
         repositories: OpenRepositories::new(client, options.namespace.clone()),
         kube: kube.clone(),
         node: options.node.clone(),
         host_pods: options.host_pods.clone(),
-        concurrency: options.concurrency.max(1),
+        concurrency: u16::try_from(data_paths).unwrap_or(u16::MAX),
+        data_paths: tokio::sync::Semaphore::new(data_paths),
         configs: options.configs.clone(),
+        prepare_timeout: options.prepare_timeout,
     });
     let term = Term {
         start_up: fail_interrupted(ctx.clone()).boxed(),

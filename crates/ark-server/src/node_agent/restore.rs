@@ -18,7 +18,7 @@ use kube::{Api, ResourceExt as _};
 use serde_json::json;
 
 use super::volume_path;
-use super::{Ctx, ProgressReport, progress};
+use super::{Ctx, DATA_PATH_WAIT, ProgressReport, progress};
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::{self, Phase, Readable};
 use crate::runtime::patch;
@@ -70,6 +70,10 @@ async fn reconcile(
     if !restore_wait_runs(&pod) {
         return Ok(Action::requeue(NOT_YET));
     }
+    // Held until the restore has ended.
+    let Some(_data_path) = ctx.data_path() else {
+        return Ok(Action::requeue(DATA_PATH_WAIT));
+    };
     let name = cached.name();
     let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
     let now = patch::now();

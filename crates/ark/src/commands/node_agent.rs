@@ -25,9 +25,13 @@ pub struct NodeAgentArgs {
     #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
     pub shutdown_grace: std::time::Duration,
     /// The ConfigMap in the namespace holding Velero's node agent settings (one JSON document:
-    /// loadAffinity, backupPVC, restorePVC)
+    /// loadConcurrency, loadAffinity, backupPVC, restorePVC)
     #[arg(long, value_name = "NAME")]
     pub node_agent_configmap: Option<String>,
+    /// How long a volume exposed for snapshot data movement may take to be ready: its pod to run,
+    /// or a restored claim that binds on first use to be scheduled (Velero's flag)
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    pub data_mover_prepare_timeout: std::time::Duration,
 }
 
 /// The settings of ConfigMap `name` in `namespace`: its only value, read as Velero's node agent
@@ -82,6 +86,7 @@ pub async fn run(global: &GlobalArgs, args: NodeAgentArgs) -> anyhow::Result<Exi
         metrics_address: args.metrics_address,
         shutdown_grace: args.shutdown_grace,
         configs,
+        prepare_timeout: args.data_mover_prepare_timeout,
     };
     ark_server::node_agent::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

@@ -143,13 +143,19 @@ pub const SERVER_NAMESPACE: Role = Role {
 /// The node agent, cluster-wide: it finds a pod's volume on its node from the pod, its claim, the
 /// claim's volume and the CSI drivers; to move a CSI snapshot's data it takes the snapshot over
 /// from the claim's namespace into ark's, and lets the volume it made from it go; to write moved
-/// data back it reads the restored claim's class and hands the volume it wrote to that claim.
+/// data back it reads the restored claim's class and hands the volume it wrote to that claim. It
+/// reads its node's labels (Velero's `loadConcurrency` rules select nodes by them).
 pub const NODE_AGENT_CLUSTER: Role = Role {
     name: "node-agent",
     rules: &[
         Rule {
             groups: &[""],
-            resources: &["pods", "persistentvolumeclaims", "persistentvolumes"],
+            resources: &[
+                "pods",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+                "nodes",
+            ],
             verbs: &["get"],
             names: &[],
         },
