@@ -673,6 +673,50 @@ pub fn warn_unless_gone<T>(what: &str, name: &str, removing: &str, result: kube:
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_pod_that_does_not_run_is_described_in_the_scheduler_s_or_the_kubelet_s_words() {
+        let pod =
+            |status: Value| -> Pod { serde_json::from_value(json!({ "status": status })).unwrap() };
+        let unscheduled = pod(
+            json!({ "phase": "Pending", "conditions": [{ "type": "PodScheduled",
+            "status": "False", "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity." }] }),
+        );
+        assert_eq!(
+            waiting(&unscheduled),
+            "Pending, not scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node \
+             affinity."
+        );
+        let pulling = pod(
+            json!({ "phase": "Pending", "containerStatuses": [{ "name": "hold",
+            "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": { "waiting": { "reason": "ContainerCreating" } } }] }),
+        );
+        assert_eq!(
+            waiting(&pulling),
+            "Pending, its container waiting: ContainerCreating"
+        );
+        assert_eq!(waiting(&pod(json!({}))), "not started");
+    }
+
+    #[test]
+    fn a_node_is_not_ready_from_its_ready_condition_s_last_transition() {
+        let node = |status: &str, since: Timestamp| -> Node {
+            serde_json::from_value(json!({ "status": { "conditions": [{ "type": "Ready",
+                "status": status, "lastTransitionTime": since.to_string() }] } }))
+            .unwrap()
+        };
+        let ten_minutes_ago = Timestamp::now() - SignedDuration::from_mins(10);
+        assert_eq!(not_ready_for(&node("True", ten_minutes_ago)), None);
+        let unknown = not_ready_for(&node("Unknown", ten_minutes_ago)).unwrap();
+        assert!(unknown >= Duration::from_secs(599), "{unknown:?}");
+        assert!(not_ready_for(&node("False", Timestamp::now())).unwrap() < NODE_LOST_AFTER);
+        assert_eq!(
+            not_ready_for(&serde_json::from_value(json!({})).unwrap()),
+            None
+        );
+    }
+
     fn agents() -> DaemonSet {
         serde_json::from_value(json!({
             "metadata": { "name": "node-agent" },
