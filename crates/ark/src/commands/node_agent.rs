@@ -14,7 +14,8 @@ pub struct NodeAgentArgs {
     /// Where the kubelet's pod directory (<kubelet root>/pods) is mounted
     #[arg(long, value_name = "DIR", default_value = "/host_pods")]
     pub host_pods: PathBuf,
-    /// Volume backups and restores carried out at once on this node
+    /// Volumes whose data moves at once on this node (pod volume backups and restores, data
+    /// uploads and downloads together), unless the settings' loadConcurrency says otherwise
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:8086)
