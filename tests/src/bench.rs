@@ -414,7 +414,7 @@ pub async fn each_tool(
 ) -> BTreeMap<(String, &'static str), [Cost; 3]> {
     let mut costs = BTreeMap::new();
     let prefix = unique_name(&format!("{what}/ark"));
-    let installed = crate::node_agent::Installed::install(cluster, ark, image, &prefix, None).await;
+    let installed = crate::node_agent::Installed::install(cluster, ark, image, &prefix).await;
     let tool = Tool {
         name: "ark",
         ns: installed.ns.clone(),

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::wait::{Condition, await_condition};
@@ -892,14 +893,45 @@ pub fn cpu_seconds_of(name: &str) -> f64 {
         .sum()
 }
 
-/// `127.0.0.1:<port>` with a port free a moment ago: for a server's `--metrics-address`.
-pub fn free_local_address() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A port of the host free a moment ago (the kernel's pick, out of the way of fixed ports).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
-    format!("127.0.0.1:{port}")
+        .port()
+}
+
+/// `127.0.0.1:<port>` with a port free a moment ago: for a server's `--metrics-address`.
+pub fn free_local_address() -> String {
+    format!("127.0.0.1:{}", free_port())
+}
+
+/// Whether every pod of `daemon_set` runs its latest template and is available, as `kubectl
+/// rollout status` waits for. Ready pods alone are not enough: an agent patched right after it
+/// is applied can have a pod of the first template ready while the rollout deletes it.
+pub fn daemon_set_rolled_out(daemon_set: &DaemonSet) -> bool {
+    let Some(status) = daemon_set.status.as_ref() else {
+        return false;
+    };
+    status.observed_generation == daemon_set.metadata.generation
+        && status.desired_number_scheduled >= 1
+        && status.updated_number_scheduled == Some(status.desired_number_scheduled)
+        && status.number_available == Some(status.desired_number_scheduled)
+        && status.number_ready == status.desired_number_scheduled
+}
+
+/// Whether every replica of `deployment` runs its latest template and is available, and no pod
+/// of an older one is left (`kubectl rollout status`).
+pub fn deployment_rolled_out(deployment: &Deployment) -> bool {
+    let (Some(spec), Some(status)) = (deployment.spec.as_ref(), deployment.status.as_ref()) else {
+        return false;
+    };
+    let wanted = spec.replicas.unwrap_or(1);
+    status.observed_generation == deployment.metadata.generation
+        && status.updated_replicas == Some(wanted)
+        && status.available_replicas == Some(wanted)
+        && status.replicas == Some(wanted)
 }
 
 /// The body of `GET <path>` on the server's metrics address (`host:port`), within 10 s.

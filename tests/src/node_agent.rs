@@ -19,31 +19,35 @@ use crate::Cluster;
 pub struct Installed {
     pub ns: String,
     pub prefix: String,
+    /// Where the node agent serves its metrics, on the host.
+    pub agent_metrics: std::net::SocketAddr,
     _cleanup: Vec<Box<dyn std::any::Any>>,
 }
 
+/// How a test installs ark beyond the defaults.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// Where the node agent reaches the API server (the proxy of a fault test).
+    pub api_server: Option<std::net::SocketAddr>,
+    /// The location's S3 endpoint, for the server and the agent (the proxy of a fault test).
+    pub s3_url: Option<&'a str>,
+    /// Velero's node agent settings (JSON, in the ConfigMap `agent-settings`).
+    pub agent_settings: Option<&'a str>,
+}
+
 impl Installed {
-    /// ark (the binary `ark`, its image `image`) installed over the location at `prefix`, the
-    /// agent reaching the API server at `api_server` when given (the proxy of a fault test).
-    pub async fn install(
-        cluster: &Cluster,
-        ark: &Path,
-        image: &str,
-        prefix: &str,
-        api_server: Option<std::net::SocketAddr>,
-    ) -> Installed {
-        Self::install_with(cluster, ark, image, prefix, api_server, None).await
+    /// ark (the binary `ark`, its image `image`) installed over the location at `prefix`.
+    pub async fn install(cluster: &Cluster, ark: &Path, image: &str, prefix: &str) -> Installed {
+        Self::install_with(cluster, ark, image, prefix, Options::default()).await
     }
 
-    /// [`install`](Self::install), the agent started with Velero's node agent settings
-    /// `agent_settings` (JSON, in the ConfigMap `agent-settings`) when given.
+    /// [`install`](Self::install), with `options`.
     pub async fn install_with(
         cluster: &Cluster,
         ark: &Path,
         image: &str,
         prefix: &str,
-        api_server: Option<std::net::SocketAddr>,
-        agent_settings: Option<&str>,
+        options: Options<'_>,
     ) -> Installed {
         let client = cluster.client().await;
         let ns = crate::unique_name("ark-agent");
@@ -61,13 +65,11 @@ impl Installed {
         let dir = tempfile::tempdir().unwrap();
         let secret_file = dir.path().join("credentials");
         std::fs::write(&secret_file, location.credentials.as_deref().unwrap()).unwrap();
-        let config = format!(
-            "region=us-east-1,s3ForcePathStyle=true,s3Url={}",
-            cluster.s3_endpoint
-        );
+        let s3_url = options.s3_url.unwrap_or(&cluster.s3_endpoint);
+        let config = format!("region=us-east-1,s3ForcePathStyle=true,s3Url={s3_url}");
         let pods_dir = cluster.real_node_pods.as_ref().expect("the real node");
         let mut settings_flag = Vec::new();
-        if let Some(settings) = agent_settings {
+        if let Some(settings) = options.agent_settings {
             let namespaces = Api::<Namespace>::all(client.clone());
             let namespace = serde_json::json!({ "metadata": { "name": ns } });
             let namespace = serde_json::from_value(namespace).unwrap();
@@ -85,44 +87,63 @@ impl Installed {
                 .unwrap();
             settings_flag = vec!["--node-agent-configmap", "agent-settings"];
         }
-        let install = |more: &[&str]| {
-            let mut args = vec![
-                "install",
-                "--provider",
-                "aws",
-                "--bucket",
-                &location.bucket,
-                "--prefix",
-                &prefix,
-                "--secret-file",
-                secret_file.to_str().unwrap(),
-                "--backup-location-config",
-                &config,
-                "--image",
-                image,
-                "--use-node-agent",
-                "--kubelet-pods-dir",
-                pods_dir.to_str().unwrap(),
-            ];
-            args.extend(&settings_flag);
-            args.extend(more);
-            run_ark(cluster, ark, &ns, &args)
-        };
-        install(&[]);
-        Api::<Deployment>::namespaced(client.clone(), &ns)
-            .patch(
-                "ark",
-                &PatchParams::default(),
-                &Patch::Strategic(cluster.test_ground_patch("ark")),
-            )
-            .await
-            .unwrap();
-        let mut agent_patch = cluster.test_ground_patch("node-agent");
-        if let Some(api_server) = api_server {
+        let mut args = vec![
+            "install",
+            "--provider",
+            "aws",
+            "--bucket",
+            &location.bucket,
+            "--prefix",
+            &prefix,
+            "--secret-file",
+            secret_file.to_str().unwrap(),
+            "--backup-location-config",
+            &config,
+            "--image",
+            image,
+            "--use-node-agent",
+            "--kubelet-pods-dir",
+            pods_dir.to_str().unwrap(),
+        ];
+        args.extend(&settings_flag);
+        // Not `--wait`: what it waits for runs once the test ground's patch below is in.
+        run_ark(cluster, ark, &ns, &args);
+        // Ports of its own on the host's network, which other installs share, and Velero's node
+        // agent (on Velero's 8085): tests of the real node run side by side.
+        let deployments = Api::<Deployment>::namespaced(client.clone(), &ns);
+        let daemon_sets = Api::<DaemonSet>::namespaced(client.clone(), &ns);
+        let server_patch = serving_on(
+            cluster.test_ground_patch("ark"),
+            &container_args(deployments.get("ark").await.unwrap().spec.unwrap().template),
+            crate::free_port(),
+        );
+        let agent_port = crate::free_port();
+        let mut agent_patch = serving_on(
+            cluster.test_ground_patch("node-agent"),
+            &container_args(
+                daemon_sets
+                    .get("node-agent")
+                    .await
+                    .unwrap()
+                    .spec
+                    .unwrap()
+                    .template,
+            ),
+            agent_port,
+        );
+        if let Some(api_server) = options.api_server {
             agent_patch["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"] =
                 serde_json::json!(api_server.port().to_string());
         }
-        Api::<DaemonSet>::namespaced(client.clone(), &ns)
+        deployments
+            .patch(
+                "ark",
+                &PatchParams::default(),
+                &Patch::Strategic(server_patch),
+            )
+            .await
+            .unwrap();
+        daemon_sets
             .patch(
                 "node-agent",
                 &PatchParams::default(),
@@ -130,14 +151,29 @@ impl Installed {
             )
             .await
             .unwrap();
-        let waited = install(&["--wait", "--timeout", "2m"]);
-        assert!(
-            waited.ends_with(&format!("ark is running in namespace {ns}\n")),
-            "{waited}"
-        );
+        let rollout = Duration::from_secs(120);
+        let server = |d: Option<&Deployment>| d.is_some_and(crate::deployment_rolled_out);
+        let agents = |d: Option<&DaemonSet>| d.is_some_and(crate::daemon_set_rolled_out);
+        let rolled_out = async {
+            crate::wait_for(deployments, "ark", server, rollout).await?;
+            crate::wait_for(daemon_sets, "node-agent", agents, rollout).await
+        };
+        if let Err(error) = rolled_out.await {
+            let pods = crate::output_within(
+                Command::new("kubectl")
+                    .args(["describe", "pods", "-n", &ns])
+                    .env("KUBECONFIG", &cluster.kubeconfig),
+                crate::COMMAND_LIMIT,
+            );
+            panic!(
+                "ark in {ns} is not running on the real node: {error:#}\n{}",
+                String::from_utf8_lossy(&pods.stdout)
+            );
+        }
         Installed {
             ns,
             prefix,
+            agent_metrics: std::net::SocketAddr::from(([127, 0, 0, 1], agent_port)),
             _cleanup: cleanup,
         }
     }
@@ -163,6 +199,36 @@ impl Installed {
         }
         crate::wait_deleted(namespaces, &namespace, Duration::from_secs(10)).await;
     }
+}
+
+/// The arguments of a pod template's only container.
+fn container_args(template: k8s_openapi::api::core::v1::PodTemplateSpec) -> Vec<String> {
+    let containers = template.spec.unwrap().containers;
+    containers[0].args.clone().unwrap_or_default()
+}
+
+/// The test ground's `patch` of an installed workload, its container also serving its metrics
+/// and health endpoints on `port`: its `--metrics-address` in `args` (as installed) and its one
+/// port, replaced (a host port is held by its number: one added beside it would still be held).
+fn serving_on(mut patch: serde_json::Value, args: &[String], port: u16) -> serde_json::Value {
+    let address = "--metrics-address=";
+    assert!(
+        args.iter().any(|a| a.starts_with(address)),
+        "installed with no {address}: {args:?}"
+    );
+    let args: Vec<String> = (args.iter())
+        .map(|arg| match arg.starts_with(address) {
+            true => format!("{address}0.0.0.0:{port}"),
+            false => arg.clone(),
+        })
+        .collect();
+    let container = &mut patch["spec"]["template"]["spec"]["containers"][0];
+    container["args"] = serde_json::json!(args);
+    container["ports"] = serde_json::json!([
+        { "$patch": "replace" },
+        { "name": "metrics", "containerPort": port },
+    ]);
+    patch
 }
 
 /// Runs `ark ARGS -n NS` (the binary `ark`) against the cluster and insists that it succeeds: its

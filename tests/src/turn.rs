@@ -13,10 +13,13 @@ pub struct Turn {
 }
 
 impl Turn {
-    /// The real node's host network: ark's server and node agent installed there, and Velero's
-    /// node agent, take the host's ports (the test ground's API server listens on 127.0.0.1).
-    pub async fn real_node_host_network() -> Turn {
-        Self::take("real-node-host-network").await
+    /// The fixed ports of the real node's host network (the test ground's pods take the host's
+    /// network: its API server listens on 127.0.0.1): Velero's node agent serves on 8085 and its
+    /// controller manager on 8080, ark installed with its own defaults on 8085 and 8086 (the
+    /// demo, say). ark installed by the tests' harness (`node_agent::Installed`) serves on ports
+    /// of its own and needs no turn: the tests of ark's agent run side by side.
+    pub async fn fixed_host_ports() -> Turn {
+        Self::take("fixed-host-ports").await
     }
 
     /// Velero's server: its controller manager always serves metrics on `:8080`.

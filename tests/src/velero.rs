@@ -247,7 +247,7 @@ impl NodeAgent {
         crate::wait_for(
             daemon_sets,
             "node-agent",
-            |ds: Option<&DaemonSet>| ds.is_some_and(rolled_out),
+            |ds: Option<&DaemonSet>| ds.is_some_and(crate::daemon_set_rolled_out),
             std::time::Duration::from_secs(120),
         )
         .await
@@ -259,22 +259,6 @@ impl NodeAgent {
         });
         NodeAgent { _cleanup: cleanup }
     }
-}
-
-/// Whether every pod of `daemon_set` runs its latest template and is available, as `kubectl
-/// rollout status` waits for. Ready pods alone are not enough: the agent is patched right after it
-/// is applied, and a pod of the first template can be ready while the rollout deletes it, so a
-/// backup started then finds no agent running on the node (Velero's "daemonset pod not found in
-/// running state").
-fn rolled_out(daemon_set: &DaemonSet) -> bool {
-    let Some(status) = daemon_set.status.as_ref() else {
-        return false;
-    };
-    status.observed_generation == daemon_set.metadata.generation
-        && status.desired_number_scheduled >= 1
-        && status.updated_number_scheduled == Some(status.desired_number_scheduled)
-        && status.number_available == Some(status.desired_number_scheduled)
-        && status.number_ready == status.desired_number_scheduled
 }
 
 /// What a failing test needs to see of Velero's pods in `ns` (the agent and the pods it makes
@@ -508,15 +492,6 @@ async fn apply(client: &kube::Client, ns: &str, object: serde_json::Value) {
     .unwrap_or_else(|e| panic!("apply {} {name}: {e}", gvk.kind));
 }
 
-/// A free TCP port on 127.0.0.1 (Velero's server listens on two).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `velero server -n NS` as a local process with the AWS plugin, stopped when dropped; its log is
 /// printed if the test fails. Velero reads its own Deployment (`velero`) for the image it puts in
 /// restored pods, so a stand-in Deployment runs on the kwok nodes, as `velero install` would make.
@@ -612,8 +587,14 @@ impl VeleroServer {
         }
         .args(["server", "-n", ns, "--plugin-dir"])
         .arg(&plugins)
-        .args(["--metrics-address", &format!("127.0.0.1:{}", free_port())])
-        .args(["--profiler-address", &format!("127.0.0.1:{}", free_port())])
+        .args([
+            "--metrics-address",
+            &format!("127.0.0.1:{}", crate::free_port()),
+        ])
+        .args([
+            "--profiler-address",
+            &format!("127.0.0.1:{}", crate::free_port()),
+        ])
         .args([
             "--backup-sync-period",
             "2s",

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ark_api::{PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
-pub use ark_tests::node_agent::Installed;
+pub use ark_tests::node_agent::{Installed, Options};
 use ark_tests::{BUSYBOX, Cluster};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
@@ -31,24 +31,17 @@ pub async fn install(cluster: &Cluster) -> Installed {
     install_at(cluster, &ark_tests::unique_name("agent")).await
 }
 
-/// [`install`], the agent reaching the API server at `api_server` (the proxy of a fault test).
-pub async fn install_through(cluster: &Cluster, api_server: std::net::SocketAddr) -> Installed {
+/// [`install`], with `options` (a fault test's proxies, the agent's settings).
+pub async fn install_with(cluster: &Cluster, options: Options<'_>) -> Installed {
     let prefix = ark_tests::unique_name("agent");
     let ark = std::path::Path::new(super::ARK);
-    Installed::install(
-        cluster,
-        ark,
-        super::ark_image(cluster),
-        &prefix,
-        Some(api_server),
-    )
-    .await
+    Installed::install_with(cluster, ark, super::ark_image(cluster), &prefix, options).await
 }
 
 /// [`install`], over the location at `prefix` (one another tool wrote).
 pub async fn install_at(cluster: &Cluster, prefix: &str) -> Installed {
     let ark = std::path::Path::new(super::ARK);
-    Installed::install(cluster, ark, super::ark_image(cluster), prefix, None).await
+    Installed::install(cluster, ark, super::ark_image(cluster), prefix).await
 }
 
 /// A pod on the real node writing a small tree into its volume `data` (named in Velero's

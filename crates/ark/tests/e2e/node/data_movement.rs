@@ -11,13 +11,14 @@ use ark_api::{
     RestorePhase,
 };
 use ark_tests::kopia::Kopia;
+use ark_tests::proxy::PausableProxy;
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::database;
-use common::node_agent::{WAIT, install, is_ready, lose};
+use common::node_agent::{Options, WAIT, install, install_with, is_ready, lose};
 use common::volume_policies::{application, contents, methods};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch};
 use kube::{Api, Client, ResourceExt};
 
 fn snapshot_api(kind: &str) -> ApiResource {
@@ -78,7 +79,6 @@ async fn left(client: &Client, namespaces: &[&str], ark: &str) -> Vec<String> {
 /// claim naming it), and no snapshot, claim or pod of the exposure is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_leaves_no_snapshot() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -303,14 +303,20 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
 
 /// The node agent killed while it moves a claim's snapshot data: the agent the kubelet starts in
 /// its place fails the upload it finds InProgress (nobody carries it on) and removes what its
-/// exposure made, the backup ends PartiallyFailed at once rather than at its timeout, and the next
-/// backup moves the claim's data whole.
+/// exposure made, and the backup ends PartiallyFailed at once rather than at its timeout. The next
+/// backup's upload rides out a bucket that stops answering for 45 s once it is under way (the agent
+/// is patient where no person waits), and moves the claim's data whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothing_behind() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+async fn a_killed_agent_s_upload_fails_and_the_next_rides_out_a_silent_bucket_whole() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let installed = install(&cluster).await;
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let s3_url = s3.url();
+    let options = Options {
+        s3_url: Some(&s3_url),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
     let ns = &installed.ns;
     let app = cluster.namespace("moved-killed").await;
     let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
@@ -345,23 +351,7 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
         &[&backup[..], &["--snapshot-move-data"]].concat(),
     );
     let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
-    let of_b1 = ListParams::default().labels("velero.io/backup-name=b1");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let name = loop {
-        let listed = uploads.list(&of_b1).await.unwrap().items;
-        let phase = |u: &DataUpload| u.status.as_ref().and_then(|s| s.phase);
-        if let Some(upload) = listed
-            .iter()
-            .find(|u| phase(u) == Some(PodVolumePhase::InProgress))
-        {
-            break upload.name_any();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no InProgress data upload: {listed:#?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let name = moving(&uploads, "b1").await;
     let pid = common::ark_pid("node-agent", ns).expect("the node agent's process on this host");
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -383,7 +373,9 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
     let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
     // Past its operations too: the failed upload is found at the next check of them.
     let terminal = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
-    let b1 = wait_for(backups, "b1", terminal, WAIT).await.unwrap();
+    let b1 = wait_for(backups.clone(), "b1", terminal, WAIT)
+        .await
+        .unwrap();
     assert_eq!(b1.status.unwrap().phase, Some(BackupPhase::PartiallyFailed));
     assert_eq!(
         left(&client, &[&app.name, ns], ns).await,
@@ -391,21 +383,33 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
     );
 
     let again = ["backup", "create", "b2", "--include-namespaces", &app.name];
-    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
-    let second = common::ark(
-        Some(&cluster),
-        &[&again[..], &flags[..], &["-n", ns]].concat(),
+    ark_ok(
+        &cluster,
+        ns,
+        &[&again[..], &["--snapshot-move-data"]].concat(),
     );
-    let of_b2 = ListParams::default().labels("velero.io/backup-name=b2");
-    let moved = uploads.list(&of_b2).await.unwrap().items;
-    assert!(
-        second.status.success(),
-        "{}{}\n{}\n{moved:#?}",
-        common::text(&second.stdout),
-        common::text(&second.stderr),
+    let name = moving(&uploads, "b2").await;
+    s3.pause();
+    tokio::time::sleep(std::time::Duration::from_secs(45)).await;
+    // Nothing moves without the bucket; before the agent was patient, the upload failed at 30 s.
+    let paused = uploads.get(&name).await.unwrap().status.unwrap();
+    assert_eq!(
+        paused.phase,
+        Some(PodVolumePhase::InProgress),
+        "{paused:#?}"
+    );
+    s3.resume();
+    let b2 = wait_for(backups.clone(), "b2", terminal, WAIT)
+        .await
+        .unwrap();
+    let moved = uploads.get(&name).await.unwrap();
+    assert_eq!(
+        b2.status.as_ref().unwrap().phase,
+        Some(BackupPhase::Completed),
+        "{}\n{moved:#?}",
         ark_ok(&cluster, ns, &["backup", "describe", "b2", "--details"]),
     );
-    let status = moved[0].status.clone().unwrap();
+    let status = moved.status.unwrap();
     assert_eq!(status.phase, Some(PodVolumePhase::Completed), "{status:#?}");
     let done = status.progress.unwrap().bytes_done.unwrap();
     assert!(done >= 200_000_000, "{done} bytes moved");
@@ -417,6 +421,26 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
     installed.uninstall(&cluster).await;
 }
 
+/// The DataUpload of `backup` once the agent moves its data (InProgress).
+async fn moving(uploads: &Api<DataUpload>, backup: &str) -> String {
+    let of_backup = ListParams::default().labels(&format!("velero.io/backup-name={backup}"));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let listed = uploads.list(&of_backup).await.unwrap().items;
+        let moving = |u: &&DataUpload| {
+            u.status.as_ref().and_then(|s| s.phase) == Some(PodVolumePhase::InProgress)
+        };
+        if let Some(upload) = listed.iter().find(moving) {
+            return upload.name_any();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no data upload of {backup} moving: {listed:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The disaster: the namespace and every snapshot of its claims are gone, only the bucket is
 /// left. The restore brings `files` back with its bytes from the kopia snapshot the backup moved
 /// (a DataDownload, on the real node: a volume written in ark's namespace, then handed to the
@@ -426,7 +450,6 @@ async fn the_node_agent_killed_mid_upload_fails_the_data_upload_and_leaves_nothi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_snapshots_are_gone()
 {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -514,8 +537,8 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
     );
     let operation = &download.labels()["velero.io/async-operation-id"];
     assert!(operation.starts_with("dd-"), "{operation}");
-    // The agent's metrics, under Velero's node agent names (its host network's port).
-    let scraped = ark_tests::scrape("127.0.0.1:8086", "/metrics");
+    // The agent's metrics, under Velero's node agent names (its port of the host's network).
+    let scraped = ark_tests::scrape(&installed.agent_metrics.to_string(), "/metrics");
     for line in [
         "podVolume_data_upload_success_total{node=\"127.0.0.1\"} 1\n",
         "podVolume_data_download_success_total{node=\"127.0.0.1\"} 1\n",
@@ -580,7 +603,6 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
 /// whose storage class is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_leave_nothing() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -692,28 +714,147 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
     installed.uninstall(&cluster).await;
 }
 
+/// DataUploads the agent cannot carry out end Failed with their reason and leave nothing in ark's
+/// namespace: two made by hand that name snapshots their backup did not cut of their claim (one
+/// of another backup, one of another claim; both snapshots are left as they were, never taken
+/// over), and one held Prepared by a node that is gone (failed by the agent that accepted it).
+/// The agent reads its node's labels for Velero's `loadConcurrency` rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave_nothing() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let settings = r#"{ "loadConcurrency": { "globalConfig": 1, "perNodeConfig": [
+        { "nodeSelector": { "matchLabels": { "ark.test/real-node": "true" } }, "number": 2 } ] } }"#;
+    let options = Options {
+        agent_settings: Some(settings),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("hand-made").await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name);
+    let snapshots: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &app.name, &snapshot_api("VolumeSnapshot"));
+    for claim in ["data", "other"] {
+        let claim = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": claim },
+            "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+                "resources": { "requests": { "storage": "16Mi" } } },
+        }))
+        .unwrap();
+        claims.create(&Default::default(), &claim).await.unwrap();
+    }
+    for (name, backup, claim) in [("foreign", "other", "data"), ("of-other", "b", "other")] {
+        let snapshot = serde_json::from_value(serde_json::json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+            "metadata": { "name": name, "labels": { "velero.io/backup-name": backup } },
+            "spec": { "source": { "persistentVolumeClaimName": claim } },
+        }))
+        .unwrap();
+        snapshots
+            .create(&Default::default(), &snapshot)
+            .await
+            .unwrap();
+    }
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
+    let upload = |name: &str, snapshot: &str, datamover: &str| -> DataUpload {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+            "metadata": { "name": name, "labels": { "velero.io/backup-name": "b" } },
+            "spec": { "snapshotType": "CSI", "datamover": datamover,
+                "csiSnapshot": { "volumeSnapshot": snapshot, "storageClass": "ark-csi" },
+                "sourcePVC": "data", "sourceNamespace": app.name,
+                "backupStorageLocation": "default", "operationTimeout": "2m" },
+        }))
+        .unwrap()
+    };
+    for (name, snapshot) in [("foreign", "foreign"), ("other-claim", "of-other")] {
+        uploads
+            .create(&Default::default(), &upload(name, snapshot, ""))
+            .await
+            .unwrap();
+    }
+    // Made for another data mover (no agent of ark's looks at it) until it is held by a node
+    // that is not there, accepted by this one.
+    let lost_node = ark_tests::unique_name("lost-node");
+    uploads
+        .create(&Default::default(), &upload("held", "foreign", "other"))
+        .await
+        .unwrap();
+    let held = serde_json::json!({ "status": { "phase": "Prepared", "node": lost_node,
+        "acceptedByNode": "127.0.0.1" } });
+    uploads
+        .patch_status("held", &Default::default(), &Patch::Merge(&held))
+        .await
+        .unwrap();
+    let ours = serde_json::json!({ "spec": { "datamover": "velero" } });
+    uploads
+        .patch("held", &Default::default(), &Patch::Merge(&ours))
+        .await
+        .unwrap();
+
+    let ended = |u: Option<&DataUpload>| {
+        (u.and_then(|u| u.status.as_ref()).and_then(|s| s.phase))
+            .is_some_and(PodVolumePhase::is_final)
+    };
+    let mut messages = Vec::new();
+    for name in ["foreign", "other-claim", "held"] {
+        let upload = wait_for(uploads.clone(), name, ended, WAIT).await.unwrap();
+        let status = upload.status.unwrap();
+        assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
+        messages.push(status.message.unwrap_or_default());
+    }
+    assert_eq!(
+        messages,
+        [
+            format!(
+                "exposing its volume: VolumeSnapshot {}/foreign was not cut by backup b",
+                app.name
+            ),
+            format!(
+                "exposing its volume: VolumeSnapshot {}/of-other is not a snapshot of claim data",
+                app.name
+            ),
+            format!("node {lost_node}, whose agent held it Prepared, is gone"),
+        ]
+    );
+    for name in ["foreign", "of-other"] {
+        let snapshot = snapshots.get(name).await.unwrap();
+        assert_eq!(
+            snapshot.metadata.deletion_timestamp, None,
+            "{name} was left as it was"
+        );
+    }
+    assert_eq!(left(&client, &[], ns).await, Vec::<String>::new());
+    let agent_log = common::node_agent::kubectl(
+        &cluster,
+        &["logs", "-n", ns, "daemonset/node-agent", "--tail", "-1"],
+    );
+    assert!(
+        agent_log.contains("node 127.0.0.1 moves the data of 2 volume(s) at once"),
+        "{agent_log}"
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
 /// Velero's node agent settings, in the ConfigMap the agent is installed with: the pod exposing
 /// a snapshot runs on the nodes `loadAffinity` selects, and the claim made from the snapshot is
 /// what `backupPVC` says for its class (read-only, annotated; the pod mounts it read-only); the
 /// data is moved all the same, and nothing of the exposure is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_s_settings_place_and_shape_what_exposes_a_snapshot() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let settings = r#"{
         "loadAffinity": [{ "nodeSelector": { "matchLabels": { "ark.test/real-node": "true" } } }],
         "backupPVC": { "ark-csi": { "readOnly": true, "annotations": { "ark.test/exposed": "read-only" } } }
     }"#;
-    let installed = ark_tests::node_agent::Installed::install_with(
-        &cluster,
-        std::path::Path::new(common::ARK),
-        common::ark_image(&cluster),
-        &ark_tests::unique_name("settings"),
-        None,
-        Some(settings),
-    )
-    .await;
+    let options = Options {
+        agent_settings: Some(settings),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
     let ns = &installed.ns;
     let app = application(&cluster).await;
     // What exposes the snapshot, caught while it is there.
@@ -785,7 +926,6 @@ async fn the_node_agent_s_settings_place_and_shape_what_exposes_a_snapshot() {
 /// restore from the bucket alone: the rows are back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 #[tokio::test]
 async fn the_demo_runs_end_to_end_on_the_real_node() {
     // The demo installs ark and its node agent on the real node's host network.
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let script = ark_tests::checkout().join("scripts/demo.sh");
     let mut command = std::process::Command::new("bash");
     command

@@ -12,8 +12,8 @@ use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::node_agent::{
-    WAIT, backup_ended, big_pod, install, install_through, is_ready, keep, kubectl, lose, only_pvb,
-    only_pvr, reading_pvb, request_ended, writer_pod,
+    Options, WAIT, backup_ended, big_pod, install, install_with, is_ready, keep, kubectl, lose,
+    only_pvb, only_pvr, reading_pvb, request_ended, writer_pod,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -21,7 +21,6 @@ use kube::api::{ListParams, PostParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_starts() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -89,8 +88,8 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     );
     assert!(status.incremental_bytes.unwrap() > 3_000_000, "{status:#?}");
 
-    // The agent's metrics, under Velero's node agent names and labels (its host network's port).
-    let scraped = ark_tests::scrape("127.0.0.1:8086", "/metrics");
+    // The agent's metrics, under Velero's node agent names and labels (its port of the host's network).
+    let scraped = ark_tests::scrape(&installed.agent_metrics.to_string(), "/metrics");
     let pvb_name = pvb.metadata.name.as_deref().unwrap();
     let labels = format!(
         "node=\"127.0.0.1\",operation=\"{pvb_name}-default-{}-kopia-backup\",\
@@ -405,7 +404,6 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
 /// rows: those of before the backup.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_dumped_by_a_backup_hook_is_back_before_it_starts() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -644,7 +642,6 @@ async fn a_volume_on_a_node_without_a_node_agent_is_an_error_not_a_wait() {
 /// it byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -765,11 +762,14 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
 /// never tried again) and the backup waited out its 4 h timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let api = ark_tests::proxy::PausableProxy::start(cluster.api_server_address()).await;
-    let installed = install_through(&cluster, api.address).await;
+    let options = Options {
+        api_server: Some(api.address),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
     let ns = &installed.ns;
     let app = cluster.namespace("api-gone").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
@@ -888,7 +888,6 @@ async fn blobs_of(
 /// the repository and why, and nothing in it is changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repository_with_another_password_fails_the_request_and_is_left_untouched() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -937,7 +936,6 @@ async fn a_repository_with_another_password_fails_the_request_and_is_left_untouc
 /// in `restore-wait`, as Velero's does, rather than starting without its data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -1022,7 +1020,6 @@ async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
 /// a part of the volume is kept, and the repository stays whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -1100,7 +1097,6 @@ async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
 async fn a_claimed_volume_comes_back_in_a_new_volume_of_the_restored_claim() {
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::storage::v1::StorageClass;
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -1282,7 +1278,6 @@ fn sparse_pod(cluster: &Cluster) -> Pod {
 /// whole length; its bytes are the same either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sparse_file_is_restored_sparse_with_write_sparse_files() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;

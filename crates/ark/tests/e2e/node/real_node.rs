@@ -419,7 +419,7 @@ async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the
 async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_replacement_finishes_the_work()
  {
     // Installed for the test ground, the server takes the real node's host network.
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let image = common::ark_image(&cluster);

@@ -16,7 +16,6 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_policy_sends_one_claim_to_the_node_agent_snapshots_another_and_skips_a_third() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;

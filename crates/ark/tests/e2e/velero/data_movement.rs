@@ -41,7 +41,7 @@ fn sources(cluster: &Cluster, prefix: &str, app: &str) -> Vec<String> {
 /// the DataUploads in the tarball), not only the pod volumes'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ark_restores_the_data_velero_moved_and_deleting_the_backup_forgets_every_kopia_snapshot() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let app = application(&cluster).await;
@@ -175,7 +175,7 @@ async fn ark_restores_the_data_velero_moved_and_deleting_the_backup_forgets_ever
 /// DataDownload, read from the DataUpload in ark's tarball) and the pod volumes' from theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_restores_a_claim_whose_snapshot_data_ark_moved() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let app = application(&cluster).await;

@@ -61,7 +61,7 @@ fn kopia_of(cluster: &Cluster, prefix: &str, app: &str) -> Kopia {
 /// repository, which kopia verifies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_s_node_agent_restores_ark_s_volume_backup_and_writes_after_it() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let installed = install(&cluster).await;
@@ -181,7 +181,7 @@ async fn velero_s_node_agent_restores_ark_s_volume_backup_and_writes_after_it() 
 /// it (nothing read again), and restores Velero's snapshot before the pod's own container starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ark_s_node_agent_restores_velero_s_volume_backup_and_writes_after_it() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let prefix = ark_tests::unique_name("velero-agent");

@@ -13,7 +13,7 @@ use common::volume_policies::{POLICY_MAP, application, methods, policy};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_s_and_ark_s_servers_take_each_claim_the_same_way_under_a_volume_policy() {
-    let _turn = ark_tests::Turn::real_node_host_network().await;
+    let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let app = application(&cluster).await;
 
