@@ -33,6 +33,8 @@ pub struct Options<'a> {
     pub s3_url: Option<&'a str>,
     /// Velero's node agent settings (JSON, in the ConfigMap `agent-settings`).
     pub agent_settings: Option<&'a str>,
+    /// More arguments of `ark node-agent` (`--data-mover-prepare-timeout=15s`, say).
+    pub agent_args: &'a [&'a str],
 }
 
 impl Installed {
@@ -118,17 +120,12 @@ impl Installed {
             crate::free_port(),
         );
         let agent_port = crate::free_port();
+        let agents = daemon_sets.get("node-agent").await.unwrap();
+        let mut agent_args = container_args(agents.spec.unwrap().template);
+        agent_args.extend(options.agent_args.iter().map(|a| a.to_string()));
         let mut agent_patch = serving_on(
             cluster.test_ground_patch("node-agent"),
-            &container_args(
-                daemon_sets
-                    .get("node-agent")
-                    .await
-                    .unwrap()
-                    .spec
-                    .unwrap()
-                    .template,
-            ),
+            &agent_args,
             agent_port,
         );
         if let Some(api_server) = options.api_server {

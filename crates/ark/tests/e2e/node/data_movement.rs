@@ -717,16 +717,33 @@ async fn data_downloads_that_cannot_be_carried_out_end_with_their_reason_and_lea
 /// DataUploads the agent cannot carry out end Failed with their reason and leave nothing in ark's
 /// namespace: two made by hand that name snapshots their backup did not cut of their claim (one
 /// of another backup, one of another claim; both snapshots are left as they were, never taken
-/// over), and one held Prepared by a node that is gone (failed by the agent that accepted it).
-/// The agent reads its node's labels for Velero's `loadConcurrency` rules.
+/// over), one whose exposed claim never binds (its class provisions nothing: failed at the agent's
+/// `--data-mover-prepare-timeout` in the scheduler's words, its snapshot taken over and removed),
+/// and one held Prepared by a node that is gone (failed by the agent that accepted it). The agent
+/// reads its node's labels for Velero's `loadConcurrency` rules.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave_nothing() {
+    use k8s_openapi::api::storage::v1::StorageClass;
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let settings = r#"{ "loadConcurrency": { "globalConfig": 1, "perNodeConfig": [
-        { "nodeSelector": { "matchLabels": { "ark.test/real-node": "true" } }, "number": 2 } ] } }"#;
+    let never_binds = ark_tests::unique_name("never-binds");
+    let _class = cluster.delete_on_drop::<StorageClass>(&never_binds);
+    let class = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": never_binds }, "provisioner": "ark.test/nothing",
+    }))
+    .unwrap();
+    Api::<StorageClass>::all(client.clone())
+        .create(&Default::default(), &class)
+        .await
+        .unwrap();
+    let settings = format!(
+        r#"{{ "loadConcurrency": {{ "globalConfig": 1, "perNodeConfig": [
+            {{ "nodeSelector": {{ "matchLabels": {{ "ark.test/real-node": "true" }} }}, "number": 2 }} ] }},
+        "backupPVC": {{ "ark-csi": {{ "storageClass": "{never_binds}" }} }} }}"#
+    );
     let options = Options {
-        agent_settings: Some(settings),
+        agent_settings: Some(&settings),
+        agent_args: &["--data-mover-prepare-timeout=15s"],
         ..Options::default()
     };
     let installed = install_with(&cluster, options).await;
@@ -744,7 +761,11 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
         .unwrap();
         claims.create(&Default::default(), &claim).await.unwrap();
     }
-    for (name, backup, claim) in [("foreign", "other", "data"), ("of-other", "b", "other")] {
+    for (name, backup, claim) in [
+        ("foreign", "other", "data"),
+        ("of-other", "b", "other"),
+        ("cut", "b", "data"),
+    ] {
         let snapshot = serde_json::from_value(serde_json::json!({
             "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
             "metadata": { "name": name, "labels": { "velero.io/backup-name": backup } },
@@ -768,7 +789,11 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
         }))
         .unwrap()
     };
-    for (name, snapshot) in [("foreign", "foreign"), ("other-claim", "of-other")] {
+    for (name, snapshot) in [
+        ("foreign", "foreign"),
+        ("other-claim", "of-other"),
+        ("unbound", "cut"),
+    ] {
         uploads
             .create(&Default::default(), &upload(name, snapshot, ""))
             .await
@@ -798,12 +823,19 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
             .is_some_and(PodVolumePhase::is_final)
     };
     let mut messages = Vec::new();
-    for name in ["foreign", "other-claim", "held"] {
+    for name in ["foreign", "other-claim", "held", "unbound"] {
         let upload = wait_for(uploads.clone(), name, ended, WAIT).await.unwrap();
         let status = upload.status.unwrap();
         assert_eq!(status.phase, Some(PodVolumePhase::Failed), "{status:#?}");
         messages.push(status.message.unwrap_or_default());
     }
+    let unbound = messages.pop().unwrap();
+    assert!(
+        unbound
+            .starts_with("its pod unbound did not run within 15s (it is Pending, not scheduled: ")
+            && unbound.contains("unbound immediate PersistentVolumeClaims"),
+        "{unbound}"
+    );
     assert_eq!(
         messages,
         [
@@ -825,7 +857,16 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
             "{name} was left as it was"
         );
     }
-    assert_eq!(left(&client, &[], ns).await, Vec::<String>::new());
+    // The snapshot `unbound` took over went with its exposure.
+    assert_eq!(left(&client, &[ns], ns).await, Vec::<String>::new());
+    assert_eq!(
+        snapshots
+            .get_opt("cut")
+            .await
+            .unwrap()
+            .map(|s| s.name_any()),
+        None
+    );
     let agent_log = common::node_agent::kubectl(
         &cluster,
         &["logs", "-n", ns, "daemonset/node-agent", "--tail", "-1"],
