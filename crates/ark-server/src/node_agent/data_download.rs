@@ -27,7 +27,7 @@ use kube::{Api, ResourceExt as _};
 use serde_json::{Map, Value, json};
 
 use super::data_movement::{
-    self, Movable, Mover, POLL, Placement, delete_and_wait, exposing_pod, failed, owned_by,
+    self, Movable, Mover, Placement, delete_and_wait, exposing_pod, failed, owned_by,
     remove_pod_and_claim,
 };
 use super::restore::{Stored, restore_settings};
@@ -167,6 +167,7 @@ impl Downloading<'_> {
         let ignore_delay_binding =
             (self.ctx.configs.restore_pvc.as_ref()).is_some_and(|r| r.ignore_delay_binding);
         let mut on_first_use = ignore_delay_binding.then_some(false);
+        let mut polls = data_movement::polls();
         loop {
             let claim = claims
                 .get(&self.download.spec.target_volume.pvc)
@@ -196,13 +197,13 @@ impl Downloading<'_> {
             if on_first_use == Some(false) || node.is_some() {
                 return Ok((claim, node));
             }
-            if tokio::time::Instant::now() + POLL > deadline {
+            if tokio::time::Instant::now() + polls.pause() > deadline {
                 return Err(format!(
                     "{shown} binds on first use and no pod using it was scheduled within {}",
                     ark_api::duration::format(prepare_timeout)
                 ));
             }
-            tokio::time::sleep(POLL).await;
+            polls.wait().await;
         }
     }
 
@@ -312,6 +313,7 @@ impl Downloading<'_> {
                 "giving PersistentVolume {volume_name} to {shown}"
             )))?;
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut polls = data_movement::polls();
         loop {
             let volume = volumes
                 .get(volume_name)
@@ -326,13 +328,13 @@ impl Downloading<'_> {
             if bound && to_target {
                 return Ok(());
             }
-            if tokio::time::Instant::now() + POLL > deadline {
+            if tokio::time::Instant::now() + polls.pause() > deadline {
                 return Err(format!(
                     "PersistentVolume {volume_name} was not bound to {shown} within {}",
                     ark_api::duration::format(timeout)
                 ));
             }
-            tokio::time::sleep(POLL).await;
+            polls.wait().await;
         }
     }
 }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::PodVolumePhase;
+use ark_storage::backoff::Backoff;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Affinity, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -47,6 +48,13 @@ use crate::runtime::patch;
 
 /// How often an exposure is looked at while it is awaited.
 pub const POLL: Duration = Duration::from_secs(1);
+
+/// The pauses between looks at something the cluster is about to do (a snapshot ready, a pod or a
+/// claim gone, a volume bound): short at first, as most of it is done within a second, then every
+/// [`POLL`].
+pub fn polls() -> Backoff {
+    Backoff::between(Duration::from_millis(100), POLL)
+}
 /// How often a request another node holds is looked at, in case that node is lost.
 const HOLDER_CHECK: Duration = Duration::from_secs(30);
 /// How long a node may be not Ready before the requests it holds are given up: the time the
@@ -101,7 +109,15 @@ pub trait Mover: Sync {
 /// Runs the agent's controller of kind `K`.
 pub async fn run<K: Movable>(ctx: Arc<Ctx>) {
     let concurrency = ctx.concurrency;
-    controller::run::<K, _, _, _>(ctx, K::WHAT, concurrency, reconcile::<K>).await;
+    // Woken when its exposing pod runs: Prepared then, not at the next look.
+    controller::run_woken_by_pods::<K, _, _, _>(
+        ctx,
+        K::WHAT,
+        concurrency,
+        K::POD_LABEL,
+        reconcile::<K>,
+    )
+    .await;
 }
 
 async fn reconcile<K: Movable>(
@@ -614,16 +630,17 @@ where
     patch::ignore_not_found(api.delete(name, &DeleteParams::default()).await)
         .map_err(|e| objects::reason(&e))?;
     let deadline = tokio::time::Instant::now() + timeout;
+    let mut polls = polls();
     loop {
         match api.get_opt(name).await {
             Ok(None) => return Ok(()),
-            Ok(Some(_)) | Err(_) if tokio::time::Instant::now() + POLL > deadline => {
+            Ok(Some(_)) | Err(_) if tokio::time::Instant::now() + polls.pause() > deadline => {
                 return Err(format!(
                     "still there after {}",
                     ark_api::duration::format(timeout)
                 ));
             }
-            _ => tokio::time::sleep(POLL).await,
+            _ => polls.wait().await,
         }
     }
 }

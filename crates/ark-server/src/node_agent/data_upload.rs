@@ -23,7 +23,7 @@ use kube::{Api, ResourceExt as _};
 use serde_json::{Map, Value, json};
 
 use super::data_movement::{
-    self, Movable, Mover, POLL, Placement, delete_and_wait, exposing_pod, failed, owned_by,
+    self, Movable, Mover, Placement, delete_and_wait, exposing_pod, failed, owned_by,
     remove_pod_and_claim, warn_unless_gone,
 };
 use super::upload::{Upload, Uploaded, is_empty};
@@ -421,6 +421,7 @@ async fn ready(
 ) -> Result<DynamicObject, String> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut last = String::from("not ready to use");
+    let mut polls = data_movement::polls();
     loop {
         match snapshots.get_opt(name).await {
             Ok(None) => return Err("it is gone".into()),
@@ -435,13 +436,13 @@ async fn ready(
             }
             Err(error) => last = format!("reading it: {}", objects::reason(&error)),
         }
-        if tokio::time::Instant::now() + POLL > deadline {
+        if tokio::time::Instant::now() + polls.pause() > deadline {
             return Err(format!(
                 "not ready to use within {}: {last}",
                 ark_api::duration::format(timeout)
             ));
         }
-        tokio::time::sleep(POLL).await;
+        polls.wait().await;
     }
 }
 

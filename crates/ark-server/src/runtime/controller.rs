@@ -8,9 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
 use crate::runtime::context::Kube;
@@ -49,8 +51,41 @@ impl ReconcileError {
 
 /// Runs `reconcile` over the objects of kind `K`, each read as `K` (or not) at this boundary,
 /// with the controller's own context `C`.
-pub async fn run<K, C, F, Fut>(ctx: Arc<C>, what: &'static str, concurrency: u16, mut reconcile: F)
+pub async fn run<K, C, F, Fut>(ctx: Arc<C>, what: &'static str, concurrency: u16, reconcile: F)
 where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
+    run_woken::<K, C, F, Fut>(ctx, what, concurrency, None, reconcile).await;
+}
+
+/// [`run`], each object also reconciled when a pod of the namespace named as it and labelled
+/// `pod_label` changes: a data movement request when its exposing pod runs, rather than at its
+/// next look.
+pub async fn run_woken_by_pods<K, C, F, Fut>(
+    ctx: Arc<C>,
+    what: &'static str,
+    concurrency: u16,
+    pod_label: &'static str,
+    reconcile: F,
+) where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
+    run_woken::<K, C, F, Fut>(ctx, what, concurrency, Some(pod_label), reconcile).await;
+}
+
+async fn run_woken<K, C, F, Fut>(
+    ctx: Arc<C>,
+    what: &'static str,
+    concurrency: u16,
+    pod_label: Option<&'static str>,
+    mut reconcile: F,
+) where
     K: Resource<DynamicType = ()> + DeserializeOwned,
     C: AsRef<Kube> + Send + Sync + 'static,
     F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
@@ -92,12 +127,23 @@ where
             }
         }
     };
-    let controller =
-        Controller::new_with(api, watcher::Config::default(), objects::resource::<K>())
-            .with_config(Config::default().concurrency(concurrency))
-            .graceful_shutdown_on(kube.stopped())
-            .run(counted, error_policy, ctx)
-            .for_each(|_| async {});
+    let resource = objects::resource::<K>();
+    let mut controller = Controller::new_with(api, watcher::Config::default(), resource.clone());
+    if let Some(label) = pod_label {
+        let pods = kube::Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace);
+        let namespace = kube.namespace.clone();
+        let named_as = move |pod: Pod| {
+            let name = pod.metadata.name?;
+            Some(ObjectRef::new_with(&name, resource.clone()).within(&namespace))
+        };
+        let labelled = watcher::Config::default().labels(label);
+        controller = controller.watches_with(pods, (), labelled, named_as);
+    }
+    let controller = controller
+        .with_config(Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(kube.stopped())
+        .run(counted, error_policy, ctx)
+        .for_each(|_| async {});
     let stopped_and_idle = async {
         kube.stopped().await;
         let _ = running.subscribe().wait_for(|n| *n == 0).await;

@@ -229,6 +229,13 @@ pub const NODE_AGENT_NAMESPACE: Role = Role {
             verbs: &["create", "delete"],
             names: &[],
         },
+        // The exposing pods, watched to move on as soon as one runs
+        Rule {
+            groups: &[""],
+            resources: &["pods"],
+            verbs: &["list", "watch"],
+            names: &[],
+        },
         Rule {
             groups: &["apps"],
             resources: &["daemonsets"],
