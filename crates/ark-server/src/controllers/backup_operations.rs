@@ -1,7 +1,8 @@
 //! Backups whose items are uploaded and whose CSI snapshots are not ready to use yet (Velero's
 //! backup operations and backup finalizer controllers). While a backup is
 //! WaitingForPluginOperations, each of its item operations is checked until it ends or the
-//! backup's `itemOperationTimeout` passes since it was created. Then the backup is Finalizing:
+//! backup's `itemOperationTimeout` passes since it was created: every `--item-operation-sync-
+//! frequency`, and as soon as a DataUpload it owns ends (Velero waits for its next check). Then the backup is Finalizing:
 //! the VolumeSnapshots and contents are written into its tarball again as they ended, removed
 //! from the cluster (each storage snapshot kept: `Retain`), and the backup ends Completed or
 //! PartiallyFailed. Everything is read back from the bucket and the cluster on each pass, so a
@@ -51,7 +52,9 @@ impl AsRef<Kube> for Ctx {
 }
 
 pub async fn run(ctx: Arc<Ctx>) {
-    controller::run::<Backup, _, _, _>(ctx, "backup operations", 0, reconcile).await;
+    // A backup whose data uploads end is checked then, not at its next check.
+    let woken = controller::Woken::ByEndOf(objects::resource::<DataUpload>());
+    controller::run_woken::<Backup, _, _, _>(ctx, "backup operations", 0, woken, reconcile).await;
 }
 
 async fn reconcile(cached: Arc<Readable<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {

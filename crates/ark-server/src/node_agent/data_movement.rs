@@ -110,14 +110,8 @@ pub trait Mover: Sync {
 pub async fn run<K: Movable>(ctx: Arc<Ctx>) {
     let concurrency = ctx.concurrency;
     // Woken when its exposing pod runs: Prepared then, not at the next look.
-    controller::run_woken_by_pods::<K, _, _, _>(
-        ctx,
-        K::WHAT,
-        concurrency,
-        K::POD_LABEL,
-        reconcile::<K>,
-    )
-    .await;
+    let woken = controller::Woken::ByPodsLabelled(K::POD_LABEL);
+    controller::run_woken::<K, _, _, _>(ctx, K::WHAT, concurrency, woken, reconcile::<K>).await;
 }
 
 async fn reconcile<K: Movable>(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
-use kube::api::DynamicObject;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -58,32 +58,27 @@ where
     F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    run_woken::<K, C, F, Fut>(ctx, what, concurrency, None, reconcile).await;
+    run_woken::<K, C, F, Fut>(ctx, what, concurrency, Woken::Never, reconcile).await;
 }
 
-/// [`run`], each object also reconciled when a pod of the namespace named as it and labelled
-/// `pod_label` changes: a data movement request when its exposing pod runs, rather than at its
-/// next look.
-pub async fn run_woken_by_pods<K, C, F, Fut>(
+/// What else wakes an object of a controller's kind than a change of its own, in the server's
+/// namespace.
+pub enum Woken {
+    Never,
+    /// A change of a pod labelled so: the object named as the pod (a data movement request, when
+    /// its exposing pod runs, rather than at its next look).
+    ByPodsLabelled(&'static str),
+    /// An object of this kind that ends (its `status.phase` final): the objects that own it (a
+    /// backup, when a DataUpload it waits on ends, rather than at its next check).
+    ByEndOf(ApiResource),
+}
+
+/// [`run`], objects of kind `K` also reconciled as `woken` says.
+pub async fn run_woken<K, C, F, Fut>(
     ctx: Arc<C>,
     what: &'static str,
     concurrency: u16,
-    pod_label: &'static str,
-    reconcile: F,
-) where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-    C: AsRef<Kube> + Send + Sync + 'static,
-    F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
-    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
-{
-    run_woken::<K, C, F, Fut>(ctx, what, concurrency, Some(pod_label), reconcile).await;
-}
-
-async fn run_woken<K, C, F, Fut>(
-    ctx: Arc<C>,
-    what: &'static str,
-    concurrency: u16,
-    pod_label: Option<&'static str>,
+    woken: Woken,
     mut reconcile: F,
 ) where
     K: Resource<DynamicType = ()> + DeserializeOwned,
@@ -128,17 +123,36 @@ async fn run_woken<K, C, F, Fut>(
         }
     };
     let resource = objects::resource::<K>();
-    let mut controller = Controller::new_with(api, watcher::Config::default(), resource.clone());
-    if let Some(label) = pod_label {
-        let pods = kube::Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace);
-        let namespace = kube.namespace.clone();
-        let named_as = move |pod: Pod| {
-            let name = pod.metadata.name?;
-            Some(ObjectRef::new_with(&name, resource.clone()).within(&namespace))
-        };
-        let labelled = watcher::Config::default().labels(label);
-        controller = controller.watches_with(pods, (), labelled, named_as);
-    }
+    let controller = Controller::new_with(api, watcher::Config::default(), resource.clone());
+    let namespace = kube.namespace.clone();
+    let object = move |name: &str| ObjectRef::new_with(name, resource.clone()).within(&namespace);
+    let controller = match woken {
+        Woken::Never => controller,
+        Woken::ByPodsLabelled(label) => {
+            let pods = kube::Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace);
+            let labelled = watcher::Config::default().labels(label);
+            let named_as = move |pod: Pod| Some(object(pod.metadata.name.as_deref()?));
+            controller.watches_with(pods, (), labelled, named_as)
+        }
+        Woken::ByEndOf(ended) => {
+            let owner_kind = K::kind(&()).into_owned();
+            let owned = kube::Api::<DynamicObject>::namespaced_with(
+                kube.client.clone(),
+                &kube.namespace,
+                &ended,
+            );
+            let owners = move |owned: DynamicObject| {
+                let phase = owned.data.pointer("/status/phase").and_then(|p| p.as_str());
+                let is_final = matches!(phase, Some("Completed" | "Failed" | "Canceled"));
+                let references = owned.metadata.owner_references.unwrap_or_default();
+                (references.into_iter())
+                    .filter(|r| is_final && r.kind == owner_kind)
+                    .map(|r| object(&r.name))
+                    .collect::<Vec<_>>()
+            };
+            controller.watches_with(owned, ended, watcher::Config::default(), owners)
+        }
+    };
     let controller = controller
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(kube.stopped())
