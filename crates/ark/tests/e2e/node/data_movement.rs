@@ -18,7 +18,7 @@ use common::database;
 use common::node_agent::{Options, WAIT, install, install_with, is_ready, lose};
 use common::volume_policies::{application, contents, methods};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client, ResourceExt};
 
 fn snapshot_api(kind: &str) -> ApiResource {
@@ -778,11 +778,11 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
             .unwrap();
     }
     let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
-    let upload = |name: &str, snapshot: &str, datamover: &str| -> DataUpload {
+    let upload = |name: &str, snapshot: &str| -> DataUpload {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
             "metadata": { "name": name, "labels": { "velero.io/backup-name": "b" } },
-            "spec": { "snapshotType": "CSI", "datamover": datamover,
+            "spec": { "snapshotType": "CSI",
                 "csiSnapshot": { "volumeSnapshot": snapshot, "storageClass": "ark-csi" },
                 "sourcePVC": "data", "sourceNamespace": app.name,
                 "backupStorageLocation": "default", "operationTimeout": "2m" },
@@ -795,28 +795,20 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
         ("unbound", "cut"),
     ] {
         uploads
-            .create(&Default::default(), &upload(name, snapshot, ""))
+            .create(&Default::default(), &upload(name, snapshot))
             .await
             .unwrap();
     }
-    // Made for another data mover (no agent of ark's looks at it) until it is held by a node
-    // that is not there, accepted by this one.
+    // Made held by a node that is not there, accepted by this one (Velero's CRD has no status
+    // subresource: the status is made with the object).
     let lost_node = ark_tests::unique_name("lost-node");
-    uploads
-        .create(&Default::default(), &upload("held", "foreign", "other"))
-        .await
-        .unwrap();
-    let held = serde_json::json!({ "status": { "phase": "Prepared", "node": lost_node,
-        "acceptedByNode": "127.0.0.1" } });
-    uploads
-        .patch_status("held", &Default::default(), &Patch::Merge(&held))
-        .await
-        .unwrap();
-    let ours = serde_json::json!({ "spec": { "datamover": "velero" } });
-    uploads
-        .patch("held", &Default::default(), &Patch::Merge(&ours))
-        .await
-        .unwrap();
+    let mut held = upload("held", "foreign");
+    held.status = Some(
+        serde_json::from_value(serde_json::json!({ "phase": "Prepared", "node": lost_node,
+            "acceptedByNode": "127.0.0.1" }))
+        .unwrap(),
+    );
+    uploads.create(&Default::default(), &held).await.unwrap();
 
     let ended = |u: Option<&DataUpload>| {
         (u.and_then(|u| u.status.as_ref()).and_then(|s| s.phase))
