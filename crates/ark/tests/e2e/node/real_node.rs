@@ -80,7 +80,7 @@ const HOOKS: &str = r#"resources:
 - name: broken
   labelSelector: {matchLabels: {app: broken}}
   postHooks:
-  - exec: {container: crash, command: [sh, -c, "true"], waitTimeout: 20s}
+  - exec: {container: crash, command: [sh, -c, "exit 1"], waitTimeout: 20s}
   - exec: {container: absent, command: [sh, -c, "true"], waitTimeout: 20s}
 "#;
 
@@ -218,7 +218,9 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
     // The crash-looping container: the kubelet's reason once it waits to be restarted, or, when
     // the restore saw it in the moment it ran (on a loaded machine), the kubelet saying at exec
     // that it is gone, has exited or has no task any more (containerd says any of them, by
-    // timing). Either way the hook failed with a reason, and did not wait out the restore.
+    // timing), or the hook's own exit code when it ran in that moment (its command fails, so that
+    // the count of failed hooks does not depend on the timing). Either way the hook failed with a
+    // reason, and did not wait out the restore.
     let crash = described
         .lines()
         .find(|l| l.starts_with("    exec in crash: "))
@@ -227,11 +229,12 @@ async fn restore_hooks_really_run_in_the_restored_pods_on_the_real_node() {
         "container \"crash\" was not running within the wait timeout 20s of pod {app_ns}/broken: it "
     );
     assert!(
-        crash.contains("Failed (exit code -, ")
-            && ((crash.contains(&waited) && crash.contains("exited with code 1 (Error)"))
-                || crash.contains("container not found (\"crash\")")
-                || crash.contains("container is in CONTAINER_EXITED state")
-                || crash.contains("failed to load task: no running task found")),
+        crash.contains("Failed (exit code 1, ")
+            || crash.contains("Failed (exit code -, ")
+                && ((crash.contains(&waited) && crash.contains("exited with code 1 (Error)"))
+                    || crash.contains("container not found (\"crash\")")
+                    || crash.contains("container is in CONTAINER_EXITED state")
+                    || crash.contains("failed to load task: no running task found")),
         "{crash}"
     );
 }
