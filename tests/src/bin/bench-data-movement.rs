@@ -59,8 +59,54 @@ async fn volume_of(cluster: &Cluster, ns: &str, name: &str) -> PathBuf {
         .join("mount")
 }
 
+/// Waits until the storage system is done with what the steps before asked of it: the test
+/// ground's driver does every call under one lock, so a step started while it still removes the
+/// last step's copies (a snapshot, a volume made from one) would be timed waiting for that. Done:
+/// no VolumeSnapshotContent being deleted, no volume being deleted or Released under a Delete
+/// policy (what is retained stays, and is not waited for).
+async fn storage_settled(cluster: &Cluster) {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+    let client = cluster.client().await;
+    let contents: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "snapshot.storage.k8s.io",
+            "v1",
+            "VolumeSnapshotContent",
+        )),
+    );
+    let volumes: Api<PersistentVolume> = Api::all(client);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        let all = ListParams::default();
+        let deleting_contents = (contents.list(&all).await.unwrap().items.iter())
+            .filter(|c| c.metadata.deletion_timestamp.is_some())
+            .count();
+        let deleting_volumes = (volumes.list(&all).await.unwrap().items.iter())
+            .filter(|v| {
+                let released =
+                    v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
+                let deleted = (v.spec.as_ref())
+                    .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+                    == Some("Delete");
+                v.metadata.deletion_timestamp.is_some() || (released && deleted)
+            })
+            .count();
+        if deleting_contents + deleting_volumes == 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the storage system still deletes {deleting_contents} snapshot contents and \
+             {deleting_volumes} volumes after 10 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// The three operations of `tool` on the claim of pod `kind` in `app`, each restored volume
-/// compared with `original`.
+/// compared with `original`, each started once the storage system is done with the last.
 async fn run_tool(
     cluster: &Cluster,
     sampler: &Sampler,
@@ -80,6 +126,7 @@ async fn run_tool(
         .iter()
         .enumerate()
     {
+        storage_settled(cluster).await;
         costs[i] = measured(cluster, sampler, tool, "Backup", name, backup.clone()).await;
     }
     let target = unique_name(&format!("restored-{}", tool.name.to_lowercase()));
@@ -88,6 +135,7 @@ async fn run_tool(
         "namespaceMapping": { app: target },
     });
     let name = format!("{kind}-restore");
+    storage_settled(cluster).await;
     costs[2] = measured(cluster, sampler, tool, "Restore", &name, restore).await;
     let restored = volume_of(cluster, &target, kind).await;
     let by = match tool.name {
