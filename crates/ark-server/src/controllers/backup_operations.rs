@@ -1,8 +1,9 @@
 //! Backups whose items are uploaded and whose CSI snapshots are not ready to use yet (Velero's
 //! backup operations and backup finalizer controllers). While a backup is
 //! WaitingForPluginOperations, each of its item operations is checked until it ends or the
-//! backup's `itemOperationTimeout` passes since it was created: every `--item-operation-sync-
-//! frequency`, and as soon as a DataUpload it owns ends (Velero waits for its next check). Then the backup is Finalizing:
+//! backup's `itemOperationTimeout` passes since it was created: every
+//! `--item-operation-sync-frequency`, and as soon as a DataUpload it owns ends (Velero waits for
+//! its next check). Then the backup is Finalizing:
 //! the VolumeSnapshots and contents are written into its tarball again as they ended, removed
 //! from the cluster (each storage snapshot kept: `Retain`), and the backup ends Completed or
 //! PartiallyFailed. Everything is read back from the bucket and the cluster on each pass, so a

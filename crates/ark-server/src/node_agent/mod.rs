@@ -97,7 +97,8 @@ pub struct NodeAgentOptions {
     pub shutdown_grace: Duration,
     /// Velero's node agent settings (`--node-agent-configmap`).
     pub configs: ark_api::NodeAgentConfigs,
-    /// How long a volume exposed for data movement may take to be ready (`--data-mover-prepare-timeout`).
+    /// How long a volume exposed for data movement may take to be ready
+    /// (`--data-mover-prepare-timeout`).
     pub prepare_timeout: Duration,
 }
 

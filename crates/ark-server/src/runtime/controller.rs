@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ark_api::PodVolumePhase;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
@@ -68,8 +69,9 @@ pub enum Woken {
     /// A change of a pod labelled so: the object named as the pod (a data movement request, when
     /// its exposing pod runs, rather than at its next look).
     ByPodsLabelled(&'static str),
-    /// An object of this kind that ends (its `status.phase` final): the objects that own it (a
-    /// backup, when a DataUpload it waits on ends, rather than at its next check).
+    /// An object of this kind that ends (its `status.phase` a final phase of Velero's volume
+    /// requests): the objects that own it (a backup, when a DataUpload it waits on ends, rather
+    /// than at its next check).
     ByEndOf(ApiResource),
 }
 
@@ -142,8 +144,8 @@ pub async fn run_woken<K, C, F, Fut>(
                 &ended,
             );
             let owners = move |owned: DynamicObject| {
-                let phase = owned.data.pointer("/status/phase").and_then(|p| p.as_str());
-                let is_final = matches!(phase, Some("Completed" | "Failed" | "Canceled"));
+                let phase = objects::phase::<PodVolumePhase>(&owned);
+                let is_final = matches!(phase, objects::Phase::Known(p) if p.is_final());
                 let references = owned.metadata.owner_references.unwrap_or_default();
                 (references.into_iter())
                     .filter(|r| is_final && r.kind == owner_kind)
