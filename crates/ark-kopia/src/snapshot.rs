@@ -1,7 +1,7 @@
 //! Snapshots of directory trees (`snapshot/`, `snapshot/snapshotfs`): directory objects (prefix
 //! `k`) listing entries, file objects, and the snapshot manifest naming the root.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
@@ -421,9 +421,18 @@ impl<'c> Uploader<'c> {
                     Err(e) => return Err(Error::io(&child, e)),
                 }
             }
+            // Each child's entry in the previous snapshot, found by name once per directory: a
+            // search of the list per child would cost the square of a large directory's size.
+            let previous: HashMap<&str, &DirEntry> = (parent.unwrap_or_default().iter())
+                .map(|e| (e.name.as_str(), e))
+                .collect();
+            let previous = &previous;
             // Owned paths: a stream of borrowed ones would make the future not `Send`.
             let entries: Vec<Option<DirEntry>> = futures::stream::iter(children)
-                .map(|(child, md)| async move { self.child(&child, md, parent).await })
+                .map(|(child, md)| async move {
+                    let before = previous.get(name_of(&child).as_str()).copied();
+                    self.child(&child, md, before).await
+                })
                 .buffered(self.files_at_once)
                 .try_collect()
                 .await?;
@@ -436,16 +445,15 @@ impl<'c> Uploader<'c> {
         .boxed()
     }
 
-    /// One entry of a directory being uploaded, `md` its metadata as listed; `None` for what is
-    /// not kept (of a type Velero's policy ignores).
+    /// One entry of a directory being uploaded, `md` its metadata as listed, `previous` its entry
+    /// in the previous snapshot; `None` for what is not kept (of a type Velero's policy ignores).
     async fn child(
         &self,
         child: &Path,
         md: std::fs::Metadata,
-        parent: Option<&[DirEntry]>,
+        previous: Option<&DirEntry>,
     ) -> Result<Option<DirEntry>, Error> {
         let name = name_of(child);
-        let previous = parent.and_then(|p| p.iter().find(|e| e.name == name));
         let ft = md.file_type();
         if ft.is_dir() {
             let previous = match previous {
