@@ -331,6 +331,24 @@ pub struct VolumeFloor {
     pub download: f64,
 }
 
+/// One step's floor: its parts, named, in seconds.
+pub struct StepFloor(pub Vec<(&'static str, f64)>);
+
+impl StepFloor {
+    pub fn seconds(&self) -> f64 {
+        self.0.iter().map(|(_, s)| s).sum()
+    }
+}
+
+impl std::fmt::Display for StepFloor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = (self.0.iter())
+            .map(|(part, s)| format!("{part} {s:.1}"))
+            .collect();
+        write!(f, "{}", parts.join(" + "))
+    }
+}
+
 impl VolumeFloor {
     pub fn measure(volume: &Path, prefix: &str) -> VolumeFloor {
         let read = floor({
@@ -353,43 +371,44 @@ impl VolumeFloor {
             download,
         }
     }
+
+    /// The data's part of each step: the first backup, the unchanged backup, the restore.
+    pub fn steps(&self) -> [StepFloor; 3] {
+        [
+            StepFloor(vec![("read", self.read), ("write", self.write)]),
+            StepFloor(vec![("read", self.read)]),
+            StepFloor(vec![("download and write", self.download)]),
+        ]
+    }
 }
 
-/// A node agent benchmark's table: per volume (`kind`, its bytes and floor), the first backup,
-/// the unchanged backup and the restore of each tool, with the agents' peak memory (Velero's
-/// agent and its `helper` pods together).
+/// A node agent benchmark's table: per volume (`kind`, its bytes and the floor of each step), the
+/// first backup, the unchanged backup and the restore of each tool, with the agents' peak memory
+/// (Velero's agent and its `helper` pods together).
 pub fn agents_table(
     volume: &str,
     helper: &str,
-    volumes: &BTreeMap<String, (u64, VolumeFloor)>,
+    volumes: &BTreeMap<String, (u64, [StepFloor; 3])>,
     costs: &BTreeMap<(String, &str), [Cost; 3]>,
 ) -> String {
     let mut lines = vec![
         format!(
-            "| {volume} | step | ark (s) | Velero (s) | ark ÷ Velero | floor (s) | ark agent peak RSS (MiB) | Velero agent + {helper} peak RSS (MiB) |"
+            "| {volume} | step | ark (s) | Velero (s) | ark ÷ Velero | floor (s) | ark ÷ floor | ark agent peak RSS (MiB) | Velero agent + {helper} peak RSS (MiB) |"
         ),
-        "|---|---|---:|---:|---:|---|---:|---:|".to_string(),
+        "|---|---|---:|---:|---:|---|---:|---:|---:|".to_string(),
     ];
-    for (kind, (size, floor)) in volumes {
-        let VolumeFloor {
-            read,
-            write,
-            download,
-        } = floor;
+    for (kind, (size, floors)) in volumes {
         let ark = costs[&(kind.clone(), "ark")];
         let velero = costs[&(kind.clone(), "Velero")];
-        let steps = [
-            ("first backup", format!("read {read:.1} + write {write:.1}")),
-            ("unchanged backup", format!("read {read:.1}")),
-            ("restore", format!("download and write {download:.1}")),
-        ];
-        for (i, (step, floor)) in steps.iter().enumerate() {
+        let steps = ["first backup", "unchanged backup", "restore"];
+        for (i, (step, floor)) in steps.iter().zip(floors).enumerate() {
             lines.push(format!(
-                "| {kind} ({} MiB) | {step} | {:.1} | {:.1} | {:.2} | {floor} | {:.0} | {:.0} + {:.0} |",
+                "| {kind} ({} MiB) | {step} | {:.1} | {:.1} | {:.2} | {floor} | {:.2} | {:.0} | {:.0} + {:.0} |",
                 size >> 20,
                 ark[i].seconds,
                 velero[i].seconds,
                 ark[i].seconds / velero[i].seconds,
+                ark[i].seconds / floor.seconds(),
                 ark[i].agent_mib,
                 velero[i].agent_mib,
                 velero[i].helper_mib,
@@ -440,7 +459,7 @@ pub async fn each_tool(
     costs
 }
 
-/// The floor of each volume, with its bytes.
+/// The data's floor of each volume, with its bytes.
 pub fn floors(
     what: &str,
     volumes: &BTreeMap<String, (PathBuf, u64)>,

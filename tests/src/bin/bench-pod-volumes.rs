@@ -173,5 +173,8 @@ async fn main() {
         run,
     )
     .await;
+    let floors = (floors.into_iter())
+        .map(|(kind, (size, floor))| (kind, (size, floor.steps())))
+        .collect();
     println!("{}", agents_table("volume", "request pod", &floors, &costs));
 }
