@@ -64,7 +64,7 @@ async fn main() {
     std::fs::write(tree.join("data/rows.csv"), "1,a\n2,b\n").unwrap();
     std::os::unix::fs::symlink("data/rows.csv", tree.join("latest")).unwrap();
     let uploader = snapshot::Uploader::new(&repo, Default::default());
-    let root = uploader.directory(&tree, None).await.unwrap();
+    let root = uploader.tree(&tree, None).await.unwrap();
     repo.flush().await.unwrap();
     let root_json = object::read_all(&repo, root.object, 1 << 20).await.unwrap();
     let data = snapshot::parse_directory(&root_json, "seed")

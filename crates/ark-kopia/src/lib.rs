@@ -16,6 +16,7 @@
 //!
 //! `docs/repository.md` says what of kopia this implements and what it refuses, and why.
 
+pub mod beneath;
 pub mod blobs;
 pub mod compression;
 pub mod content;

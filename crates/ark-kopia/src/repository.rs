@@ -228,7 +228,7 @@ impl Repository {
         };
         let uploader = Uploader::new(&self.contents, options.counts.clone())
             .with_files_at_once(options.files_at_once);
-        let root = uploader.directory(path, parent_root.as_deref()).await?;
+        let root = uploader.tree(path, parent_root.as_deref()).await?;
         self.contents.flush().await?;
         let summary = root.summary.clone().unwrap_or_default();
         let counts = uploader.counts;

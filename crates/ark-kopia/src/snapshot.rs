@@ -2,9 +2,9 @@
 //! `k`) listing entries, file objects, and the snapshot manifest naming the root.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt as _;
 
 use crate::Error;
+use crate::beneath::{self, Dir, Kind, Meta};
 use crate::content::Contents;
 use crate::object::{self, ObjectId, ObjectWriter};
 
@@ -346,34 +347,23 @@ fn write_sparse(file: &std::fs::File, offset: u64, chunk: &[u8]) -> std::io::Res
     Ok(())
 }
 
-fn name_of(path: &Path) -> String {
-    path.file_name()
-        .map(|n| String::from_utf8_lossy(n.as_bytes()).into_owned())
-        .unwrap_or_default()
+fn name_of(name: &OsStr) -> String {
+    String::from_utf8_lossy(name.as_bytes()).into_owned()
 }
 
-fn mtime_of(md: &std::fs::Metadata) -> Time {
-    Time(i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec()))
-}
-
-fn entry_of(
-    name: String,
-    entry_type: EntryType,
-    md: &std::fs::Metadata,
-    object: ObjectId,
-) -> DirEntry {
+fn entry_of(name: String, entry_type: EntryType, meta: &Meta, object: ObjectId) -> DirEntry {
     DirEntry {
         name,
         entry_type,
-        mode: Mode(mode_to_kopia(md.mode())),
+        mode: Mode(mode_to_kopia(meta.mode)),
         size: if entry_type == EntryType::Directory {
             0
         } else {
-            md.size() as i64
+            meta.size as i64
         },
-        mtime: mtime_of(md),
-        uid: md.uid(),
-        gid: md.gid(),
+        mtime: Time(meta.mtime),
+        uid: meta.uid,
+        gid: meta.gid,
         object,
         summary: None,
     }
@@ -395,114 +385,119 @@ impl<'c> Uploader<'c> {
         self
     }
 
-    /// Uploads the tree at `path`; `parent` is the same directory in a previous snapshot, whose
-    /// unchanged files (same size, time, mode and owner) are taken without being read.
-    pub fn directory<'a>(
+    /// Uploads the tree at `path`, read through handles beneath it ([`Dir`]); `parent` is its
+    /// root directory's entries in a previous snapshot, whose unchanged files (same size, time,
+    /// mode and owner) are taken without being read.
+    pub async fn tree(&self, path: &Path, parent: Option<&[DirEntry]>) -> Result<DirEntry, Error> {
+        let root = Dir::root(path)?;
+        let name = path.file_name().map(name_of).unwrap_or_default();
+        self.directory(root, name, parent).await
+    }
+
+    /// Uploads directory `dir`, named `name` in its parent.
+    fn directory<'a>(
         &'a self,
-        path: &'a Path,
+        dir: Dir,
+        name: String,
         parent: Option<&'a [DirEntry]>,
     ) -> BoxFuture<'a, Result<DirEntry, Error>> {
         async move {
-            let md = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-            let mut names: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| Error::io(path, e))?
-                .map(|e| e.map(|e| e.path()))
-                .collect::<Result<_, _>>()
-                .map_err(|e| Error::io(path, e))?;
-            names.sort();
-            // Each entry is looked at as it is listed, as kopia lists a directory: one gone
-            // between the two is left out, but one gone later, before it is read, is an error, not a
-            // snapshot that lacks it.
-            let mut children = Vec::with_capacity(names.len());
-            for child in names {
-                match std::fs::symlink_metadata(&child) {
-                    Ok(md) => children.push((child, md)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(&child, e)),
-                }
-            }
+            let meta = dir.meta()?;
+            let children = dir.entries()?;
             // Each child's entry in the previous snapshot, found by name once per directory: a
             // search of the list per child would cost the square of a large directory's size.
             let previous: HashMap<&str, &DirEntry> = (parent.unwrap_or_default().iter())
                 .map(|e| (e.name.as_str(), e))
                 .collect();
-            let previous = &previous;
-            // Owned paths: a stream of borrowed ones would make the future not `Send`.
+            let (dir, previous) = (&dir, &previous);
             let entries: Vec<Option<DirEntry>> = futures::stream::iter(children)
-                .map(|(child, md)| async move {
-                    let before = previous.get(name_of(&child).as_str()).copied();
-                    self.child(&child, md, before).await
+                .map(|(child, meta)| async move {
+                    let name = name_of(&child);
+                    let before = previous.get(name.as_str()).copied();
+                    self.child(dir, &child, name, meta, before).await
                 })
                 .buffered(self.files_at_once)
                 .try_collect()
                 .await?;
             let entries: Vec<DirEntry> = entries.into_iter().flatten().collect();
-            let (id, summary) = write_directory(self.contents, entries, mtime_of(&md)).await?;
-            let mut entry = entry_of(name_of(path), EntryType::Directory, &md, id);
+            let (id, summary) = write_directory(self.contents, entries, Time(meta.mtime)).await?;
+            let mut entry = entry_of(name, EntryType::Directory, &meta, id);
             entry.summary = Some(summary);
             Ok(entry)
         }
         .boxed()
     }
 
-    /// One entry of a directory being uploaded, `md` its metadata as listed, `previous` its entry
-    /// in the previous snapshot; `None` for what is not kept (of a type Velero's policy ignores).
+    /// Entry `child` of `dir`, `meta` its metadata as listed, `previous` its entry in the
+    /// previous snapshot; `None` for what is not kept (of a type Velero's policy ignores).
     async fn child(
         &self,
-        child: &Path,
-        md: std::fs::Metadata,
+        dir: &Dir,
+        child: &OsStr,
+        name: String,
+        meta: Meta,
         previous: Option<&DirEntry>,
     ) -> Result<Option<DirEntry>, Error> {
-        let name = name_of(child);
-        let ft = md.file_type();
-        if ft.is_dir() {
-            let previous = match previous {
-                Some(p) if p.entry_type == EntryType::Directory => {
-                    Some(read_directory(self.contents, p.object).await?)
-                }
-                _ => None,
-            };
-            self.directory(child, previous.as_deref()).await.map(Some)
-        } else if ft.is_symlink() {
-            let target = std::fs::read_link(child).map_err(|e| Error::io(child, e))?;
-            let mut w = ObjectWriter::new(self.contents, None);
-            w.write(target.as_os_str().as_bytes()).await?;
-            let id = w.finish().await?;
-            Ok(Some(entry_of(name, EntryType::Symlink, &md, id)))
-        } else if ft.is_file() {
-            let unchanged = previous.filter(|p| {
-                p.entry_type == EntryType::File
-                    && p.size == md.size() as i64
-                    && p.mtime == mtime_of(&md)
-                    && p.mode == Mode(mode_to_kopia(md.mode()))
-                    && p.uid == md.uid()
-                    && p.gid == md.gid()
-            });
-            self.counts.files.fetch_add(1, Ordering::Relaxed);
-            if let Some(p) = unchanged {
-                self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
-                self.counts
-                    .cached_bytes
-                    .fetch_add(md.size(), Ordering::Relaxed);
-                return Ok(Some(entry_of(name, EntryType::File, &md, p.object)));
+        match meta.kind {
+            Kind::Directory => {
+                let previous = match previous {
+                    Some(p) if p.entry_type == EntryType::Directory => {
+                        Some(read_directory(self.contents, p.object).await?)
+                    }
+                    _ => None,
+                };
+                let opened = dir.open_dir(child)?;
+                self.directory(opened, name, previous.as_deref())
+                    .await
+                    .map(Some)
             }
-            let (id, size) = self.file(child, md.size()).await?;
-            let mut entry = entry_of(name, EntryType::File, &md, id);
-            entry.size = size as i64;
-            Ok(Some(entry))
-        } else {
-            // Sockets, pipes and devices: Velero's policy ignores unknown types.
-            self.counts.ignored.fetch_add(1, Ordering::Relaxed);
-            Ok(None)
+            Kind::Symlink => {
+                let target = dir.read_link(child)?;
+                let mut w = ObjectWriter::new(self.contents, None);
+                w.write(target.as_bytes()).await?;
+                let id = w.finish().await?;
+                Ok(Some(entry_of(name, EntryType::Symlink, &meta, id)))
+            }
+            Kind::File => {
+                let unchanged = previous.filter(|p| {
+                    p.entry_type == EntryType::File
+                        && p.size == meta.size as i64
+                        && p.mtime == Time(meta.mtime)
+                        && p.mode == Mode(mode_to_kopia(meta.mode))
+                        && p.uid == meta.uid
+                        && p.gid == meta.gid
+                });
+                self.counts.files.fetch_add(1, Ordering::Relaxed);
+                if let Some(p) = unchanged {
+                    self.counts.cached_files.fetch_add(1, Ordering::Relaxed);
+                    self.counts
+                        .cached_bytes
+                        .fetch_add(meta.size, Ordering::Relaxed);
+                    return Ok(Some(entry_of(name, EntryType::File, &meta, p.object)));
+                }
+                let (id, size) = self.file(dir, child, meta.size).await?;
+                let mut entry = entry_of(name, EntryType::File, &meta, id);
+                entry.size = size as i64;
+                Ok(Some(entry))
+            }
+            Kind::Other => {
+                // Sockets, pipes and devices: Velero's policy ignores unknown types.
+                self.counts.ignored.fetch_add(1, Ordering::Relaxed);
+                Ok(None)
+            }
         }
     }
 
-    async fn file(&self, path: &Path, length: u64) -> Result<(ObjectId, u64), Error> {
+    /// File `name` of `dir`, listed with `length` bytes: its object and the bytes read.
+    async fn file(&self, dir: &Dir, name: &OsStr, length: u64) -> Result<(ObjectId, u64), Error> {
+        let path = dir.shown(name);
         let mut writer = ObjectWriter::new(self.contents, None);
         if length < READ_BUFFER as u64 {
             // A small file in one read: most files of a volume are, and a buffer of 1 MiB each
             // would cost more than the file.
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let (mut file, _) = dir.open_file(name)?;
+            let mut bytes = Vec::with_capacity(length as usize);
+            std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(&path, e))?;
             writer.write(&bytes).await?;
             self.counts
                 .bytes
@@ -510,16 +505,14 @@ impl<'c> Uploader<'c> {
             return Ok((writer.finish().await?, bytes.len() as u64));
         }
         let _turn = self.large_files.acquire().await.expect("never closed");
-        let mut file = tokio::fs::File::open(path)
-            .await
-            .map_err(|e| Error::io(path, e))?;
+        let mut file = tokio::fs::File::from_std(dir.open_file(name)?.0);
         let mut buffer = vec![0u8; READ_BUFFER];
         let mut size = 0u64;
         loop {
             let n = file
                 .read(&mut buffer)
                 .await
-                .map_err(|e| Error::io(path, e))?;
+                .map_err(|e| Error::io(&path, e))?;
             if n == 0 {
                 break;
             }
@@ -613,59 +606,47 @@ pub struct Restorer<'a> {
     pub files_at_once: usize,
 }
 
-fn set_times(path: &Path, mtime: Time, follow: bool) -> Result<(), Error> {
-    let secs = mtime.0.div_euclid(1_000_000_000) as libc::time_t;
-    let nanos = mtime.0.rem_euclid(1_000_000_000) as libc::c_long;
-    let times = [
-        libc::timespec {
-            tv_sec: secs,
-            tv_nsec: nanos,
-        },
-        libc::timespec {
-            tv_sec: secs,
-            tv_nsec: nanos,
-        },
-    ];
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| Error::Invalid(format!("{} holds a NUL", path.display())))?;
-    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
-    // SAFETY: `c` is a valid C string and `times` two valid timespecs, as utimensat requires.
-    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), flags) };
-    if rc != 0 {
-        return Err(Error::io(path, std::io::Error::last_os_error()));
-    }
-    Ok(())
-}
-
 impl Restorer<'_> {
-    /// Restores `entry` (a file, symlink or directory) as `path`.
-    pub async fn entry(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
+    /// Restores `entry` (a file, symlink or directory) as `target`: a directory's entries are
+    /// written through handles beneath it ([`Dir`]); `target`'s parent is taken as it is.
+    pub async fn entry(&self, entry: &DirEntry, target: &Path) -> Result<(), Error> {
+        if entry.entry_type == EntryType::Directory {
+            match std::fs::create_dir(target) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(Error::io(target, e));
+                }
+                _ => {}
+            }
+            return self.directory(entry, Dir::root(target)?).await;
+        }
+        let (parent, name) = match (target.parent(), target.file_name()) {
+            (Some(parent), Some(name)) => (parent, name),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "{} names no file",
+                    target.display()
+                )));
+            }
+        };
+        self.child(&Dir::root(parent)?, entry, name).await
+    }
+
+    /// Entry `entry` of `parent`, under `name`.
+    async fn child(&self, parent: &Dir, entry: &DirEntry, name: &OsStr) -> Result<(), Error> {
         match entry.entry_type {
-            EntryType::Directory => self.directory(entry, path).await,
-            EntryType::File => self.file(entry, path).await,
-            EntryType::Symlink => self.symlink(entry, path).await,
+            EntryType::Directory => self.directory(entry, parent.make_dir(name, 0o700)?).await,
+            EntryType::File => self.file(parent, entry, name).await,
+            EntryType::Symlink => self.symlink(parent, entry, name).await,
         }
     }
 
-    fn directory<'a>(
-        &'a self,
-        entry: &'a DirEntry,
-        path: &'a Path,
-    ) -> BoxFuture<'a, Result<(), Error>> {
+    /// The owner to give what is written, when the restore sets owners.
+    fn owner(&self, entry: &DirEntry) -> Option<(u32, u32)> {
+        self.owners.then_some((entry.uid, entry.gid))
+    }
+
+    fn directory<'a>(&'a self, entry: &'a DirEntry, dir: Dir) -> BoxFuture<'a, Result<(), Error>> {
         async move {
-            match std::fs::symlink_metadata(path) {
-                Ok(md) if md.is_dir() => {}
-                Ok(_) => {
-                    return Err(Error::Invalid(format!(
-                        "{} exists and is not a directory: not restored over",
-                        path.display()
-                    )));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    std::fs::create_dir(path).map_err(|e| Error::io(path, e))?;
-                }
-                Err(e) => return Err(Error::io(path, e)),
-            }
             let children = read_directory(self.contents, entry.object).await?;
             let mut seen = std::collections::HashSet::new();
             for c in &children {
@@ -676,45 +657,29 @@ impl Restorer<'_> {
                     )));
                 }
             }
+            let dir = &dir;
             // Owned entries: a stream of borrowed ones would make the future not `Send`.
             futures::stream::iter(children)
-                .map(|c| async move { self.entry(&c, &path.join(&c.name)).await })
+                .map(|c| async move { self.child(dir, &c, OsStr::new(&c.name)).await })
                 .buffer_unordered(self.files_at_once)
                 .try_collect::<()>()
                 .await?;
             self.counts.directories.fetch_add(1, Ordering::Relaxed);
-            self.finish(entry, path, true)
+            // Its time last: writing its entries changed it.
+            dir.set_meta(self.owner(entry), mode_to_unix(entry.mode.0), entry.mtime.0)
         }
         .boxed()
     }
 
-    /// Removes what is at `path` unless it is a directory (which is refused).
-    fn clear(path: &Path) -> Result<(), Error> {
-        match std::fs::symlink_metadata(path) {
-            Ok(md) if md.is_dir() => Err(Error::Invalid(format!(
-                "{} is a directory: a file is not restored over it",
-                path.display()
-            ))),
-            Ok(_) => std::fs::remove_file(path).map_err(|e| Error::io(path, e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(path, e)),
-        }
-    }
-
-    async fn file(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
-        Self::clear(path)?;
+    async fn file(&self, dir: &Dir, entry: &DirEntry, name: &OsStr) -> Result<(), Error> {
+        let path = dir.shown(name);
+        dir.clear(name)?;
         let _turn = if entry.size >= READ_BUFFER as i64 {
             Some(self.large_files.acquire().await.expect("never closed"))
         } else {
             None
         };
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let mut file = dir.create_file(name, 0o600)?;
         let mut offset = 0u64;
         let written = object::read_into(self.contents, entry.object, &mut |chunk| {
             let wrote = if self.sparse {
@@ -723,12 +688,12 @@ impl Restorer<'_> {
                 std::io::Write::write_all(&mut file, chunk)
             };
             offset += chunk.len() as u64;
-            wrote.map_err(|e| Error::io(path, e))
+            wrote.map_err(|e| Error::io(&path, e))
         })
         .await?;
         if self.sparse {
             // The holes at its end, if any, are the file's too.
-            file.set_len(written).map_err(|e| Error::io(path, e))?;
+            file.set_len(written).map_err(|e| Error::io(&path, e))?;
         }
         if written != entry.size as u64 {
             return Err(Error::Invalid(format!(
@@ -738,36 +703,20 @@ impl Restorer<'_> {
                 entry.size
             )));
         }
-        drop(file);
+        let mode = mode_to_unix(entry.mode.0);
+        beneath::set_meta(&file, &path, self.owner(entry), mode, entry.mtime.0)?;
         self.counts.files.fetch_add(1, Ordering::Relaxed);
         self.counts.bytes.fetch_add(written, Ordering::Relaxed);
-        self.finish(entry, path, true)
+        Ok(())
     }
 
-    async fn symlink(&self, entry: &DirEntry, path: &Path) -> Result<(), Error> {
+    async fn symlink(&self, dir: &Dir, entry: &DirEntry, name: &OsStr) -> Result<(), Error> {
         let target = object::read_all(self.contents, entry.object, 64 << 10).await?;
-        Self::clear(path)?;
-        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), path)
-            .map_err(|e| Error::io(path, e))?;
+        dir.clear(name)?;
+        dir.symlink(OsStr::from_bytes(&target), name)?;
+        dir.set_link_meta(name, self.owner(entry), entry.mtime.0)?;
         self.counts.symlinks.fetch_add(1, Ordering::Relaxed);
-        self.finish(entry, path, false)
-    }
-
-    /// Mode, owner and time, once the entry's contents are in place.
-    fn finish(&self, entry: &DirEntry, path: &Path, regular: bool) -> Result<(), Error> {
-        if self.owners {
-            std::os::unix::fs::lchown(path, Some(entry.uid), Some(entry.gid))
-                .map_err(|e| Error::io(path, e))?;
-        }
-        if regular {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(
-                path,
-                std::fs::Permissions::from_mode(mode_to_unix(entry.mode.0)),
-            )
-            .map_err(|e| Error::io(path, e))?;
-        }
-        set_times(path, entry.mtime, false)
+        Ok(())
     }
 }
 

@@ -147,3 +147,128 @@ async fn a_file_whose_entry_lies_about_its_size_or_type_is_an_error() {
         .unwrap_err();
     assert_eq!(e.to_string(), format!("object {data} is not a directory"));
 }
+
+/// Swaps each `d<i>` of `root` for a symlink to `outside` and back, in a loop, until `stop`:
+/// what a pod can do to its volume while the node agent reads or writes it.
+fn swap_directories_for_symlinks(
+    root: std::path::PathBuf,
+    outside: std::path::PathBuf,
+    dirs: usize,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut swaps = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            for i in 0..dirs {
+                let (dir, aside) = (root.join(format!("d{i}")), root.join(format!(".d{i}")));
+                if std::fs::rename(&dir, &aside).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&outside, &dir);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&dir);
+                    let _ = std::fs::rename(&aside, &dir);
+                    swaps += 1;
+                }
+            }
+        }
+        swaps
+    })
+}
+
+/// Every entry name of a snapshot's tree.
+async fn names_in(repo: &Repository, dir: ObjectId, names: &mut Vec<String>) {
+    for e in snapshot::read_directory(repo.contents(), dir)
+        .await
+        .unwrap()
+    {
+        if e.entry_type == EntryType::Directory {
+            Box::pin(names_in(repo, e.object, names)).await;
+        }
+        names.push(e.name);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_whose_directories_turn_into_symlinks_while_it_is_read_yields_nothing_from_outside()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repository(&dir.path().join("bucket")).await;
+    let (volume, outside) = (dir.path().join("volume"), dir.path().join("outside"));
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("host-secret"), b"of the host").unwrap();
+    for i in 0..20 {
+        let d = volume.join(format!("d{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        for j in 0..20 {
+            std::fs::write(d.join(format!("f{j}")), format!("{i}/{j}")).unwrap();
+        }
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = swap_directories_for_symlinks(volume.clone(), outside, 20, stop.clone());
+    let (mut taken, mut refused) = (0, 0);
+    for _ in 0..40 {
+        let source = snapshot::SourceInfo {
+            host: "h".into(),
+            user_name: "u".into(),
+            path: "/v".into(),
+        };
+        match repo
+            .create_snapshot(&volume, source, Default::default())
+            .await
+        {
+            Ok((s, _)) => {
+                let mut names = Vec::new();
+                let root = s.manifest.root_entry.unwrap();
+                names_in(&repo, root.object, &mut names).await;
+                assert!(!names.contains(&"host-secret".to_string()), "{names:?}");
+                taken += 1;
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains(volume.to_str().unwrap()), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 0, "the swaps ran");
+    assert_eq!(taken + refused, 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_whose_directories_turn_into_symlinks_while_it_is_written_gets_nothing_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repository(&dir.path().join("bucket")).await;
+    let data = file(&repo, b"pwned").await;
+    let mut dirs = Vec::new();
+    for i in 0..20 {
+        let files = (0..20)
+            .map(|j| entry(&format!("f{j}"), EntryType::File, data, 5))
+            .collect();
+        let mut sub = directory(&repo, files).await;
+        sub.name = format!("d{i}");
+        dirs.push(sub);
+    }
+    let root = directory(&repo, dirs).await;
+    let (target, outside) = (dir.path().join("target"), dir.path().join("outside"));
+    std::fs::create_dir_all(&outside).unwrap();
+    for i in 0..20 {
+        std::fs::create_dir_all(target.join(format!("d{i}"))).unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = swap_directories_for_symlinks(target.clone(), outside.clone(), 20, stop.clone());
+    for _ in 0..40 {
+        if let Err(e) = repo
+            .restore(&root, &target, &RestoreCounts::default())
+            .await
+        {
+            assert!(e.to_string().contains(target.to_str().unwrap()), "{e}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 0, "the swaps ran");
+    let written: Vec<_> = std::fs::read_dir(&outside).unwrap().flatten().collect();
+    assert!(
+        written.is_empty(),
+        "written outside the target: {written:?}"
+    );
+}

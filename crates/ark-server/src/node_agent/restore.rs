@@ -3,12 +3,14 @@
 //! it yet), the snapshot is written into the volume, then `.velero/<restore uid>`, which lets the
 //! helper end and the pod's own containers start: as Velero's node agent does it.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ark_api::{PodVolumePhase, PodVolumeRestore, PodVolumeRestoreStatus, labels, uploader};
+use ark_kopia::beneath::{self, Dir};
 use ark_kopia::repository::RestoreSettings;
 use ark_kopia::snapshot::RestoreCounts;
 use k8s_openapi::api::core::v1::Pod;
@@ -255,20 +257,25 @@ fn helper_owner(pod: &Pod) -> Option<(u32, u32)> {
 /// them once the volumes are restored (Velero's stay behind when the helper runs as another user
 /// than the agent's root).
 fn done_mark(volume: &Path, restore_uid: &str, owner: Option<(u32, u32)>) -> Result<(), String> {
-    let marks = volume.join(".velero");
-    let mark = marks.join(restore_uid);
-    match std::fs::symlink_metadata(&marks) {
-        Ok(md) if md.is_dir() => std::fs::remove_dir_all(&marks),
-        Ok(_) => std::fs::remove_file(&marks),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-    .and_then(|()| std::fs::create_dir(&marks))
-    .and_then(|()| std::fs::write(&mark, b""))
-    .and_then(|()| match owner {
-        Some((user, group)) => std::os::unix::fs::lchown(&marks, Some(user), Some(group))
-            .and_then(|()| std::os::unix::fs::lchown(&mark, Some(user), Some(group))),
-        None => Ok(()),
-    })
-    .map_err(|e| format!("writing the done mark in {}: {e}", marks.display()))
+    let marks = OsStr::new(".velero");
+    let shown = volume.join(marks);
+    // Through handles beneath the volume: a pod that swaps `.velero` for a symlink meanwhile
+    // makes this fail, never write elsewhere.
+    let written = Dir::root(volume).and_then(|root| {
+        if root.clear(marks).is_err() {
+            // A directory: removed with what it holds (std's removal never follows a symlink).
+            std::fs::remove_dir_all(&shown).map_err(|e| ark_kopia::Error::Io {
+                path: shown.display().to_string(),
+                source: e,
+            })?;
+        }
+        let dir = root.make_dir(marks, 0o755)?;
+        let mark = dir.create_file(OsStr::new(restore_uid), 0o644)?;
+        if let Some(owner) = owner {
+            dir.set_owner(owner)?;
+            beneath::set_owner(&mark, &dir.shown(OsStr::new(restore_uid)), owner)?;
+        }
+        Ok(())
+    });
+    written.map_err(|e| format!("writing the done mark in {}: {e}", shown.display()))
 }

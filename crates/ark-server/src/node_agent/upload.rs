@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use ark_kopia::beneath::{Dir, Kind};
 use ark_kopia::snapshot::{SourceInfo, UploadCounts};
 use ark_kopia::velero::Requester;
 use kube::Api;
@@ -114,19 +115,19 @@ pub fn is_empty(path: &Path) -> Result<bool, String> {
     Ok(entries.next().is_none())
 }
 
-/// The bytes of the regular files under `path`: the progress's total.
+/// The bytes of the regular files under `path`: the progress's total. Read through handles
+/// beneath it, as the upload reads it: a directory swapped for a symlink is not followed.
 fn tree_bytes(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.file_type() {
-            Ok(t) if t.is_dir() => tree_bytes(&entry.path()),
-            Ok(t) if t.is_file() => entry.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
+    fn under(dir: &Dir) -> u64 {
+        (dir.entries().unwrap_or_default().iter())
+            .map(|(name, meta)| match meta.kind {
+                Kind::Directory => dir.open_dir(name).map_or(0, |d| under(&d)),
+                Kind::File => meta.size,
+                _ => 0,
+            })
+            .sum()
+    }
+    Dir::root(path).map_or(0, |root| under(&root))
 }
 
 fn done_bytes(counts: &UploadCounts) -> u64 {
