@@ -1403,3 +1403,146 @@ fn sum_kib(shown: &str) -> (String, u64) {
         .unwrap_or_else(|_| panic!("{shown}"));
     (sum, kib)
 }
+
+/// A pod that swaps the directories of its volume for symlinks to `/` in a loop while the agent
+/// (root, in its own container) reads the volume: every backup either completes with only the
+/// volume's own files, or fails naming the path that changed; the repository holds no name from
+/// outside the volume, and a restore of the last backup writes the volume's files only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_swapping_its_volume_s_directories_for_symlinks_gets_nothing_from_outside_backed_up()
+{
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = cluster.namespace("swapper").await;
+    let script = "if ! test -f /data/.done; then for i in 0 1 2 3 4 5 6 7 8 9; do \
+        mkdir -p /data/d$i; for j in $(seq 30); do echo $i/$j > /data/d$i/f$j; done; done; \
+        touch /data/.done; fi; \
+        while ! test -f /data/.stop; do for i in 0 1 2 3 4 5 6 7 8 9; do \
+        mv /data/d$i /data/.d$i && ln -s / /data/d$i && rm /data/d$i && mv /data/.d$i /data/d$i; \
+        done; done; exec sleep 3600";
+    let pod = cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": "swapper",
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "swapper", "image": ark_tests::BUSYBOX, "command": ["sh", "-c", script],
+                "readinessProbe": { "exec": { "command": ["test", "-f", "/data/.done"] }, "periodSeconds": 1 },
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
+        },
+    }));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "swapper", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let uid = pods.get("swapper").await.unwrap().metadata.uid.unwrap();
+    let volume = (cluster.real_node_pods.as_ref().unwrap())
+        .join(&uid)
+        .join("volumes/kubernetes.io~empty-dir/data");
+
+    // Backups while the directories turn: each ends, complete or failed naming a path.
+    let mut backups = vec![];
+    for i in 1..=4 {
+        let name = format!("swapping-{i}");
+        let args = ["backup", "create", &name, "--include-namespaces", &app.name];
+        ark_ok(
+            &cluster,
+            ns,
+            &[&args[..], &["--wait", "--timeout", "2m"]].concat(),
+        );
+        let status = only_pvb(&client, ns, &name).await.status.unwrap();
+        match status.phase {
+            Some(PodVolumePhase::Completed) => {}
+            Some(PodVolumePhase::Failed) => {
+                let message = status.message.unwrap_or_default();
+                assert!(
+                    message.contains(&format!("{}/d", volume.display())),
+                    "{message}"
+                );
+            }
+            other => panic!("backup {name}: its volume ended {other:?}: {status:#?}"),
+        }
+        backups.push(name);
+    }
+    // The pod stops turning them; the next backup is whole.
+    std::fs::write(volume.join(".stop"), b"").unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let args = [
+        "backup",
+        "create",
+        "still",
+        "--include-namespaces",
+        &app.name,
+    ];
+    let created = ark_ok(
+        &cluster,
+        ns,
+        &[&args[..], &["--wait", "--timeout", "2m"]].concat(),
+    );
+    assert!(created.contains("Completed"), "{created}");
+
+    // Every snapshot in the repository holds the volume's names, and no other.
+    let kopia = Kopia::new("static-passw0rd");
+    kopia.connect(
+        &cluster,
+        &format!("{}/kopia/{}", installed.prefix, app.name),
+    );
+    let snapshots = kopia.snapshots();
+    assert!(!snapshots.is_empty());
+    let own = |path: &str| {
+        let mut parts = path.trim_end_matches('/').split('/');
+        let top = parts.next().unwrap_or_default();
+        let dir = top.trim_start_matches('.');
+        let own_top = [".done", ".stop"].contains(&top)
+            || (dir.len() == 2 && dir.starts_with('d') && dir[1..].parse::<u8>().is_ok());
+        own_top
+            && parts
+                .next()
+                .is_none_or(|f| f.starts_with('f') && f[1..].parse::<u8>().is_ok())
+            && parts.next().is_none()
+    };
+    for snapshot in &snapshots {
+        let id = snapshot["id"].as_str().unwrap();
+        let listed = kopia.ok(&["ls", "-r", id]);
+        let foreign: Vec<&str> = listed.lines().filter(|p| !own(p)).collect();
+        assert!(foreign.is_empty(), "snapshot {id} holds {foreign:?}");
+    }
+
+    // The last backup restored into a namespace of its own: the volume's files, byte for byte.
+    let restored_ns = format!("{}-back", app.name);
+    let mapping = format!("{}:{restored_ns}", app.name);
+    let restore = ["restore", "create", "back", "--from-backup", "still"];
+    let wait = [
+        "--namespace-mappings",
+        &mapping,
+        "--wait",
+        "--timeout",
+        "3m",
+    ];
+    let said = ark_ok(&cluster, ns, &[&restore[..], &wait[..]].concat());
+    assert!(said.contains("Completed"), "{said}");
+    let restored_pods: Api<Pod> = Api::namespaced(client.clone(), &restored_ns);
+    wait_for(restored_pods.clone(), "swapper", is_ready(), WAIT)
+        .await
+        .unwrap();
+    let restored_uid = restored_pods
+        .get("swapper")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let restored = (cluster.real_node_pods.as_ref().unwrap())
+        .join(&restored_uid)
+        .join("volumes/kubernetes.io~empty-dir/data");
+    assert!(!restored.join(".velero").exists());
+    assert_same_tree(&restored, &volume, RestoredBy::Ark);
+    lose(&cluster, &restored_ns).await;
+}
