@@ -111,18 +111,23 @@ impl Mover for Downloading<'_> {
             snapshot_id: &spec.snapshot_id,
         };
         let api = objects::api::<DataDownload>(&ctx.kube.client, &ctx.kube.namespace);
+        let started = std::time::Instant::now();
         let (total, done) = tokio::select! {
             written = stored.write(ctx, &api, self.name, &path, settings) => written?,
             () = canceled => return Ok(None),
         };
+        let written = started.elapsed();
         self.hand_over().await?;
         let target = &spec.target_volume;
         tracing::info!(
-            "data download {}: snapshot {} is in claim {}/{} ({done} bytes)",
+            "data download {}: snapshot {} is in claim {}/{} ({done} bytes written in {:.1} s, \
+             the volume handed over in {:.1} s)",
             self.name,
             spec.snapshot_id,
             target.namespace,
-            target.pvc
+            target.pvc,
+            written.as_secs_f64(),
+            (started.elapsed() - written).as_secs_f64(),
         );
         let status = json!({ "progress": progress(total, done), "node": ctx.node });
         Ok(status.as_object().cloned())

@@ -119,6 +119,7 @@ impl Mover for Uploading<'_> {
             files_at_once,
         };
         let api = objects::api::<DataUpload>(&ctx.kube.client, &ctx.kube.namespace);
+        let started = std::time::Instant::now();
         let Some(uploaded) = upload.run(ctx, &api, self.name, canceled).await? else {
             return Ok(None);
         };
@@ -129,10 +130,12 @@ impl Mover for Uploading<'_> {
             added,
         } = uploaded;
         tracing::info!(
-            "data upload {}: claim {}/{} is snapshot {snapshot_id} ({done} bytes, {added} added)",
+            "data upload {}: claim {}/{} is snapshot {snapshot_id} ({done} bytes, {added} added, \
+             in {:.1} s)",
             self.name,
             spec.source_namespace,
             spec.source_pvc,
+            started.elapsed().as_secs_f64(),
         );
         Ok(Some(fields(json!({
             "path": shown_path,
