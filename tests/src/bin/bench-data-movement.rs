@@ -69,7 +69,10 @@ async fn volume_of(cluster: &Cluster, ns: &str, name: &str) -> PathBuf {
 /// ground's driver does every call under one lock, so a step started while it still removes the
 /// last step's copies (a snapshot, a volume made from one) would be timed waiting for that. Done:
 /// no VolumeSnapshotContent being deleted, no volume being deleted or Released under a Delete
-/// policy (what is retained stays, and is not waited for).
+/// policy (what is retained stays, and is not waited for). Then the disk is settled too: what the
+/// last steps wrote is flushed, and the page cache dropped, so that each step starts cold (the
+/// driver copies a volume's 100,000 files for each snapshot and each volume made from one, at
+/// anything from 5 to 60 s depending on what the cache held).
 async fn storage_settled(cluster: &Cluster) {
     use k8s_openapi::api::core::v1::PersistentVolume;
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -100,6 +103,12 @@ async fn storage_settled(cluster: &Cluster) {
             })
             .count();
         if deleting_contents + deleting_volumes == 0 {
+            let synced = std::process::Command::new("sync").status().unwrap();
+            assert!(synced.success());
+            // Root's only; a bench run without it starts each step with whatever is cached.
+            if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "3") {
+                eprintln!("bench-data-movement: the page cache is not dropped: {e}");
+            }
             return;
         }
         assert!(
@@ -193,6 +202,8 @@ const PHASES: [&str; 4] = ["Accepted", "Prepared", "InProgress", "Completed"];
 /// the bytes the request added to the repository, of its total.
 #[derive(Clone, Default)]
 struct Parts {
+    /// The requests' names.
+    names: std::collections::BTreeSet<String>,
     made: Option<f64>,
     phases: BTreeMap<String, f64>,
     ended: f64,
@@ -218,6 +229,9 @@ async fn parts_of(
             .unwrap_or_default()
         {
             parts.made.get_or_insert(at);
+            parts
+                .names
+                .insert(request.metadata.name.clone().unwrap_or_default());
             let status = &request.data["status"];
             if let Some(phase) = status["phase"].as_str() {
                 parts.phases.entry(phase.to_string()).or_insert(at);
@@ -253,7 +267,31 @@ async fn measured_in_parts(
     stop.send(()).unwrap();
     let mut parts = sampling.await.unwrap();
     parts.ended = cost.seconds;
+    if tool.name == "ark" {
+        agent_said(cluster, &tool.ns, &parts.names).await;
+    }
     (cost, parts)
+}
+
+/// Prints what ark's node agent logged of `requests`: its own times for moving the data.
+async fn agent_said(cluster: &Cluster, ns: &str, requests: &std::collections::BTreeSet<String>) {
+    let pods: Api<Pod> = Api::namespaced(cluster.client().await, ns);
+    let agents = pods
+        .list(&ListParams::default().labels("name=node-agent"))
+        .await
+        .unwrap();
+    for agent in agents {
+        let name = agent.metadata.name.unwrap_or_default();
+        let log = pods
+            .logs(&name, &Default::default())
+            .await
+            .unwrap_or_default();
+        for line in log.lines() {
+            if requests.iter().any(|r| line.contains(&format!(" {r}: "))) {
+                eprintln!("bench: {name}: {line}");
+            }
+        }
+    }
 }
 
 /// Where each step's time went, per claim, step and tool: seconds from the step's start.
