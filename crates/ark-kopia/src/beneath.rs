@@ -106,10 +106,6 @@ impl Dir {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The path of entry `name`, for messages.
     pub fn shown(&self, name: &OsStr) -> PathBuf {
         self.path.join(name)
@@ -155,19 +151,18 @@ impl Dir {
 
     /// Opens regular file `name` to read it; a symlink, pipe or device there is refused (a
     /// pipe is opened without waiting for a writer, then refused).
-    pub fn open_file(&self, name: &OsStr) -> Result<(std::fs::File, Meta), Error> {
+    pub fn open_file(&self, name: &OsStr) -> Result<std::fs::File, Error> {
         let path = self.shown(name);
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty())
             .map_err(|e| not_followed(&path, e))?;
         let stat = rustix::fs::fstat(&fd).map_err(|e| io(&path, e))?;
-        let meta = Meta::of(&stat);
-        if meta.kind != Kind::File {
+        if Meta::of(&stat).kind != Kind::File {
             return Err(not_followed(&path, Errno::LOOP));
         }
         // Reads block as on any regular file; the flag only kept the open from waiting.
         rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| io(&path, e))?;
-        Ok((std::fs::File::from(fd), meta))
+        Ok(std::fs::File::from(fd))
     }
 
     /// The target of symlink `name`.
@@ -203,6 +198,17 @@ impl Dir {
                 )))
             }
             Err(e) => Err(io(&self.shown(name), e)),
+        }
+    }
+
+    /// Removes what is at `name`, a directory with everything in it (std's removal never
+    /// follows a symlink).
+    pub fn remove_all(&self, name: &OsStr) -> Result<(), Error> {
+        if self.is_dir(name) {
+            let path = self.shown(name);
+            std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))
+        } else {
+            self.clear(name)
         }
     }
 

@@ -495,7 +495,7 @@ impl<'c> Uploader<'c> {
         if length < READ_BUFFER as u64 {
             // A small file in one read: most files of a volume are, and a buffer of 1 MiB each
             // would cost more than the file.
-            let (mut file, _) = dir.open_file(name)?;
+            let mut file = dir.open_file(name)?;
             let mut bytes = Vec::with_capacity(length as usize);
             std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(&path, e))?;
             writer.write(&bytes).await?;
@@ -505,7 +505,7 @@ impl<'c> Uploader<'c> {
             return Ok((writer.finish().await?, bytes.len() as u64));
         }
         let _turn = self.large_files.acquire().await.expect("never closed");
-        let mut file = tokio::fs::File::from_std(dir.open_file(name)?.0);
+        let mut file = tokio::fs::File::from_std(dir.open_file(name)?);
         let mut buffer = vec![0u8; READ_BUFFER];
         let mut size = 0u64;
         loop {

@@ -262,13 +262,7 @@ fn done_mark(volume: &Path, restore_uid: &str, owner: Option<(u32, u32)>) -> Res
     // Through handles beneath the volume: a pod that swaps `.velero` for a symlink meanwhile
     // makes this fail, never write elsewhere.
     let written = Dir::root(volume).and_then(|root| {
-        if root.clear(marks).is_err() {
-            // A directory: removed with what it holds (std's removal never follows a symlink).
-            std::fs::remove_dir_all(&shown).map_err(|e| ark_kopia::Error::Io {
-                path: shown.display().to_string(),
-                source: e,
-            })?;
-        }
+        root.remove_all(marks)?;
         let dir = root.make_dir(marks, 0o755)?;
         let mark = dir.create_file(OsStr::new(restore_uid), 0o644)?;
         if let Some(owner) = owner {
