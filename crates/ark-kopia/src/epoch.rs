@@ -67,39 +67,76 @@ fn first_complete_set(blobs: &[BlobMeta]) -> Option<Vec<BlobMeta>> {
     None
 }
 
+/// The epoch blobs of a repository as listed, by kind: what `EpochState::resolve` reads.
+#[derive(Debug, Default)]
+pub struct EpochListing {
+    /// `xe…`
+    pub markers: Vec<BlobMeta>,
+    /// `xw…`
+    pub watermarks: Vec<BlobMeta>,
+    /// `xs…`
+    pub singles: Vec<BlobMeta>,
+    /// `xr…`
+    pub ranges: Vec<BlobMeta>,
+    /// `xn…`
+    pub uncompacted: Vec<BlobMeta>,
+}
+
 impl EpochState {
     /// Lists the epoch blobs and resolves the current index set, as `GetCompleteIndexSet` does.
+    /// The uncompacted index blobs are listed at once, not epoch by epoch as kopia does: the
+    /// listing costs what the repository holds, never what a marker's number claims.
     pub async fn load(blobs: &Blobs) -> Result<Self, Error> {
-        let (markers, watermarks, singles, ranges) = tokio::try_join!(
+        let (markers, watermarks, singles, ranges, uncompacted) = tokio::try_join!(
             blobs.list("xe"),
             blobs.list("xw"),
             blobs.list("xs"),
             blobs.list("xr"),
+            blobs.list("xn"),
         )?;
-        let write_epoch = markers
+        Ok(Self::resolve(EpochListing {
+            markers,
+            watermarks,
+            singles,
+            ranges,
+            uncompacted,
+        }))
+    }
+
+    /// The state a listing comes to. Any names at all (a bucket is written by others) resolve in
+    /// time bounded by the number of blobs: epoch numbers are only compared, never counted
+    /// through, and never overflow.
+    pub fn resolve(listing: EpochListing) -> Self {
+        let write_epoch = listing
+            .markers
             .iter()
             .filter_map(|b| epoch_of(&b.id))
             .max()
             .unwrap_or(0);
-        let deletion_watermark = watermarks
+        let deletion_watermark = listing
+            .watermarks
             .iter()
             .filter_map(|b| b.id.strip_prefix("xw")?.parse::<i64>().ok())
             .max()
             .and_then(|s| jiff::Timestamp::from_second(s).ok());
 
-        let mut by_epoch: BTreeMap<i64, Vec<BlobMeta>> = BTreeMap::new();
-        for b in singles {
-            if let Some(n) = epoch_of(&b.id) {
-                by_epoch.entry(n).or_default().push(b);
+        let by_epoch = |blobs: Vec<BlobMeta>| {
+            let mut grouped: BTreeMap<i64, Vec<BlobMeta>> = BTreeMap::new();
+            for b in blobs {
+                if let Some(n) = epoch_of(&b.id) {
+                    grouped.entry(n).or_default().push(b);
+                }
             }
-        }
-        let single_sets: BTreeMap<i64, Vec<BlobMeta>> = by_epoch
+            grouped
+        };
+        let single_sets: BTreeMap<i64, Vec<BlobMeta>> = by_epoch(listing.singles)
             .into_iter()
             .filter_map(|(n, bs)| Some((n, first_complete_set(&bs)?)))
             .collect();
+        let mut uncompacted = by_epoch(listing.uncompacted);
 
         let mut by_range: BTreeMap<(i64, i64), Vec<BlobMeta>> = BTreeMap::new();
-        for b in ranges {
+        for b in listing.ranges {
             if let Some(r) = range_of(&b.id) {
                 by_range.entry(r).or_default().push(b);
             }
@@ -111,33 +148,46 @@ impl EpochState {
         let checkpoints = longest_range_chain(&range_sets);
 
         let mut index_blobs = Vec::new();
-        let mut start = 0;
+        // The first epoch past the checkpoints; none past a checkpoint up to the last number.
+        let mut start = Some(0);
         for (range, set) in checkpoints {
-            if range.1 > start {
+            if start.is_some_and(|start| range.1 > start) {
                 index_blobs.extend(set.iter().cloned());
-                start = range.1 + 1;
+                start = range.1.checked_add(1);
             }
         }
+        // Each epoch from there to the one after the write epoch (a writer that saw a newer
+        // marker may have written there): its compacted set once settled, its uncompacted
+        // blobs otherwise.
+        let last = write_epoch.saturating_add(1);
+        let epochs: std::collections::BTreeSet<i64> = match start {
+            Some(start) if start <= last => single_sets
+                .range(start..=last)
+                .chain(uncompacted.range(start..=last))
+                .map(|(epoch, _)| *epoch)
+                .collect(),
+            _ => Default::default(),
+        };
         let mut write_epoch_blobs = Vec::new();
-        for epoch in start..=write_epoch + 1 {
+        for epoch in epochs {
             let settled = epoch <= write_epoch - UNSETTLED;
             if settled && let Some(set) = single_sets.get(&epoch) {
                 index_blobs.extend(set.iter().cloned());
                 continue;
             }
-            let uncompacted = blobs.list(&format!("xn{epoch}_")).await?;
+            let blobs = uncompacted.remove(&epoch).unwrap_or_default();
             if epoch == write_epoch {
-                write_epoch_blobs = uncompacted.clone();
+                write_epoch_blobs = blobs.clone();
             }
-            index_blobs.extend(uncompacted);
+            index_blobs.extend(blobs);
         }
-        Ok(EpochState {
+        EpochState {
             write_epoch,
-            epoch_markers: markers,
+            epoch_markers: listing.markers,
             index_blobs,
             write_epoch_blobs,
             deletion_watermark,
-        })
+        }
     }
 
     /// kopia's `shouldAdvance`: the write epoch has lasted its minimum and holds enough blobs.
@@ -162,7 +212,7 @@ impl EpochState {
     pub async fn advance(&self, blobs: &Blobs) -> Result<(), Error> {
         blobs
             .put(
-                &format!("xe{}", self.write_epoch + 1),
+                &format!("xe{}", self.write_epoch.saturating_add(1)),
                 b"epoch-marker".to_vec(),
             )
             .await
@@ -170,37 +220,45 @@ impl EpochState {
 }
 
 /// kopia's `findLongestRangeCheckpoint`: the chain of range checkpoints from epoch 0 that reaches
-/// furthest (the fewest checkpoints on a tie).
+/// furthest (the fewest checkpoints on a tie; as in kopia, a chain must reach past epoch 0).
+/// Worked from the last start back to 0, each start's best chain from those after it: no
+/// recursion, so a bucket holding a long chain of checkpoints costs time, not stack.
 fn longest_range_chain(sets: &[((i64, i64), Vec<BlobMeta>)]) -> Vec<((i64, i64), Vec<BlobMeta>)> {
-    fn from(
-        start: i64,
-        sets: &[((i64, i64), Vec<BlobMeta>)],
-        memo: &mut HashMap<i64, Vec<usize>>,
-    ) -> Vec<usize> {
-        if let Some(m) = memo.get(&start) {
-            return m.clone();
+    let mut by_start: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, ((lo, hi), _)) in sets.iter().enumerate() {
+        if lo <= hi {
+            by_start.entry(*lo).or_default().push(i);
         }
-        let mut best: Vec<usize> = Vec::new();
-        let mut reach = 0;
-        for (i, ((lo, hi), _)) in sets.iter().enumerate() {
-            if *lo != start || *hi < *lo {
-                continue;
-            }
-            let mut chain = vec![i];
-            chain.extend(from(hi + 1, sets, memo));
-            let end = sets[*chain.last().unwrap()].0.1;
-            if end > reach || (end == reach && chain.len() < best.len()) {
-                reach = end;
-                best = chain;
-            }
-        }
-        memo.insert(start, best.clone());
-        best
     }
-    from(0, sets, &mut HashMap::new())
-        .into_iter()
-        .map(|i| sets[i].clone())
-        .collect()
+    // From each start: how far its best chain reaches, in how many checkpoints, and its first.
+    let mut best: HashMap<i64, (i64, usize, usize)> = HashMap::new();
+    for (start, candidates) in by_start.iter().rev() {
+        let mut choice: Option<(i64, usize, usize)> = None;
+        for &i in candidates {
+            let hi = sets[i].0.1;
+            let (reach, length) = match hi.checked_add(1).and_then(|next| best.get(&next)) {
+                Some(&(reach, length, _)) => (reach, length + 1),
+                None => (hi, 1),
+            };
+            let better = match choice {
+                None => reach > 0,
+                Some((r, l, _)) => reach > r || (reach == r && length < l),
+            };
+            if better {
+                choice = Some((reach, length, i));
+            }
+        }
+        if let Some(choice) = choice {
+            best.insert(*start, choice);
+        }
+    }
+    let mut chain = Vec::new();
+    let mut start = Some(0);
+    while let Some(&(_, _, i)) = start.and_then(|s| best.get(&s)) {
+        chain.push(sets[i].clone());
+        start = sets[i].0.1.checked_add(1);
+    }
+    chain
 }
 
 #[cfg(test)]
@@ -231,6 +289,91 @@ mod tests {
         let whole = [meta("xs1_a-sX-c2"), meta("xs1_b-sX-c2")];
         assert_eq!(first_complete_set(&whole).unwrap().len(), 2);
         assert_eq!(first_complete_set(&[meta("xs1_a")]).unwrap().len(), 1);
+    }
+
+    fn listing(names: &[&str]) -> EpochListing {
+        let mut listing = EpochListing::default();
+        for name in names {
+            let kind = match &name[..2] {
+                "xe" => &mut listing.markers,
+                "xw" => &mut listing.watermarks,
+                "xs" => &mut listing.singles,
+                "xr" => &mut listing.ranges,
+                _ => &mut listing.uncompacted,
+            };
+            kind.push(meta(name));
+        }
+        listing
+    }
+
+    fn ids(blobs: &[BlobMeta]) -> Vec<&str> {
+        blobs.iter().map(|b| b.id.as_str()).collect()
+    }
+
+    #[test]
+    fn the_index_is_the_checkpoints_the_settled_compacted_epochs_and_the_rest_uncompacted() {
+        let state = EpochState::resolve(listing(&[
+            "xe0",
+            "xe1",
+            "xe2",
+            "xe3",
+            "xe4",
+            "xe5",
+            "xr0_1_r-s1-c1",
+            "xs2_a-s2-c1",
+            "xn2_old",
+            "xs3_b-s3-c1",
+            "xn3_kept",
+            "xn4_w1",
+            "xn5_w2",
+            "xn6_next",
+            "xn7_beyond",
+            "xw1700000000",
+        ]));
+        assert_eq!(state.write_epoch, 5);
+        assert_eq!(
+            ids(&state.index_blobs),
+            [
+                "xr0_1_r-s1-c1",
+                "xs2_a-s2-c1",
+                "xs3_b-s3-c1",
+                "xn4_w1",
+                "xn5_w2",
+                "xn6_next"
+            ]
+        );
+        assert_eq!(ids(&state.write_epoch_blobs), ["xn5_w2"]);
+        assert_eq!(
+            state.deletion_watermark,
+            Some(jiff::Timestamp::from_second(1_700_000_000).unwrap())
+        );
+    }
+
+    #[test]
+    fn epoch_numbers_at_the_end_of_the_range_resolve_at_once_without_overflow() {
+        let max = i64::MAX;
+        let state = EpochState::resolve(listing(&[
+            &format!("xe{max}"),
+            "xe0",
+            &format!("xr0_{max}_r"),
+            &format!("xn{max}_a"),
+            &format!("xs{max}_b"),
+            "xn0_c",
+            &format!("xw{max}"),
+        ]));
+        assert_eq!(state.write_epoch, max);
+        assert_eq!(ids(&state.index_blobs), [format!("xr0_{max}_r")]);
+        assert_eq!(state.deletion_watermark, None);
+    }
+
+    #[test]
+    fn a_chain_of_a_hundred_thousand_checkpoints_costs_no_stack() {
+        let sets: Vec<((i64, i64), Vec<BlobMeta>)> = (0..100_000)
+            .map(|i| ((i, i), vec![meta(&format!("xr{i}_{i}_x"))]))
+            .collect();
+        let chain = longest_range_chain(&sets);
+        assert_eq!(chain.len(), 100_000);
+        assert_eq!(chain.last().unwrap().0, (99_999, 99_999));
     }
 
     #[test]
