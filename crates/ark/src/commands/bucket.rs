@@ -69,35 +69,63 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// The named file, gunzipped.
-    async fn text(&self, of: &Of<'_>, file: File) -> anyhow::Result<String> {
-        let (kind, name) = (of.kind(file), of.name());
+    /// The named file as stored (gzip-compressed), and what it is, for messages.
+    async fn file(&self, of: &Of<'_>, file: File) -> anyhow::Result<(String, Vec<u8>)> {
+        let what = format!("the {} of {}", of.kind(file), of.name());
         let bytes = match self {
             Source::Bucket(store) => store.get(&of.key(file, &store.layout)).await?.to_vec(),
             Source::Server { client, namespace } => {
-                super::download::fetch(client, namespace, &kind, name).await?
+                super::download::fetch(client, namespace, &of.kind(file), of.name()).await?
             }
         };
-        gunzip(&bytes).with_context(|| format!("the {kind} of {name} is not gzip-compressed text"))
+        Ok((what, bytes))
+    }
+
+    /// The named file, gunzipped (within the bound the server reads such files with) and parsed.
+    async fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        of: &Of<'_>,
+        file: File,
+    ) -> anyhow::Result<T> {
+        let (what, bytes) = self.file(of, file).await?;
+        ark_server::snapshots::gunzip_json(&bytes, &what).map_err(anyhow::Error::msg)
     }
 }
 
-fn gunzip(bytes: &[u8]) -> std::io::Result<String> {
-    let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(bytes).read_to_string(&mut text)?;
-    Ok(text)
-}
+/// The most of a log that `logs` prints: a log is written by a server, but read from a bucket
+/// that others may write, where a few kilobytes can unpack to terabytes.
+const MAX_LOG_BYTES: u64 = 1 << 30;
 
-pub async fn read_log(
+/// Writes the log of a backup or restore to `out` as it unpacks (never all of it in memory), up to
+/// `MAX_LOG_BYTES`; a log that unpacks to more is an error once that much is written.
+pub async fn print_log(
     client: &kube::Client,
     namespace: &str,
     location: &str,
     of: Of<'_>,
-) -> anyhow::Result<String> {
-    Source::of(client, namespace, location)
-        .await?
-        .text(&of, File::Log)
-        .await
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
+    let source = Source::of(client, namespace, location).await?;
+    let (what, bytes) = source.file(&of, File::Log).await?;
+    copy_unpacked(&bytes, out, MAX_LOG_BYTES, &what)
+}
+
+/// `gzip`'s contents written to `out`, at most `limit` bytes of them.
+fn copy_unpacked(
+    gzip: &[u8],
+    out: &mut impl std::io::Write,
+    limit: u64,
+    what: &str,
+) -> anyhow::Result<()> {
+    let mut unpacked = flate2::read::MultiGzDecoder::new(gzip).take(limit);
+    std::io::copy(&mut unpacked, out)
+        .with_context(|| format!("{what} is not gzip-compressed text"))?;
+    if unpacked.into_inner().read(&mut [0])? > 0 {
+        anyhow::bail!(
+            "{what} unpacks to more than {limit} bytes: only the first {limit} are shown"
+        );
+    }
+    Ok(())
 }
 
 /// The hooks each pod ran, as the backup or restore recorded them. Read from the bucket only:
@@ -117,9 +145,7 @@ pub async fn hook_results(
     };
     match store.get(&key).await {
         Ok(bytes) => {
-            let text =
-                gunzip(&bytes).with_context(|| format!("{key} is not gzip-compressed text"))?;
-            Ok(serde_json::from_str(&text).with_context(|| format!("{key} is not valid"))?)
+            ark_server::snapshots::gunzip_json(&bytes, key.as_ref()).map_err(anyhow::Error::msg)
         }
         Err(error) if error.is_not_found() => Ok(vec![]),
         Err(error) => Err(error.into()),
@@ -171,9 +197,8 @@ pub async fn details(client: &kube::Client, namespace: &str, location: &str, of:
     };
     let mut out = String::from("\nResource List:\n");
     match source
-        .text(&of, File::ResourceList)
+        .json::<BTreeMap<String, Vec<String>>>(&of, File::ResourceList)
         .await
-        .and_then(|t| Ok(serde_json::from_str::<BTreeMap<String, Vec<String>>>(&t)?))
     {
         Ok(list) if list.is_empty() => out.push_str("  <none>\n"),
         Ok(list) => {
@@ -186,11 +211,7 @@ pub async fn details(client: &kube::Client, namespace: &str, location: &str, of:
         }
         Err(error) => out.push_str(&format!("  <error reading the resource list: {error:#}>\n")),
     }
-    match source
-        .text(&of, File::Results)
-        .await
-        .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
-    {
+    match source.json::<serde_json::Value>(&of, File::Results).await {
         Ok(results) => {
             for (title, key) in [("Warnings", "warnings"), ("Errors", "errors")] {
                 out.push_str(&format!("\n{title}:\n"));
@@ -234,4 +255,46 @@ pub async fn details(client: &kube::Client, namespace: &str, location: &str, of:
         Err(error) => out.push_str(&format!("\n<error reading the results: {error:#}>\n")),
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `members` gzip members of 1 MiB of zeros each, one after the other (a gzip reader reads
+    /// them as one stream): about a kilobyte each, as a bucket's bomb would be made.
+    fn zeros(members: usize) -> Vec<u8> {
+        let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut member, &[0; 1 << 20]).unwrap();
+        member.finish().unwrap().repeat(members)
+    }
+
+    #[test]
+    fn a_log_that_unpacks_past_the_bound_is_cut_there_and_an_error() {
+        let mut out = Vec::new();
+        copy_unpacked(&zeros(4), &mut out, 4 << 20, "the BackupLog of b").unwrap();
+        assert_eq!(out.len(), 4 << 20);
+
+        let mut out = Vec::new();
+        let error = copy_unpacked(&zeros(64), &mut out, 4 << 20, "the BackupLog of b");
+        assert_eq!(
+            error.unwrap_err().to_string(),
+            "the BackupLog of b unpacks to more than 4194304 bytes: only the first 4194304 are shown"
+        );
+        assert_eq!(out.len(), 4 << 20);
+    }
+
+    #[test]
+    fn a_log_that_is_not_gzip_is_named() {
+        let error = copy_unpacked(
+            b"plain text, not gzip",
+            &mut Vec::new(),
+            1 << 20,
+            "the RestoreLog of r",
+        );
+        assert_eq!(
+            format!("{:#}", error.unwrap_err()),
+            "the RestoreLog of r is not gzip-compressed text: invalid gzip header"
+        );
+    }
 }

@@ -17,13 +17,13 @@ pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode
         )
     })?;
     let location = backup.spec.storage_location.clone().unwrap_or_default();
-    let text = bucket::read_log(
+    bucket::print_log(
         &client,
         &global.namespace,
         &location,
         bucket::Of::Backup(&args.name),
+        &mut std::io::stdout(),
     )
     .await?;
-    print!("{text}");
     Ok(ExitCode::SUCCESS)
 }

@@ -29,15 +29,13 @@ pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode
             )
         })?;
     let location = backup.spec.storage_location.unwrap_or_default();
-    print!(
-        "{}",
-        bucket::read_log(
-            &client,
-            &global.namespace,
-            &location,
-            bucket::Of::Restore(&args.name)
-        )
-        .await?
-    );
+    bucket::print_log(
+        &client,
+        &global.namespace,
+        &location,
+        bucket::Of::Restore(&args.name),
+        &mut std::io::stdout(),
+    )
+    .await?;
     Ok(ExitCode::SUCCESS)
 }
