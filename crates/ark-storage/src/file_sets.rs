@@ -300,13 +300,15 @@ impl BackupStore {
     }
 
     /// Downloads a backup's tarball into `file`, rewound for reading.
+    /// The backup's tarball written to `file`, if it is at most `max` bytes.
     pub async fn download_backup_contents(
         &self,
         name: &str,
         file: &std::fs::File,
+        max: u64,
     ) -> Result<(), StoreError> {
         let key = self.layout.backup_contents(name);
-        self.download_file(&key, file).await
+        self.download_file(&key, file, max).await
     }
 
     pub async fn list_backup(&self, name: &str) -> Result<BackupListing, StoreError> {
@@ -745,5 +747,36 @@ mod tests {
         // A record larger than asked for is an error, not read.
         let error = store.backup_records(&listing, 4).await.err().unwrap();
         assert!(matches!(error, StoreError::TooLarge { .. }), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_tarball_larger_than_the_scratch_may_take_is_refused_once_that_much_is_written() {
+        let (_, store) = store();
+        store.put_backup("b1", files("b1"), ours()).await.unwrap();
+        let size = store
+            .get(&store.layout.backup_contents("b1"))
+            .await
+            .unwrap()
+            .len() as u64;
+        let file = tempfile::tempfile().unwrap();
+        store
+            .download_backup_contents("b1", &file, size)
+            .await
+            .unwrap();
+        assert_eq!(file.metadata().unwrap().len(), size);
+
+        let file = tempfile::tempfile().unwrap();
+        let error = store
+            .download_backup_contents("b1", &file, size - 1)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "p/backups/b1/b1.tar.gz: larger than the {} bytes such a file may have",
+                size - 1
+            )
+        );
+        assert!(file.metadata().unwrap().len() < size);
     }
 }

@@ -29,7 +29,7 @@ pub enum StoreError {
     #[error("{key}: not found")]
     NotFound { key: String },
     #[error("{key}: larger than the {max} bytes such a file may have")]
-    TooLarge { key: String, max: usize },
+    TooLarge { key: String, max: u64 },
     #[error(
         "the bucket{} holds {folder:?}, which is not a folder of a backup store (expected only {TOP_LEVEL_FOLDERS:?})",
         prefix.as_ref().map(|p| format!(" under prefix {p:?}")).unwrap_or_default()
@@ -141,7 +141,7 @@ impl BackupStore {
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(object_error(key))?;
             if read.len() + chunk.len() > max {
-                let key = key.to_string();
+                let (key, max) = (key.to_string(), max as u64);
                 return Err(StoreError::TooLarge { key, max });
             }
             read.extend_from_slice(&chunk);
@@ -181,10 +181,13 @@ impl BackupStore {
     }
 
     /// Downloads an object into a local file, chunk by chunk, and rewinds it for reading.
+    /// Writes the file at `key` to `file`, refusing one of more than `max` bytes once that much
+    /// is written (a bucket may hold anything: scratch space is not).
     pub(crate) async fn download_file(
         &self,
         key: &Path,
         file: &std::fs::File,
+        max: u64,
     ) -> Result<(), StoreError> {
         let io_error = |source| StoreError::Io {
             key: key.to_string(),
@@ -193,8 +196,14 @@ impl BackupStore {
         let result = self.store.get(key).await.map_err(object_error(key))?;
         let mut out = tokio::fs::File::from_std(file.try_clone().map_err(io_error)?);
         let mut stream = result.into_stream();
+        let mut written = 0;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(object_error(key))?;
+            written += chunk.len() as u64;
+            if written > max {
+                let key = key.to_string();
+                return Err(StoreError::TooLarge { key, max });
+            }
             out.write_all(&chunk).await.map_err(io_error)?;
         }
         out.flush().await.map_err(io_error)?;

@@ -418,7 +418,7 @@ async fn rewritten_contents(
     }
     let source = tempfile::tempfile_in(&ctx.scratch).map_err(|e| e.to_string())?;
     store
-        .download_backup_contents(name, &source)
+        .download_backup_contents(name, &source, crate::records::archive::MAX_TARBALL_BYTES)
         .await
         .map_err(|e| format!("reading its tarball: {e}"))?;
     let scratch = ctx.scratch.clone();

@@ -616,7 +616,10 @@ async fn recorded_snapshots(
         return Ok((recorded, pod_volumes));
     }
     let tarball = tempfile::tempfile_in(&ctx.scratch).map_err(|e| format!("scratch file: {e}"))?;
-    match store.download_backup_contents(name, &tarball).await {
+    match store
+        .download_backup_contents(name, &tarball, crate::records::archive::MAX_TARBALL_BYTES)
+        .await
+    {
         Ok(()) => {}
         Err(error) if error.is_not_found() => return Ok((recorded, pod_volumes)),
         Err(error) => return Err(format!("downloading the backup tarball: {error}")),

@@ -10,6 +10,11 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+/// The most of a backup tarball the server downloads into scratch space (to restore it, to find
+/// its snapshots, to rewrite it), and the most a restore unpacks from it: a bucket may hold
+/// anything, the server's scratch volume may not.
+pub const MAX_TARBALL_BYTES: u64 = 16 << 30;
+
 use flate2::Compression;
 use flate2::write::GzEncoder;
 

@@ -29,7 +29,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_entry_bytes: 64 << 20,
-            max_total_bytes: 16 << 30,
+            max_total_bytes: crate::records::archive::MAX_TARBALL_BYTES,
             max_entries: 1_000_000,
         }
     }

@@ -257,7 +257,11 @@ async fn download(
 ) -> Result<extract::Extracted, String> {
     let tarball = tempfile::tempfile_in(scratch).map_err(|e| format!("scratch file: {e}"))?;
     open.store
-        .download_backup_contents(backup_name, &tarball)
+        .download_backup_contents(
+            backup_name,
+            &tarball,
+            crate::records::archive::MAX_TARBALL_BYTES,
+        )
         .await
         .map_err(|e| {
             format!(

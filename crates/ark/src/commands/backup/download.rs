@@ -88,7 +88,7 @@ async fn download(
         Ok(open) => {
             let file = std::fs::File::create(path)?;
             open.store
-                .download_backup_contents(name, &file)
+                .download_backup_contents(name, &file, u64::MAX)
                 .await
                 .with_context(|| format!("downloading backup {name} from location {location}"))?;
             Ok(file.metadata()?.len())
