@@ -103,9 +103,8 @@ pub fn backup_hook(pod: &Value, phase: HookPhase) -> (Option<ExecHook>, Vec<Stri
             Ok(_) => DEFAULT_EXEC_TIMEOUT,
             Err(_) => {
                 warnings.push(format!(
-                    "pod {}/{}: annotation {prefix}timeout {text:?} is not a duration; the default {} is used",
-                    pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
-                    pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
+                    "pod {}: annotation {prefix}timeout {text:?} is not a duration; the default {} is used",
+                    super::pod_reference(pod),
                     ark_api::duration::format(DEFAULT_EXEC_TIMEOUT),
                 ));
                 DEFAULT_EXEC_TIMEOUT

@@ -18,7 +18,13 @@ use crate::domain::filter::IncludesExcludes;
 
 /// A Backup's `spec.hooks`, read once by its validation.
 #[derive(Clone, Debug, Default)]
-pub struct BackupHookSpecs(Vec<Entry>);
+pub struct BackupHookSpecs {
+    entries: Vec<Entry>,
+    /// The server's most for one hook's timeout: a pod's annotation or a backup's spec asking for
+    /// more gets this much (and a warning), so that no pod holds a backup, and the backups
+    /// waiting for a worker behind it, for as long as it likes.
+    max_timeout: Option<Duration>,
+}
 
 #[derive(Clone, Debug)]
 struct Entry {
@@ -45,7 +51,7 @@ const POD_NAMES: [&str; 3] = ["pods", "pod", "po"];
 impl BackupHookSpecs {
     /// Reads `spec.hooks`; what cannot be read (a label selector, a timeout) is an error naming
     /// its field. Velero fails such a backup once it runs; ark refuses it before anything runs.
-    pub fn read(hooks: Option<&BackupHooks>) -> Result<Self, Vec<String>> {
+    pub fn read(hooks: Option<&BackupHooks>, max_timeout: Duration) -> Result<Self, Vec<String>> {
         let mut errors = Vec::new();
         let mut entries = Vec::new();
         for (i, resource) in hooks
@@ -109,7 +115,10 @@ impl BackupHookSpecs {
             });
         }
         if errors.is_empty() {
-            Ok(BackupHookSpecs(entries))
+            Ok(BackupHookSpecs {
+                entries,
+                max_timeout: Some(max_timeout),
+            })
         } else {
             Err(errors)
         }
@@ -121,19 +130,38 @@ impl BackupHookSpecs {
         &self,
         annotations: Option<&std::collections::BTreeMap<String, String>>,
     ) -> bool {
-        !self.0.is_empty()
+        !self.entries.is_empty()
             || annotations.is_some_and(|a| a.keys().any(|k| k.contains("hook.backup.velero.io/")))
     }
 
     /// The hooks of `phase` for `pod` (as listed), and a warning for each annotation that could
     /// not be read.
     pub fn for_pod(&self, pod: &Value, phase: HookPhase) -> (Vec<ExecHook>, Vec<String>) {
-        let (annotated, warnings) = annotations::backup_hook(pod, phase);
-        if let Some(hook) = annotated {
-            return (vec![hook], warnings);
+        let (annotated, mut warnings) = annotations::backup_hook(pod, phase);
+        let mut hooks = match annotated {
+            Some(hook) => vec![hook],
+            None => self.spec_hooks(pod, phase),
+        };
+        if let Some(max) = self.max_timeout {
+            for hook in hooks.iter_mut().filter(|hook| hook.exec_timeout > max) {
+                warnings.push(format!(
+                    "pod {}: {phase} hook {:?} ({}) asks for a timeout of {}, more than the \
+                     server's --max-backup-hook-timeout: {} is used",
+                    super::pod_reference(pod),
+                    hook.command.join(" "),
+                    hook.source,
+                    ark_api::duration::format(hook.exec_timeout),
+                    ark_api::duration::format(max),
+                ));
+                hook.exec_timeout = max;
+            }
         }
-        let hooks = self
-            .0
+        (hooks, warnings)
+    }
+
+    /// The hooks of `phase` that `spec.hooks` gives `pod`.
+    fn spec_hooks(&self, pod: &Value, phase: HookPhase) -> Vec<ExecHook> {
+        self.entries
             .iter()
             .filter(|entry| entry.takes_pods && entry.pods.matches(pod))
             .flat_map(|entry| {
@@ -154,8 +182,7 @@ impl BackupHookSpecs {
                     source: format!("spec hook {:?}", entry.name),
                 })
             })
-            .collect();
-        (hooks, warnings)
+            .collect()
     }
 }
 
@@ -248,7 +275,7 @@ mod tests {
 
     fn specs(value: Value) -> BackupHookSpecs {
         let hooks: BackupHooks = serde_json::from_value(value).unwrap();
-        BackupHookSpecs::read(Some(&hooks)).unwrap()
+        BackupHookSpecs::read(Some(&hooks), Duration::from_secs(3600)).unwrap()
     }
 
     fn pod(namespace: &str, labels: Value, annotations: Value) -> Value {
@@ -323,6 +350,38 @@ mod tests {
         assert_eq!(
             commands(&specs.for_pod(&annotated, HookPhase::Post).0),
             ["spec-post"]
+        );
+    }
+
+    #[test]
+    fn a_hook_asking_for_more_than_the_servers_most_gets_that_most_and_the_backup_a_warning() {
+        let specs = specs(json!({ "resources": [{ "name": "slow",
+            "pre": [{ "exec": { "command": ["dump"], "timeout": "2h" } },
+                    { "exec": { "command": ["sync"], "timeout": "1h" } }] }] }));
+        let (pre, warnings) = specs.for_pod(&pod("shop", json!({}), json!({})), HookPhase::Pre);
+        assert_eq!(pre[0].exec_timeout, Duration::from_secs(3600));
+        assert_eq!(pre[1].exec_timeout, Duration::from_secs(3600));
+        assert_eq!(
+            warnings,
+            [
+                "pod shop/db-0: pre hook \"dump\" (spec hook \"slow\") asks for a timeout of 2h0m0s, \
+              more than the server's --max-backup-hook-timeout: 1h0m0s is used"
+            ]
+        );
+        let holding = pod(
+            "tenant",
+            json!({}),
+            json!({ "pre.hook.backup.velero.io/command": "sleep infinity",
+                    "pre.hook.backup.velero.io/timeout": "100000h" }),
+        );
+        let (pre, warnings) = specs.for_pod(&holding, HookPhase::Pre);
+        assert_eq!(pre[0].exec_timeout, Duration::from_secs(3600));
+        assert_eq!(
+            warnings,
+            [
+                "pod tenant/db-0: pre hook \"sleep infinity\" (annotations) asks for a timeout of \
+              100000h0m0s, more than the server's --max-backup-hook-timeout: 1h0m0s is used"
+            ]
         );
     }
 
@@ -426,7 +485,7 @@ mod tests {
             "labelSelector": { "matchExpressions": [{ "key": "app", "operator": "Near" }] },
             "post": [{ "exec": { "command": ["y"], "timeout": "a while" } }] }] }))
         .unwrap();
-        let errors = BackupHookSpecs::read(Some(&hooks)).unwrap_err();
+        let errors = BackupHookSpecs::read(Some(&hooks), Duration::from_secs(3600)).unwrap_err();
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert!(
             errors[0].starts_with("hooks.resources[0].labelSelector: "),

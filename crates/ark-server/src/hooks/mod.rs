@@ -58,6 +58,20 @@ fn duration(text: Option<&String>) -> Option<Duration> {
         .filter(|d| !d.is_zero())
 }
 
+/// `namespace/name` of a pod as listed, for messages.
+fn pod_reference(pod: &Value) -> String {
+    let field = |path: &str| {
+        pod.pointer(path)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    format!(
+        "{}/{}",
+        field("/metadata/namespace"),
+        field("/metadata/name")
+    )
+}
+
 fn first_container(pod: &Value) -> String {
     pod.pointer("/spec/containers/0/name")
         .and_then(Value::as_str)

@@ -46,6 +46,10 @@ pub struct ServerArgs {
     /// Pods whose backup hooks one backup runs at once (the hooks of one pod run in order)
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub backup_hook_pods_at_once: u16,
+    /// The longest timeout one backup hook gets: a pod's annotation or a backup's spec asking
+    /// for more gets this much, and the backup a warning
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub max_backup_hook_timeout: std::time::Duration,
     /// Exec hook commands one restore runs at once (waiting for a free one never counts against a
     /// hook's execTimeout)
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
@@ -126,6 +130,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             default_ttl: args.default_backup_ttl,
             default_item_operation_timeout: args.default_item_operation_timeout,
             hook_pods_at_once: args.backup_hook_pods_at_once,
+            max_hook_timeout: args.max_backup_hook_timeout,
             default_volumes_to_fs_backup: args.default_volumes_to_fs_backup,
             default_snapshot_move_data: args.default_snapshot_move_data,
             pod_volume_timeout: args.fs_backup_timeout,

@@ -26,6 +26,7 @@ use serde_json::json;
 
 use engine::Collected;
 pub use tracker::RunningBackups;
+pub use validate::DEFAULTED_FIELDS;
 use validate::{Durations, ValidatedBackup};
 pub(crate) use volume_snapshots::remove_cut;
 
@@ -50,6 +51,8 @@ pub struct Config {
     pub default_item_operation_timeout: Duration,
     /// Pods whose hooks one backup runs at once.
     pub hook_pods_at_once: u16,
+    /// The longest timeout one hook gets, whatever it asks for.
+    pub max_hook_timeout: Duration,
     /// Whether backups that do not say back up every pod volume with the node agent (Velero's
     /// `--default-volumes-to-fs-backup`).
     pub default_volumes_to_fs_backup: bool,

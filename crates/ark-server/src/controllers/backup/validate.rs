@@ -103,10 +103,12 @@ pub(super) async fn validate(
     let include_exclude = policies.as_ref().and_then(|p| p.include_exclude.as_ref());
     let resources = resource_filter(spec, include_exclude, &mut errors);
     let durations = Durations::of(spec, config, &mut errors);
-    let hooks = BackupHookSpecs::read(spec.hooks.as_ref()).unwrap_or_else(|hook_errors| {
-        errors.extend(hook_errors);
-        BackupHookSpecs::default()
-    });
+    let hooks = BackupHookSpecs::read(spec.hooks.as_ref(), config.max_hook_timeout).unwrap_or_else(
+        |hook_errors| {
+            errors.extend(hook_errors);
+            BackupHookSpecs::default()
+        },
+    );
     let labels = LabelSelection::read(
         spec.label_selector.as_ref(),
         spec.or_label_selectors.as_deref(),
@@ -319,6 +321,17 @@ fn invalid_unless_transient<T>(error: LocationError) -> Result<Result<T, String>
 
 /// What Velero's backup controller writes into a backup's spec as it starts it: the location
 /// chosen, and each default it applied (so that Velero, reading the backup, sees what ark did).
+/// The fields of a Backup's spec that `defaulted_spec` fills in when a request leaves them unset.
+pub const DEFAULTED_FIELDS: [&str; 7] = [
+    "storageLocation",
+    "ttl",
+    "csiSnapshotTimeout",
+    "itemOperationTimeout",
+    "defaultVolumesToFsBackup",
+    "snapshotMoveData",
+    "volumeGroupSnapshotLabelKey",
+];
+
 pub(super) fn defaulted_spec(spec: &BackupSpec, validated: &ValidatedBackup) -> serde_json::Value {
     let durations = &validated.durations;
     let kept_or = |field: &str, default: serde_json::Value| {
@@ -328,18 +341,21 @@ pub(super) fn defaulted_spec(spec: &BackupSpec, validated: &ValidatedBackup) -> 
             .cloned()
             .unwrap_or(default)
     };
-    json!({
-        "storageLocation": validated.location_name,
-        "ttl": ark_api::duration::format(durations.ttl),
-        "csiSnapshotTimeout": ark_api::duration::format(durations.csi_snapshot_timeout),
-        "itemOperationTimeout": ark_api::duration::format(durations.item_operation_timeout),
-        "defaultVolumesToFsBackup": validated.volumes_by_default,
-        "snapshotMoveData": validated.move_data,
-        "volumeGroupSnapshotLabelKey": kept_or(
+    // In the order of DEFAULTED_FIELDS, which names them.
+    let values = [
+        json!(validated.location_name),
+        json!(ark_api::duration::format(durations.ttl)),
+        json!(ark_api::duration::format(durations.csi_snapshot_timeout)),
+        json!(ark_api::duration::format(durations.item_operation_timeout)),
+        json!(validated.volumes_by_default),
+        json!(validated.move_data),
+        kept_or(
             "volumeGroupSnapshotLabelKey",
             VOLUME_GROUP_SNAPSHOT_LABEL_KEY.into(),
         ),
-    })
+    ];
+    let fields = DEFAULTED_FIELDS.into_iter().map(String::from).zip(values);
+    serde_json::Value::Object(fields.collect())
 }
 
 #[cfg(test)]
@@ -389,6 +405,7 @@ mod tests {
             default_ttl: Duration::from_secs(3600),
             default_item_operation_timeout: Duration::from_secs(3600),
             hook_pods_at_once: 4,
+            max_hook_timeout: Duration::from_secs(3600),
             default_volumes_to_fs_backup: false,
             default_snapshot_move_data: false,
             pod_volume_timeout: Duration::from_secs(4 * 3600),

@@ -71,6 +71,7 @@ fn options(
             default_ttl: Duration::from_secs(3600),
             default_item_operation_timeout: Duration::from_secs(4 * 3600),
             hook_pods_at_once: 16,
+            max_hook_timeout: Duration::from_secs(3600),
             default_volumes_to_fs_backup: false,
             default_snapshot_move_data: false,
             pod_volume_timeout: Duration::from_secs(4 * 3600),
