@@ -551,6 +551,35 @@ pub fn kwok_pod(name: &str, containers: &[&str]) -> Pod {
     .unwrap()
 }
 
+/// The first Warning event in `namespace` with `reason`, once there is one, or an error after
+/// `timeout`.
+pub async fn warning_event(
+    client: &kube::Client,
+    namespace: &str,
+    reason: &str,
+    timeout: Duration,
+) -> anyhow::Result<k8s_openapi::api::events::v1::Event> {
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), namespace);
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let found = (events.list(&Default::default()).await?.items.into_iter())
+            .find(|e| e.reason.as_deref() == Some(reason));
+        if let Some(event) = found {
+            anyhow::ensure!(
+                event.type_.as_deref() == Some("Warning"),
+                "event {reason} is not a warning: {event:?}"
+            );
+            return Ok(event);
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no {reason} event in namespace {namespace} within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Waits (watching, not polling) until `condition` holds for the named object, or fails after `timeout`.
 pub async fn wait_for<K>(
     api: Api<K>,

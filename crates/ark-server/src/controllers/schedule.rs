@@ -13,7 +13,7 @@ use std::time::Duration;
 use ark_api::cron::Cron;
 use ark_api::{Backup, BackupPhase, Schedule, SchedulePhase, labels};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ListParams, PostParams};
+use kube::api::{DynamicObject, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource};
 use serde_json::json;
@@ -228,7 +228,35 @@ async fn back_up(
     {
         Ok(_) => tracing::info!("schedule {name}: created backup {backup_name}"),
         Err(kube::Error::Api(status)) if status.code == 409 => {
-            tracing::info!("schedule {name}: backup {backup_name} was already made")
+            let existing = backups.get_opt(&backup_name).await?;
+            match existing
+                .as_ref()
+                .map(|existing| not_made_for(existing, &backup))
+            {
+                // Made for this slot before (a server stopped before it recorded it).
+                Some(None) => {
+                    tracing::info!("schedule {name}: backup {backup_name} was already made")
+                }
+                // Gone meanwhile: made again at the next look.
+                None => return Ok(Action::requeue(WHILE_A_BACKUP_RUNS)),
+                Some(Some(difference)) => {
+                    let note = format!(
+                        "the slot at {slot} has no backup: backup {backup_name}, which it is \
+                         named for, was made by someone else and {difference}; the schedule \
+                         goes on at its next slot"
+                    );
+                    tracing::warn!("schedule {name}: {note}");
+                    kube.events
+                        .warn(
+                            schedule.object_ref(&()),
+                            None,
+                            "SlotTaken",
+                            "Schedule",
+                            note,
+                        )
+                        .await;
+                }
+            }
         }
         Err(error) => return Err(error.into()),
     }
@@ -244,6 +272,55 @@ async fn back_up(
         .await,
     )?;
     Ok(Action::await_change())
+}
+
+/// Why `existing`, found under the name of the backup a schedule makes for a slot (`made`), is
+/// not that backup, if it is not: it must carry the schedule's label and ask for what `made`
+/// asks, the fields the backup controller fills in aside. Whoever may create Backups can take a
+/// slot's name first; a schedule must not count what they made as its own backup.
+fn not_made_for(existing: &DynamicObject, made: &Backup) -> Option<String> {
+    let label = |labels: &Option<std::collections::BTreeMap<String, String>>| {
+        labels
+            .as_ref()
+            .and_then(|labels| labels.get(labels::SCHEDULE_NAME).cloned())
+    };
+    let ours = label(&made.metadata.labels);
+    if label(&existing.metadata.labels) != ours {
+        return Some(format!(
+            "is not labelled {}={}",
+            labels::SCHEDULE_NAME,
+            ours.unwrap_or_default()
+        ));
+    }
+    let existing_spec = existing.data.get("spec").cloned().unwrap_or_default();
+    let Ok(made_spec) = serde_json::to_value(&made.spec) else {
+        return Some("its spec cannot be compared".into());
+    };
+    let fields = |spec: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        spec.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(field, _)| field.clone())
+            .collect()
+    };
+    let differing: Vec<String> = fields(&existing_spec)
+        .union(&fields(&made_spec))
+        .filter(|field| {
+            let asked = made_spec.get(field.as_str()).filter(|v| !v.is_null());
+            let found = existing_spec.get(field.as_str()).filter(|v| !v.is_null());
+            let defaulted = asked.is_none()
+                && crate::controllers::backup::DEFAULTED_FIELDS.contains(&field.as_str());
+            asked != found && !defaulted
+        })
+        .cloned()
+        .collect();
+    (!differing.is_empty()).then(|| {
+        format!(
+            "asks for another backup than the schedule's template (spec.{})",
+            differing.join(", spec.")
+        )
+    })
 }
 
 /// How long from `now` until just past `at` (a schedule is due strictly after its slot).
@@ -275,6 +352,40 @@ mod tests {
             ..Default::default()
         });
         schedule
+    }
+
+    /// The backup as the API server keeps it once the backup controller has filled in its
+    /// defaults.
+    fn stored(backup: &Backup) -> DynamicObject {
+        let mut object: DynamicObject =
+            serde_json::from_value(serde_json::to_value(backup).unwrap()).unwrap();
+        object.data["spec"]["ttl"] = json!("720h0m0s");
+        object.data["spec"]["storageLocation"] = json!("default");
+        object.data["spec"]["snapshotMoveData"] = json!(false);
+        object
+    }
+
+    #[test]
+    fn a_slots_backup_is_the_schedules_own_only_when_labelled_and_asking_what_its_template_asks() {
+        let mut schedule = schedule("@every 1h", "2026-03-01T00:00:00Z");
+        schedule.spec.template.included_namespaces = Some(vec!["shop".into()]);
+        let made = Backup::from_schedule(&schedule, at("2026-03-01T01:00:00Z"));
+        assert_eq!(not_made_for(&stored(&made), &made), None);
+
+        let mut unlabelled = stored(&made);
+        unlabelled.metadata.labels = None;
+        assert_eq!(
+            not_made_for(&unlabelled, &made).unwrap(),
+            "is not labelled velero.io/schedule-name=nightly"
+        );
+
+        let mut other = stored(&made);
+        other.data["spec"]["includedNamespaces"] = json!(["shop"]);
+        other.data["spec"]["excludedResources"] = json!(["*"]);
+        assert_eq!(
+            not_made_for(&other, &made).unwrap(),
+            "asks for another backup than the schedule's template (spec.excludedResources)"
+        );
     }
 
     fn with_last_backup(mut schedule: Schedule, last: &str) -> Schedule {

@@ -40,14 +40,16 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
             .into_iter()
             .max_by_key(|b| b.metadata.creation_timestamp.as_ref().map(|t| t.0));
         let uid = schedule.metadata.uid.clone().unwrap_or_default();
+        // Slots that passed without a backup of the schedule's: while no server ran, or taken
+        // by a backup someone else made under the slot's name.
         let missed: Vec<Event> = events
-            .list(
-                &ListParams::default()
-                    .fields(&format!("involvedObject.uid={uid},reason=MissedRuns")),
-            )
+            .list(&ListParams::default().fields(&format!("involvedObject.uid={uid}")))
             .await
             .context("cannot list the schedule's events")?
-            .items;
+            .items
+            .into_iter()
+            .filter(|e| matches!(e.reason.as_deref(), Some("MissedRuns" | "SlotTaken")))
+            .collect();
         print!(
             "{}",
             describe_text(schedule, last.as_ref(), &missed, Timestamp::now())

@@ -12,7 +12,6 @@ use ark_tests::{ArkServer, Cluster, fixtures, wait_for};
 use common::setup::{Setup, WAIT};
 use common::{ARK, ark};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
@@ -446,21 +445,10 @@ async fn a_location_pointed_at_a_wrong_prefix_deletes_no_backup() {
         .await
         .unwrap();
 
-    let events: Api<Event> = Api::namespaced(setup.client.clone(), setup.ns());
-    let deadline = std::time::Instant::now() + WAIT;
-    let note = loop {
-        let found = events
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("AllBackupsMissing"));
-        if let Some(event) = found {
-            break event.note.unwrap_or_default();
-        }
-        assert!(std::time::Instant::now() < deadline, "{}", server.log());
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let event = ark_tests::warning_event(&setup.client, setup.ns(), "AllBackupsMissing", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", server.log()));
+    let note = event.note.unwrap_or_default();
     assert_eq!(
         note,
         "the bucket of location default lacks all 2 of its backups: is its bucket or prefix wrong? Nothing is deleted"

@@ -269,40 +269,46 @@ async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups(
 /// A schedule whose server was down for an hour: ark makes one backup, for the last slot (no
 /// catch-up, as Velero), and says which slots were missed in a `MissedRuns` Warning event on the
 /// schedule, which `ark schedule describe` shows.
+/// A schedule `@every 10m` of `template`, whose last backup was `minutes` ago (to the second),
+/// as a server that ran then left it; that time. (Velero's CRD gives Schedules no status
+/// subresource: the status is patched as the object.)
+async fn every_ten_minutes_since(
+    schedules: &Api<Schedule>,
+    name: &str,
+    template: ark_api::BackupSpec,
+    minutes: i64,
+) -> k8s_openapi::jiff::Timestamp {
+    let spec = ScheduleSpec {
+        schedule: "@every 10m".into(),
+        template,
+        ..Default::default()
+    };
+    schedules
+        .create(&PostParams::default(), &Schedule::new(name, spec))
+        .await
+        .unwrap();
+    let last =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_mins(minutes);
+    let last = last.round(k8s_openapi::jiff::Unit::Second).unwrap();
+    let status = serde_json::json!({
+        "status": { "phase": "Enabled", "lastBackup": last.to_string() },
+    });
+    schedules
+        .patch(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    last
+}
+
 #[tokio::test]
 async fn after_an_hour_down_one_backup_is_made_and_the_missed_runs_are_a_warning_event() {
-    use k8s_openapi::api::events::v1::Event;
     let cluster = Cluster::get();
     let client = cluster.client().await;
     let ns = cluster.namespace("ark").await;
     let schedules = Api::<Schedule>::namespaced(client.clone(), &ns.name);
-    let ten_minutes = Schedule::new(
-        "ten-minutes",
-        ScheduleSpec {
-            schedule: "@every 10m".into(),
-            ..Default::default()
-        },
-    );
-    schedules
-        .create(&PostParams::default(), &ten_minutes)
-        .await
-        .unwrap();
     // Its last backup 65 minutes ago: the slots 10 to 50 minutes after it were missed while no
-    // server ran, the one 60 minutes after it (5 minutes ago) is due. (Velero's CRD gives
-    // Schedules no status subresource: the status is patched as the object.)
-    let last =
-        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_mins(65);
-    let last = last.round(k8s_openapi::jiff::Unit::Second).unwrap();
-    schedules
-        .patch(
-            "ten-minutes",
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({
-                "status": { "phase": "Enabled", "lastBackup": last.to_string() },
-            })),
-        )
-        .await
-        .unwrap();
+    // server ran, the one 60 minutes after it (5 minutes ago) is due.
+    let last = every_ten_minutes_since(&schedules, "ten-minutes", Default::default(), 65).await;
     let _server = ArkServer::start(ARK, &cluster, &ns.name);
     let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
     let served = last + k8s_openapi::jiff::SignedDuration::from_mins(60);
@@ -315,22 +321,10 @@ async fn after_an_hour_down_one_backup_is_made_and_the_missed_runs_are_a_warning
     )
     .await
     .unwrap();
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns.name);
-    let deadline = Instant::now() + WAIT;
-    let note = loop {
-        let found = events
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("MissedRuns"));
-        if let Some(event) = found {
-            assert_eq!(event.type_.as_deref(), Some("Warning"));
-            break event.note.unwrap_or_default();
-        }
-        assert!(Instant::now() < deadline, "no MissedRuns event");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let event = ark_tests::warning_event(&client, &ns.name, "MissedRuns", WAIT)
+        .await
+        .unwrap();
+    let note = event.note.unwrap_or_default();
     let first = last + k8s_openapi::jiff::SignedDuration::from_mins(10);
     let last_missed = last + k8s_openapi::jiff::SignedDuration::from_mins(50);
     assert!(
@@ -343,4 +337,72 @@ async fn after_an_hour_down_one_backup_is_made_and_the_missed_runs_are_a_warning
     assert_eq!(backups_of(&backups, "ten-minutes").await.len(), 1);
     let described = ark_ok(&cluster, &ns.name, &["schedule", "describe", "ten-minutes"]);
     assert!(described.contains("missed 5 runs"), "{described}");
+}
+
+/// Someone who may create Backups takes the name of a schedule's next backup first, with the
+/// schedule's label and another spec: the schedule does not count it as its own. The slot is a
+/// Warning event naming the backup and what differs, `schedule describe` shows it, the other
+/// backup is left as it is, and the schedule goes on to its next slot.
+#[tokio::test]
+async fn a_backup_made_by_someone_else_under_a_slots_name_is_not_counted_as_the_schedules() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let schedules = Api::<Schedule>::namespaced(client.clone(), &ns.name);
+    let template = ark_api::BackupSpec {
+        included_namespaces: Some(vec!["shop".into()]),
+        ..Default::default()
+    };
+    let last = every_ten_minutes_since(&schedules, "taken", template, 15).await;
+    let slot = last + k8s_openapi::jiff::SignedDuration::from_mins(10);
+    let name = format!("taken-{}", slot.strftime("%Y%m%d%H%M%S"));
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    let mut forged = Backup::new(
+        &name,
+        ark_api::BackupSpec {
+            included_namespaces: Some(vec!["shop".into()]),
+            excluded_resources: Some(vec!["*".into()]),
+            ..Default::default()
+        },
+    );
+    forged.metadata.labels =
+        Some([(labels::SCHEDULE_NAME.to_string(), "taken".to_string())].into());
+    backups
+        .create(&PostParams::default(), &forged)
+        .await
+        .unwrap();
+
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let event = ark_tests::warning_event(&client, &ns.name, "SlotTaken", WAIT)
+        .await
+        .unwrap();
+    let note = event.note.unwrap_or_default();
+    assert_eq!(
+        note,
+        format!(
+            "the slot at {slot} has no backup: backup {name}, which it is named for, was made by \
+             someone else and asks for another backup than the schedule's template \
+             (spec.excludedResources); the schedule goes on at its next slot"
+        )
+    );
+    // Moved on to its next slot, 5 minutes away.
+    wait_for(
+        schedules.clone(),
+        "taken",
+        |s: Option<&Schedule>| {
+            s.and_then(|s| s.status.as_ref()?.last_backup.as_ref())
+                .is_some_and(|recorded| recorded.0 > last)
+        },
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let kept = backups.get(&name).await.unwrap();
+    assert_eq!(kept.spec.excluded_resources, Some(vec!["*".to_string()]));
+    assert_eq!(backups_of(&backups, "taken").await.len(), 1);
+    let described = ark_ok(&cluster, &ns.name, &["schedule", "describe", "taken"]);
+    assert!(
+        described.contains(&format!("Missed runs:\n  the slot at {slot} has no backup")),
+        "{described}"
+    );
 }
