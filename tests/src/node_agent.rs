@@ -21,6 +21,8 @@ pub struct Installed {
     pub prefix: String,
     /// Where the node agent serves its metrics, on the host.
     pub agent_metrics: std::net::SocketAddr,
+    /// The repositories' password, as the install left it in its Secret.
+    pub password: String,
     _cleanup: Vec<Box<dyn std::any::Any>>,
 }
 
@@ -35,6 +37,8 @@ pub struct Options<'a> {
     pub agent_settings: Option<&'a str>,
     /// More arguments of `ark node-agent` (`--data-mover-prepare-timeout=15s`, say).
     pub agent_args: &'a [&'a str],
+    /// The repositories' password (`--repository-password-file`); a random one when None.
+    pub repository_password: Option<&'a str>,
 }
 
 impl Installed {
@@ -108,6 +112,14 @@ impl Installed {
             pods_dir.to_str().unwrap(),
         ];
         args.extend(&settings_flag);
+        let password_file = dir.path().join("repository-password");
+        if let Some(password) = options.repository_password {
+            std::fs::write(&password_file, password).unwrap();
+            args.extend([
+                "--repository-password-file",
+                password_file.to_str().unwrap(),
+            ]);
+        }
         // Not `--wait`: what it waits for runs once the test ground's patch below is in.
         run_ark(cluster, ark, &ns, &args);
         // Ports of its own on the host's network, which other installs share, and Velero's node
@@ -167,10 +179,16 @@ impl Installed {
                 String::from_utf8_lossy(&pods.stdout)
             );
         }
+        let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
+            .get("velero-repo-credentials")
+            .await
+            .expect("the install made the repositories' password");
+        let password = secret.data.unwrap()["repository-password"].0.clone();
         Installed {
             ns,
             prefix,
             agent_metrics: std::net::SocketAddr::from(([127, 0, 0, 1], agent_port)),
+            password: String::from_utf8(password).unwrap(),
             _cleanup: cleanup,
         }
     }

@@ -26,6 +26,14 @@ use crate::snapshot::{
 
 /// Velero's password for every repository, unless its Secret says otherwise.
 pub const VELERO_DEFAULT_PASSWORD: &str = "static-passw0rd";
+
+/// A new repository password: 32 random bytes, as URL-safe base64 (kopia takes any string).
+pub fn random_password() -> String {
+    use base64::Engine as _;
+    let mut bytes = [0; 32];
+    crate::random(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
 /// The user and host Velero's snapshots and sessions are made as.
 pub const VELERO_IDENTITY: (&str, &str) = ("default", "default");
 

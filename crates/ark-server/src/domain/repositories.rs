@@ -54,11 +54,13 @@ pub async fn password(client: &Client, namespace: &str) -> Result<String, Reposi
     let Some(secret) = secret else {
         return Ok(ark_kopia::repository::VELERO_DEFAULT_PASSWORD.into());
     };
-    let bytes = secret
-        .data
-        .and_then(|d| d.get(PASSWORD_KEY).cloned())
-        .ok_or(RepositoryError::NoPassword)?;
-    Ok(String::from_utf8_lossy(&bytes.0).into_owned())
+    password_of(&secret).ok_or(RepositoryError::NoPassword)
+}
+
+/// The password the repositories' Secret holds, if it holds one.
+pub fn password_of(secret: &Secret) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(PASSWORD_KEY)?;
+    Some(String::from_utf8_lossy(&bytes.0).into_owned())
 }
 
 /// Opens the repository of `volume_namespace` in location `location`.
@@ -204,22 +206,34 @@ async fn in_bucket(
     Ok(())
 }
 
-/// Creates the repositories' password Secret with Velero's default when it is absent, as
-/// Velero's server does at its start, so that Velero's node agent opens what ark creates.
-async fn ensure_password_secret(client: &Client, namespace: &str) -> Result<(), RepositoryError> {
-    let api = Api::<Secret>::namespaced(client.clone(), namespace);
-    let secret = Secret {
+/// The repositories' password Secret as Velero's server and node agent read it, labelled to stay
+/// out of backups: a backup in the bucket must not carry the key to the volume data beside it.
+pub fn password_secret(namespace: &str, password: &str) -> Secret {
+    Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(PASSWORD_SECRET.into()),
             namespace: Some(namespace.into()),
+            labels: Some(BTreeMap::from([(
+                labels::EXCLUDE_FROM_BACKUP.to_string(),
+                "true".to_string(),
+            )])),
             ..Default::default()
         },
-        string_data: Some(BTreeMap::from([(
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(
             PASSWORD_KEY.to_string(),
-            ark_kopia::repository::VELERO_DEFAULT_PASSWORD.to_string(),
+            k8s_openapi::ByteString(password.as_bytes().to_vec()),
         )])),
         ..Default::default()
-    };
+    }
+}
+
+/// Creates the repositories' password Secret with Velero's default when it is absent, as
+/// Velero's server does at its start, so that Velero's node agent opens what ark creates.
+/// (`ark install` creates it first, with a random password.)
+async fn ensure_password_secret(client: &Client, namespace: &str) -> Result<(), RepositoryError> {
+    let api = Api::<Secret>::namespaced(client.clone(), namespace);
+    let secret = password_secret(namespace, ark_kopia::repository::VELERO_DEFAULT_PASSWORD);
     match api.create(&PostParams::default(), &secret).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),

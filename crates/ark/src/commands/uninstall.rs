@@ -6,7 +6,10 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use ark_server::repositories::PASSWORD_SECRET;
 use clap::Args;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
 use kube::api::{DeleteParams, DynamicObject, ListParams};
 
 use super::install::manifests::{self, FIELD_MANAGER, Manifest};
@@ -28,8 +31,8 @@ pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<Exi
             &format!(
                 "You are about to remove ark's server, roles and default location from namespace \
                  {namespace}, and the namespace itself with every Backup and Restore object in it \
-                 if ark created it. The bucket is not touched: installing again brings the backups \
-                 back."
+                 if ark created it (not while it holds the repositories' password). The bucket is \
+                 not touched: installing again brings the backups back."
             ),
             &Vec::from_iter(installed.iter().map(Manifest::reference)),
         )?
@@ -64,6 +67,21 @@ pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<Exi
         );
         if shared && let Some(others) = other_managers(&object) {
             println!("{} kept: also managed by {others}", manifest.reference());
+            continue;
+        }
+        if manifest.resource.kind == "Namespace"
+            && Api::<Secret>::namespaced(client.clone(), namespace)
+                .get_opt(PASSWORD_SECRET)
+                .await
+                .with_context(|| format!("cannot read secret {PASSWORD_SECRET}"))?
+                .is_some()
+        {
+            println!(
+                "{} kept: it holds the repositories' password (secret {PASSWORD_SECRET}), \
+                 without which the volume data in the bucket cannot be read; delete the \
+                 namespace once a copy of it is kept elsewhere",
+                manifest.reference()
+            );
             continue;
         }
         if manifest.resource.kind == "CustomResourceDefinition"

@@ -32,6 +32,10 @@ pub const KUBELET_PODS_DIR: &str = "/var/lib/kubelet/pods";
 pub const NODE_AGENT_METRICS_PORT: u16 = 8086;
 /// The scratch volume's mount: the root filesystem is read-only.
 pub const SCRATCH_VOLUME: &str = "/scratch";
+/// The scratch volume's size unless `--scratch-size` says: two restores (the workers) each with
+/// a tarball and its items unpacked, at the server's most for one tarball (16 GiB), would not fit
+/// whole; a tarball that large is one in a thousand.
+pub const SCRATCH_SIZE: &str = "32Gi";
 /// The server's scratch directory, which it makes inside the volume: an `emptyDir` is root's, and
 /// the server refuses a scratch directory that is not its own.
 pub const SCRATCH: &str = "/scratch/ark";
@@ -72,6 +76,12 @@ pub struct Plan {
     pub node_agent_configmap: Option<String>,
     /// Velero's feature flags the server runs with.
     pub features: Vec<Feature>,
+    /// The most the server's scratch volume may hold (a Kubernetes quantity): past it the kubelet
+    /// evicts the server, which another replica or its restart takes over, rather than fill the
+    /// node's disk.
+    pub scratch_size: String,
+    /// What the cluster serves, which the server's cluster-wide rules are written from.
+    pub served: Vec<roles::Served>,
 }
 
 /// One object to apply, with the API it is served by.
@@ -146,7 +156,7 @@ pub fn manifests(plan: &Plan) -> Vec<Manifest> {
     let server_cluster = roles::cluster_role_name(&plan.namespace, &roles::SERVER_CLUSTER);
     out.push(Manifest::cluster::<ClusterRole>(json!({
         "metadata": metadata(&server_cluster, plan),
-        "rules": roles::SERVER_CLUSTER.rules_json(),
+        "rules": roles::server_cluster_rules(&plan.served),
     })));
     out.push(Manifest::cluster::<ClusterRoleBinding>(json!({
         "metadata": metadata(&server_cluster, plan),
@@ -169,8 +179,12 @@ pub fn manifests(plan: &Plan) -> Vec<Manifest> {
         })));
     }
     if let Some(credentials) = &plan.credentials {
+        let mut metadata = namespaced_metadata(CREDENTIALS_SECRET, plan);
+        // The bucket's credentials never reach the bucket: a backup of this namespace leaves
+        // them out (and a person who may download its contents does not read them there).
+        metadata["labels"][ark_api::labels::EXCLUDE_FROM_BACKUP] = json!("true");
         out.push(Manifest::namespaced::<Secret>(json!({
-            "metadata": namespaced_metadata(CREDENTIALS_SECRET, plan),
+            "metadata": metadata,
             "type": "Opaque",
             // `data`, what the API server stores (`stringData` is write-only).
             "data": { CREDENTIALS_KEY: k8s_openapi::ByteString(credentials.clone().into_bytes()) },
@@ -309,6 +323,8 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         node_agent: Some(KUBELET_PODS_DIR.into()),
         node_agent_configmap: None,
         features: Vec::new(),
+        scratch_size: SCRATCH_SIZE.into(),
+        served: Vec::new(),
     })
 }
 
@@ -361,7 +377,8 @@ fn deployment(plan: &Plan) -> Value {
     let mut pod_labels = labels(&plan.namespace);
     pod_labels["app.kubernetes.io/name"] = json!("ark");
     pod_labels["app.kubernetes.io/component"] = json!("server");
-    let mut volumes = vec![json!({ "name": "scratch", "emptyDir": {} })];
+    let mut volumes =
+        vec![json!({ "name": "scratch", "emptyDir": { "sizeLimit": plan.scratch_size } })];
     let mut mounts = vec![json!({ "name": "scratch", "mountPath": SCRATCH_VOLUME })];
     if plan.provider == "file" {
         // A `file` bucket is a directory on the node: fit for one-node and test clusters only.
@@ -434,6 +451,19 @@ mod tests {
             node_agent: Some(KUBELET_PODS_DIR.into()),
             node_agent_configmap: None,
             features: vec![Feature::EnableApiGroupVersions, Feature::EnableCsi],
+            scratch_size: SCRATCH_SIZE.into(),
+            served: vec![
+                roles::Served {
+                    group: "".into(),
+                    plural: "pods".into(),
+                    status: true,
+                },
+                roles::Served {
+                    group: "apps".into(),
+                    plural: "deployments".into(),
+                    status: true,
+                },
+            ],
         }
     }
 

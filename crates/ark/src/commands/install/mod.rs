@@ -10,11 +10,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use ark_server::repositories::PASSWORD_SECRET;
 use clap::Args;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 
 use crate::cli::args::{BucketArgs, Feature, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
@@ -59,6 +61,20 @@ pub struct InstallArgs {
     /// (see `ark server --help`)
     #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
     pub features: Vec<Feature>,
+    /// The password of the kopia repositories that hold volume data, for the Secret
+    /// `velero-repo-credentials` (which Velero's node agent reads too); without it, a random one.
+    /// An existing Secret is never replaced: the repositories already written need its password
+    #[arg(long, value_name = "FILE")]
+    pub repository_password_file: Option<PathBuf>,
+    /// The most the server's scratch volume (an emptyDir) may hold, a Kubernetes quantity; past
+    /// it the kubelet evicts the server rather than let it fill the node's disk
+    #[arg(long, value_name = "QUANTITY", default_value = manifests::SCRATCH_SIZE)]
+    pub scratch_size: String,
+    /// Apply over objects another tool made or changed (Velero's `cloud-credentials`, its
+    /// `default` location, its `node-agent`...), taking their fields over; without it, an install
+    /// that would change another manager's fields applies nothing and names them
+    #[arg(long)]
+    pub take_over: bool,
     /// Apply nothing: print what would be applied (with -o json|yaml, the objects themselves)
     #[arg(long)]
     pub dry_run: bool,
@@ -70,6 +86,17 @@ pub struct InstallArgs {
 }
 
 pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let repository_password = match &args.repository_password_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| {
+                    format!("cannot read --repository-password-file {}", path.display())
+                })?
+                .trim_end_matches(['\r', '\n'])
+                .to_string(),
+        ),
+        None => None,
+    };
     let credentials = match &args.secret_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -77,6 +104,17 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         ),
         None => None,
     };
+    // The server's cluster-wide rules are written from what the cluster serves, dry run or not.
+    let client = crate::context::client(global).await?;
+    let served = ark_server::discovery::discover(&client)
+        .await
+        .context("cannot discover what the cluster serves")?;
+    for skipped in &served.skipped {
+        eprintln!(
+            "warning: {skipped}, and the server's role does not cover them: run ark install again \
+             once the group answers"
+        );
+    }
     let plan = Plan {
         namespace: global.namespace.clone(),
         provider: args.bucket.provider.name(),
@@ -89,6 +127,8 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         node_agent: args.use_node_agent.then_some(args.kubelet_pods_dir),
         node_agent_configmap: args.node_agent_configmap,
         features: args.features,
+        scratch_size: args.scratch_size,
+        served: roles::Served::discovered(&served),
     };
     let all = manifests::manifests(&plan);
     if args.dry_run {
@@ -97,6 +137,14 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
                 for manifest in &all {
                     println!("{} (dry run)", manifest.reference());
                 }
+                println!(
+                    "secret/{} (dry run: created with {} unless it exists)",
+                    PASSWORD_SECRET,
+                    match repository_password {
+                        Some(_) => "the --repository-password-file's password",
+                        None => "a random password",
+                    }
+                );
             }
             Some(format) => {
                 let objects: Vec<_> = all.iter().map(|m| &m.object).collect();
@@ -105,13 +153,58 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let client = crate::context::client(global).await?;
     if let Some(name) = &plan.node_agent_configmap {
         crate::commands::node_agent::configs(&client, &plan.namespace, name).await?;
+    }
+    if !args.take_over {
+        refuse_others_fields(&client, &plan.namespace, &all).await?;
+    }
+    let passwords = Api::<Secret>::namespaced(client.clone(), &plan.namespace);
+    let existing_password = passwords
+        .get_opt(PASSWORD_SECRET)
+        .await
+        .with_context(|| format!("cannot read secret {PASSWORD_SECRET}"))?;
+    if let (Some(existing), Some(wanted)) = (&existing_password, &repository_password)
+        && ark_server::repositories::password_of(existing).as_deref() != Some(wanted.as_str())
+    {
+        anyhow::bail!(
+            "nothing was applied: secret {}/{PASSWORD_SECRET} holds another repository password \
+             than --repository-password-file, and the repositories already written need it: \
+             ark install never replaces it",
+            plan.namespace
+        );
     }
     for manifest in &all {
         let change = apply(&client, &plan.namespace, manifest).await?;
         println!("{} {change}", manifest.reference());
+        // Right after the namespace: in place before any server could make a repository.
+        if manifest.resource.kind == "Namespace" && existing_password.is_none() {
+            let password = repository_password
+                .clone()
+                .unwrap_or_else(ark_kopia::repository::random_password);
+            let secret = ark_server::repositories::password_secret(&plan.namespace, &password);
+            match passwords.create(&PostParams::default(), &secret).await {
+                Ok(_) => println!(
+                    "secret/{PASSWORD_SECRET} created{}",
+                    match repository_password {
+                        Some(_) => String::new(),
+                        None => format!(
+                            " with a random repository password: keep a copy outside this \
+                             cluster (kubectl -n {} get secret {PASSWORD_SECRET} -o \
+                             jsonpath='{{.data.repository-password}}' | base64 -d); the volume \
+                             data in the bucket cannot be read without it",
+                            plan.namespace
+                        ),
+                    }
+                ),
+                // Made meanwhile (a server that made a repository): kept, as it is.
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(error) => {
+                    return Err(error)
+                        .with_context(|| format!("cannot create secret {PASSWORD_SECRET}"));
+                }
+            }
+        }
         if manifest.resource.kind == "CustomResourceDefinition" {
             established(&client, manifest.name()).await?;
         }
@@ -185,6 +278,52 @@ async fn apply(
         }
         Some(_) => Change::Updated,
     })
+}
+
+/// Refuses, before anything is applied, an install that would change fields another manager set
+/// on an object that exists: the API server's own answer to a server-side apply that is not
+/// forced (a dry run), listed for every such object.
+async fn refuse_others_fields(
+    client: &kube::Client,
+    namespace: &str,
+    all: &[Manifest],
+) -> anyhow::Result<()> {
+    let mut conflicts = Vec::new();
+    for manifest in all {
+        let api = api(client, namespace, manifest);
+        let name = manifest.name();
+        // Absent, or of a kind not served yet (its CRD comes with this install): nobody's fields.
+        if api.get_opt(name).await.ok().flatten().is_none() {
+            continue;
+        }
+        let params = PatchParams {
+            dry_run: true,
+            ..PatchParams::apply(FIELD_MANAGER)
+        };
+        match api
+            .patch(name, &params, &Patch::Apply(&manifest.object))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                conflicts.push(format!("  {}: {}", manifest.reference(), status.message));
+            }
+            Err(error) => {
+                return Err(error)
+                    .with_context(|| format!("cannot apply {}", manifest.reference()));
+            }
+        }
+    }
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "nothing was applied: the install would change what another tool set on {} object(s) in \
+         the cluster:\n{}\nif ark is to take them over (a cluster moving from Velero to ark), run \
+         it again with --take-over",
+        conflicts.len(),
+        conflicts.join("\n")
+    )
 }
 
 /// Waits (30 s at most) until the API server serves the CRD, so that the location can be created.

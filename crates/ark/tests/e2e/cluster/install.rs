@@ -122,8 +122,58 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
         first.contains("clusterrole.rbac.authorization.k8s.io/ark:"),
         "{first}"
     );
+    // The repositories' password: random, labelled out of backups, and told to be kept.
+    assert!(
+        first.contains(
+            "secret/velero-repo-credentials created with a random repository password: keep a \
+             copy outside this cluster"
+        ),
+        "{first}"
+    );
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
+    let password = || async {
+        let secret = secrets.get("velero-repo-credentials").await.unwrap();
+        assert_eq!(
+            secret.metadata.labels.unwrap()["velero.io/exclude-from-backup"],
+            "true"
+        );
+        String::from_utf8(secret.data.unwrap()["repository-password"].0.clone()).unwrap()
+    };
+    let random = password().await;
+    assert_eq!(random.len(), 43, "32 bytes, base64: {random}");
+    assert_ne!(random, "static-passw0rd");
     let second = install(&cluster, ns, bucket.path(), &[]);
     assert_eq!(second.lines().count(), 23, "{second}");
+    assert_eq!(password().await, random, "never replaced");
+    // Another password than the Secret's: refused before anything is applied.
+    let other = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(other.path(), "static-passw0rd\n").unwrap();
+    let refused = ark(
+        Some(&cluster),
+        &[
+            "install",
+            "--provider",
+            "file",
+            "--bucket",
+            bucket.path().to_str().unwrap(),
+            "--image",
+            "example.com/ark:refused",
+            "--repository-password-file",
+            other.path().to_str().unwrap(),
+            "-n",
+            ns,
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        format!(
+            "error: nothing was applied: secret {ns}/velero-repo-credentials holds another \
+             repository password than --repository-password-file, and the repositories already \
+             written need it: ark install never replaces it\n"
+        )
+    );
+    assert_eq!(password().await, random);
     assert!(
         second.lines().all(|l| l.ends_with(" unchanged")),
         "a second run changes nothing:\n{second}"
@@ -618,8 +668,9 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
             "backup",
             "create",
             "b",
+            // The namespace's Secrets too: the installed credentials are labelled to stay out.
             "--include-resources",
-            "configmaps",
+            "configmaps,secrets",
             "--include-namespaces",
             &ns,
             "--wait",
@@ -661,6 +712,15 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
         )
     );
     assert_eq!(std::fs::read(&out).unwrap(), tarball);
+    let mut names = Vec::new();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&tarball[..]));
+    for entry in archive.entries().unwrap() {
+        names.push(entry.unwrap().path().unwrap().display().to_string());
+    }
+    assert!(
+        !names.iter().any(|name| name.contains("secrets")),
+        "the location's credentials are not in the backup: {names:?}"
+    );
     std::fs::write(&out, b"kept").unwrap();
     let refused = ark(
         Some(&operator),
@@ -772,5 +832,287 @@ async fn install_refuses_node_agent_settings_that_are_missing_or_do_not_fit_and_
     assert!(
         args.contains(&"--node-agent-configmap=agent-settings".to_string()),
         "{args:?}"
+    );
+}
+
+/// Installing into the namespace of a Velero install: the credentials and the location Velero
+/// made are its own. `ark install` changes neither and applies nothing, naming each object and
+/// whose fields it would change; with `--take-over` it applies over them.
+#[tokio::test]
+async fn install_over_another_tools_credentials_and_location_applies_nothing_unless_told_to_take_them_over()
+ {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("take-over").await;
+    let ns = ns.name.as_str();
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, ns);
+    // As `velero install` leaves them (the manager is its binary's name).
+    let by_velero = PostParams {
+        field_manager: Some("velero".into()),
+        ..Default::default()
+    };
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
+    let velero_secret = serde_json::json!({
+        "metadata": { "name": "cloud-credentials", "labels": { "component": "velero" } },
+        "stringData": { "cloud": "[default]\naws_access_key_id=velero\n" },
+    });
+    secrets
+        .create(&by_velero, &serde_json::from_value(velero_secret).unwrap())
+        .await
+        .unwrap();
+    let locations: Api<ark_api::BackupStorageLocation> = Api::namespaced(client.clone(), ns);
+    let velero_location = serde_json::json!({
+        "apiVersion": "velero.io/v1", "kind": "BackupStorageLocation",
+        "metadata": { "name": "default" },
+        "spec": { "provider": "aws", "objectStorage": { "bucket": "velero-backups" },
+                  "credential": { "name": "cloud-credentials", "key": "cloud" } },
+    });
+    locations
+        .create(
+            &by_velero,
+            &serde_json::from_value(velero_location).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let bucket = tempfile::tempdir().unwrap();
+    let credentials = bucket.path().join("credentials");
+    std::fs::write(&credentials, "[default]\naws_access_key_id=ark\n").unwrap();
+    let args = [
+        "install",
+        "--provider",
+        "file",
+        "--bucket",
+        bucket.path().to_str().unwrap(),
+        "--secret-file",
+        credentials.to_str().unwrap(),
+        "-n",
+        ns,
+    ];
+    let refused = ark(Some(&cluster), &args);
+    assert_eq!(refused.status.code(), Some(1));
+    let error = text(&refused.stderr);
+    assert!(
+        error.starts_with(
+            "error: nothing was applied: the install would change what another tool set on 2 \
+             object(s) in the cluster:\n  secret/cloud-credentials: Apply failed with 1 conflict: \
+             conflict with \"velero\": .data.cloud\n  backupstoragelocation.velero.io/default: \
+             Apply failed with "
+        ),
+        "{error}"
+    );
+    assert!(
+        error.ends_with(
+            "\nif ark is to take them over (a cluster moving from Velero to ark), run it again \
+             with --take-over\n"
+        ),
+        "{error}"
+    );
+    let secret = secrets.get("cloud-credentials").await.unwrap();
+    assert_eq!(
+        secret.data.unwrap()["cloud"].0,
+        b"[default]\naws_access_key_id=velero\n"
+    );
+    let location = locations.get("default").await.unwrap();
+    assert_eq!(location.spec.provider, "aws");
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    assert!(
+        accounts.get_opt("ark").await.unwrap().is_none(),
+        "nothing is applied"
+    );
+
+    let taken = ark(Some(&cluster), &[&args[..], &["--take-over"]].concat());
+    assert!(taken.status.success(), "{}", text(&taken.stderr));
+    let secret = secrets.get("cloud-credentials").await.unwrap();
+    assert_eq!(
+        secret.data.unwrap()["cloud"].0,
+        b"[default]\naws_access_key_id=ark\n"
+    );
+    assert_eq!(
+        secret.metadata.labels.unwrap()["velero.io/exclude-from-backup"],
+        "true"
+    );
+    assert_eq!(
+        locations.get("default").await.unwrap().spec.provider,
+        "file"
+    );
+    assert!(accounts.get_opt("ark").await.unwrap().is_some());
+}
+
+/// What the installed server's roles allow, asked of the API server's own authorizer (a
+/// SubjectAccessReview for the server's ServiceAccount): its work, and none of what would make it
+/// a cluster admin in all but name.
+#[tokio::test]
+async fn the_installed_server_may_do_its_work_and_not_mint_tokens_proxy_to_nodes_or_change_admission()
+ {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("rights").await;
+    let ns = ns.name.as_str();
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, ns);
+    let bucket = tempfile::tempdir().unwrap();
+    install(&cluster, ns, bucket.path(), &[]);
+
+    let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
+    let allowed = async |verb: &str, group: &str, resource: &str, namespace: &str| {
+        let (resource, subresource) = match resource.split_once('/') {
+            Some((resource, sub)) => (resource, Some(sub.to_string())),
+            None => (resource, None),
+        };
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(format!("system:serviceaccount:{ns}:ark")),
+                groups: Some(vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{ns}"),
+                    "system:authenticated".into(),
+                ]),
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.into()),
+                    group: Some(group.into()),
+                    resource: Some(resource.into()),
+                    subresource,
+                    namespace: Some(namespace.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = reviews
+            .create(&PostParams::default(), &review)
+            .await
+            .unwrap();
+        answer.status.unwrap().allowed
+    };
+    // A new binding reaches the authorizer's cache within moments.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !allowed("list", "", "secrets", "default").await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never allowed to list secrets"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let work = [
+        ("list", "", "secrets", "kube-system"),
+        ("watch", "", "pods", "default"),
+        ("create", "", "configmaps", "default"),
+        ("patch", "apps", "deployments", "default"),
+        ("update", "apps", "deployments/status", "default"),
+        ("create", "", "namespaces", ""),
+        ("create", "", "pods/exec", "default"),
+        (
+            "create",
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            "default",
+        ),
+        (
+            "create",
+            "snapshot.storage.k8s.io",
+            "volumesnapshots",
+            "default",
+        ),
+        (
+            "delete",
+            "snapshot.storage.k8s.io",
+            "volumesnapshotcontents",
+            "",
+        ),
+        ("list", "velero.io", "backups", "default"),
+        (
+            "list",
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "",
+        ),
+    ];
+    for (verb, group, resource, namespace) in work {
+        assert!(
+            allowed(verb, group, resource, namespace).await,
+            "{verb} {group}/{resource} in {namespace:?} is the server's work"
+        );
+    }
+    let never = [
+        ("create", "", "serviceaccounts/token", "kube-system"),
+        ("get", "", "nodes/proxy", ""),
+        ("create", "", "nodes/proxy", ""),
+        ("create", "", "nodes", ""),
+        ("create", "", "pods/attach", "default"),
+        ("create", "", "pods/portforward", "default"),
+        ("create", "", "pods/ephemeralcontainers", "default"),
+        (
+            "create",
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "",
+        ),
+        (
+            "patch",
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            "",
+        ),
+        (
+            "create",
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            "",
+        ),
+        ("create", "apiregistration.k8s.io", "apiservices", ""),
+        (
+            "update",
+            "certificates.k8s.io",
+            "certificatesigningrequests/approval",
+            "",
+        ),
+        ("escalate", "rbac.authorization.k8s.io", "clusterroles", ""),
+        ("bind", "rbac.authorization.k8s.io", "clusterroles", ""),
+        ("impersonate", "", "users", ""),
+        ("delete", "", "secrets", "default"),
+    ];
+    for (verb, group, resource, namespace) in never {
+        assert!(
+            !allowed(verb, group, resource, namespace).await,
+            "{verb} {group}/{resource} in {namespace:?} is not the server's to do"
+        );
+    }
+}
+
+/// `ark uninstall` of an install that made its namespace keeps the namespace while it holds the
+/// repositories' password: without it, the volume data in the bucket cannot be read, and
+/// installing again would make another.
+#[tokio::test]
+async fn uninstall_keeps_the_namespace_that_holds_the_repositories_password() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = unique_name("ark-password");
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
+    let bucket = tempfile::tempdir().unwrap();
+    install(&cluster, &ns, bucket.path(), &[]);
+    let removed = ark_ok(&cluster, &ns, &["uninstall", "--confirm"]);
+    assert!(
+        removed.contains("deployment.apps/ark deleted\n"),
+        "{removed}"
+    );
+    assert!(
+        removed.contains(&format!(
+            "namespace/{ns} kept: it holds the repositories' password (secret \
+             velero-repo-credentials), without which the volume data in the bucket cannot be \
+             read; delete the namespace once a copy of it is kept elsewhere\n"
+        )),
+        "{removed}"
+    );
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        secrets
+            .get_opt("velero-repo-credentials")
+            .await
+            .unwrap()
+            .is_some()
     );
 }

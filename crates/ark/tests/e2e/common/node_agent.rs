@@ -38,10 +38,15 @@ pub async fn install_with(cluster: &Cluster, options: Options<'_>) -> Installed 
     Installed::install_with(cluster, ark, super::ark_image(cluster), &prefix, options).await
 }
 
-/// [`install`], over the location at `prefix` (one another tool wrote).
+/// [`install`], over the location at `prefix` (one Velero wrote, or reads after ark), with
+/// Velero's repository password: the one Velero's server and agent use unless told another.
 pub async fn install_at(cluster: &Cluster, prefix: &str) -> Installed {
     let ark = std::path::Path::new(super::ARK);
-    Installed::install(cluster, ark, super::ark_image(cluster), prefix).await
+    let options = Options {
+        repository_password: Some(ark_kopia::repository::VELERO_DEFAULT_PASSWORD),
+        ..Default::default()
+    };
+    Installed::install_with(cluster, ark, super::ark_image(cluster), prefix, options).await
 }
 
 /// A pod on the real node writing a small tree into its volume `data` (named in Velero's

@@ -169,7 +169,7 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
     );
 
     // The kopia CLI finds it under Velero's source and restores the claim's bytes from it.
-    let kopia = Kopia::new("static-passw0rd");
+    let kopia = Kopia::new(&installed.password);
     kopia.connect(
         &cluster,
         &format!("{}/kopia/{}", installed.prefix, app.name),

@@ -130,7 +130,7 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     );
 
     // kopia lists the snapshot under Velero's source and restores the volume's bytes.
-    let kopia = Kopia::new("static-passw0rd");
+    let kopia = Kopia::new(&installed.password);
     kopia.connect(
         &cluster,
         &format!("{}/kopia/{}", installed.prefix, app.name),
@@ -732,7 +732,7 @@ async fn the_node_agent_killed_mid_upload_fails_its_backup_and_the_next_is_whole
         .unwrap()
         .snapshot_id
         .unwrap();
-    let kopia = Kopia::new("static-passw0rd");
+    let kopia = Kopia::new(&installed.password);
     kopia.connect(
         &cluster,
         &format!("{}/kopia/{}", installed.prefix, app.name),
@@ -822,7 +822,7 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
     api.take_down();
     let (store, _) = ark_tests::kopia::repository_store(&cluster, &installed.prefix);
     let root = ark_storage::Path::from(format!("{}/kopia/{}", installed.prefix, app.name));
-    let repository = ark_kopia::Repository::open(store, root, "static-passw0rd")
+    let repository = ark_kopia::Repository::open(store, root, &installed.password)
         .await
         .unwrap();
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -1080,7 +1080,7 @@ async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
         b1.status.unwrap().phase,
         Some(ark_api::BackupPhase::PartiallyFailed)
     );
-    let kopia = Kopia::new("static-passw0rd");
+    let kopia = Kopia::new(&installed.password);
     kopia.connect(
         &cluster,
         &format!("{}/kopia/{}", installed.prefix, app.name),
@@ -1505,7 +1505,7 @@ async fn a_pod_swapping_its_volume_s_directories_for_symlinks_gets_nothing_from_
     assert!(created.contains("Completed"), "{created}");
 
     // Every snapshot in the repository holds the volume's names, and no other.
-    let kopia = Kopia::new("static-passw0rd");
+    let kopia = Kopia::new(&installed.password);
     kopia.connect(
         &cluster,
         &format!("{}/kopia/{}", installed.prefix, app.name),

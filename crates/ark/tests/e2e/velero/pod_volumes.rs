@@ -15,9 +15,7 @@ use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
 use ark_tests::velero::{self, VeleroWithAgent, velero_ok};
 use ark_tests::{Cluster, TestNamespace, wait_for};
 use common::ark_ok;
-use common::node_agent::{
-    WAIT, install, install_at, is_ready, keep, lose, only_pvb, only_pvr, writer_pod,
-};
+use common::node_agent::{WAIT, install_at, is_ready, keep, lose, only_pvb, only_pvr, writer_pod};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
@@ -64,7 +62,7 @@ async fn velero_s_node_agent_restores_ark_s_volume_backup_and_writes_after_it() 
     let _turn = ark_tests::Turn::fixed_host_ports().await;
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let installed = install(&cluster).await;
+    let installed = install_at(&cluster, &ark_tests::unique_name("agent")).await;
     let (app, volume) = writer(&cluster).await;
     let created = ark_ok(
         &cluster,
