@@ -735,7 +735,12 @@ fn prepare(item: &Item, cx: &ItemContext<'_>) -> Result<Option<Prepared>, String
     if !candidate.is_object() {
         return Err(unreadable("not a JSON object".into()));
     }
-    if let Some(reason) = misplaced(&caps.scope, source_ns, &candidate) {
+    let file_name = item
+        .path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    if let Some(reason) = misplaced(&caps.scope, source_ns, file_name, &candidate) {
         return Err(format!("{}: {reason}; not restored", shown_path.display()));
     }
     // A snapshot's content is restored with its snapshot whatever the labels say (Velero's
@@ -997,9 +1002,17 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
 /// Why an item may not be restored from where it lies in the tarball, or None: an item of a
 /// resource that is cluster-scoped (as this cluster serves it) under `namespaces/` would be created
 /// cluster-wide by a restore of one namespace, a namespaced one under `cluster/` has no namespace
-/// the filters saw, and an item whose own namespace is not its folder's would be restored where no
-/// filter looked.
-fn misplaced(scope: &Scope, folder: Option<&str>, item: &Value) -> Option<String> {
+/// the filters saw, and an item whose own namespace is not its folder's, or whose name is not its
+/// file's, would be restored where no filter looked (a Namespace `kube-system` in
+/// `cluster/shop.json` is taken by a restore of namespace `shop`).
+fn misplaced(scope: &Scope, folder: Option<&str>, file: &str, item: &Value) -> Option<String> {
+    let name = item.pointer("/metadata/name").and_then(Value::as_str);
+    if name != Some(file) {
+        return Some(format!(
+            "the item names {}, but its file is {file}.json",
+            name.map_or("no object".into(), |name| format!("{name:?}"))
+        ));
+    }
     let own = item
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -1066,6 +1079,15 @@ mod tests {
         let item =
             |ns: Option<&str>| serde_json::json!({ "metadata": { "name": "x", "namespace": ns } });
         let (cluster, namespaced) = (Scope::Cluster, Scope::Namespaced);
+        let misplaced = |scope, folder, item: &Value| misplaced(scope, folder, "x", item);
+        assert_eq!(
+            super::misplaced(&cluster, None, "shop", &item(None)).as_deref(),
+            Some("the item names \"x\", but its file is shop.json")
+        );
+        assert_eq!(
+            super::misplaced(&cluster, None, "x", &serde_json::json!({})).as_deref(),
+            Some("the item names no object, but its file is x.json")
+        );
         assert_eq!(misplaced(&namespaced, Some("a"), &item(Some("a"))), None);
         assert_eq!(misplaced(&namespaced, Some("a"), &item(None)), None);
         assert_eq!(misplaced(&cluster, None, &item(None)), None);

@@ -6,7 +6,7 @@ use ark_api::Backup;
 use ark_tests::{ArkServer, Cluster, fixtures, unique_name, wait_for};
 use common::setup::WAIT;
 use common::{ARK, ark, ark_ok, text};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 
@@ -14,7 +14,8 @@ use kube::Api;
 /// another namespace than its folder's and a ConfigMap under `cluster/`. A restore of that one
 /// namespace without cluster resources creates none of them (before: the ClusterRole was created
 /// cluster-wide), names each in its errors and restores the sound item; a restore of everything
-/// refuses them too.
+/// refuses them too. So is the namespace's own object when it names another namespace than its
+/// file (before: taken by its file's name, created under its own).
 #[tokio::test]
 async fn a_tampered_tarball_creates_nothing_cluster_wide_or_elsewhere() {
     let cluster = Cluster::get();
@@ -39,7 +40,17 @@ async fn a_tampered_tarball_creates_nothing_cluster_wide_or_elsewhere() {
         "metadata": { "name": role, "namespace": app.name },
         "rules": [{ "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] }],
     });
+    // The namespace's own object, taken with it, naming another namespace.
+    let smuggled = unique_name("ark-smuggled");
+    let _remove_smuggled = cluster.delete_on_drop::<Namespace>(&smuggled);
+    let namespace = serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": smuggled },
+    });
     let items = [
+        (
+            format!("resources/namespaces/cluster/{}.json", app.name),
+            namespace,
+        ),
         (
             format!(
                 "resources/clusterroles.rbac.authorization.k8s.io/namespaces/{}/{role}.json",
@@ -105,6 +116,11 @@ async fn a_tampered_tarball_creates_nothing_cluster_wide_or_elsewhere() {
     );
     let loose = "resources/configmaps/cluster/loose.json: the resource is namespaced, but the item \
                  lies under cluster/; not restored";
+    let renamed = format!(
+        "resources/namespaces/cluster/{0}.json: the item names \"{smuggled}\", but its file is \
+         {0}.json; not restored",
+        app.name
+    );
 
     let one_namespace = restore(
         "r1",
@@ -114,12 +130,17 @@ async fn a_tampered_tarball_creates_nothing_cluster_wide_or_elsewhere() {
             "--include-cluster-resources=false",
         ],
     );
-    for expected in [&misplaced_role, &elsewhere] {
+    for expected in [&misplaced_role, &elsewhere, &renamed] {
         assert!(
             one_namespace.contains(expected.as_str()),
             "{expected:?} not in:\n{one_namespace}"
         );
     }
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    assert!(
+        namespaces.get_opt(&smuggled).await.unwrap().is_none(),
+        "a namespace the restore did not include was created"
+    );
     assert!(!one_namespace.contains("loose.json"), "{one_namespace}");
     assert!(
         roles.get_opt(&role).await.unwrap().is_none(),
