@@ -306,7 +306,8 @@ async fn refuse_others_fields(
         {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 409 => {
-                conflicts.push(format!("  {}: {}", manifest.reference(), status.message));
+                let message = status.message.replace('\n', "\n    ");
+                conflicts.push(format!("  {}: {message}", manifest.reference()));
             }
             Err(error) => {
                 return Err(error)
