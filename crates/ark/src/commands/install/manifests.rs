@@ -1,6 +1,9 @@
 //! What `ark install` puts in a cluster, decided from its arguments alone: a pure function, so
 //! that `--dry-run` prints exactly what a real run applies.
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -291,7 +294,58 @@ fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
             "subjects": subjects,
         })),
         Manifest::namespaced::<DaemonSet>(daemon_set),
+        Manifest::cluster::<ValidatingAdmissionPolicy>(agent_pods_policy(plan)),
+        Manifest::cluster::<ValidatingAdmissionPolicyBinding>(json!({
+            "metadata": metadata(&agent_pods_policy_name(&plan.namespace), plan),
+            "spec": {
+                "policyName": agent_pods_policy_name(&plan.namespace),
+                "validationActions": ["Deny"],
+                "matchResources": { "namespaceSelector": { "matchLabels": {
+                    "kubernetes.io/metadata.name": plan.namespace,
+                } } },
+            },
+        })),
     ]
+}
+
+/// The cluster-scoped name of the policy on the node agent's pods in `namespace`.
+pub fn agent_pods_policy_name(namespace: &str) -> String {
+    format!("ark-{namespace}-node-agent-pods")
+}
+
+/// What a pod the node agent creates may be: one that holds a claim mounted, as the agent makes
+/// them to expose a snapshot (`exposing_pod`), and nothing RBAC cannot tell apart from it: a
+/// pod naming the server's ServiceAccount would carry the server's token, one mounting a host
+/// path or running privileged the node. Checked by the API server (a ValidatingAdmissionPolicy)
+/// for requests of the agent's ServiceAccount only.
+fn agent_pods_policy(plan: &Plan) -> Value {
+    let agent = format!("system:serviceaccount:{}:{NODE_AGENT}", plan.namespace);
+    let rule = |expression: &str, message: &str| json!({ "expression": expression, "message": message, "reason": "Forbidden" });
+    json!({
+        "metadata": metadata(&agent_pods_policy_name(&plan.namespace), plan),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                "resources": ["pods", "pods/ephemeralcontainers"],
+            }] },
+            "matchConditions": [{ "name": "by-the-node-agent", "expression": format!("request.userInfo.username == {agent:?}") }],
+            "validations": [
+                rule("!has(object.spec.serviceAccountName) || object.spec.serviceAccountName in ['', 'default']",
+                    "the node agent's pods run as the namespace's default ServiceAccount"),
+                rule("has(object.spec.automountServiceAccountToken) && !object.spec.automountServiceAccountToken",
+                    "the node agent's pods carry no ServiceAccount token"),
+                rule("!has(object.spec.volumes) || object.spec.volumes.all(v, has(v.persistentVolumeClaim))",
+                    "the node agent's pods mount claims only"),
+                rule("!has(object.spec.initContainers) && !has(object.spec.ephemeralContainers)",
+                    "the node agent's pods have one kind of container"),
+                rule("object.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)",
+                    "the node agent's pods are not privileged"),
+                rule("!(has(object.spec.hostNetwork) && object.spec.hostNetwork) && !(has(object.spec.hostPID) && object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC)",
+                    "the node agent's pods share nothing of the host's"),
+            ],
+        },
+    })
 }
 
 /// The node agent's command line inside the image.

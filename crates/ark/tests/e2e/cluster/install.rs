@@ -12,6 +12,9 @@ use std::time::Duration;
 use ark_api::{Backup, BackupPhase};
 use ark_tests::{ArkServer, Cluster, allow_local_exec, kwok_pod, unique_name};
 use common::{ARK, ark, ark_ok, text};
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -29,14 +32,21 @@ fn install(cluster: &Cluster, ns: &str, bucket: &Path, args: &[&str]) -> String 
 /// The cluster-scoped objects an install in `ns` creates, removed when the test ends however it
 /// ends.
 fn cluster_objects_removed_on_drop(cluster: &Cluster, ns: &str) -> impl Sized {
+    let policy = format!("ark-{ns}-node-agent-pods");
     (
         cluster.delete_on_drop::<Namespace>(ns),
-        cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:server")),
+        [
+            cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:server")),
+            cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:node-agent")),
+        ],
         [
             cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:server")),
             cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:viewer")),
             cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:operator")),
+            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:node-agent")),
         ],
+        cluster.delete_on_drop::<ValidatingAdmissionPolicy>(&policy),
+        cluster.delete_on_drop::<ValidatingAdmissionPolicyBinding>(&policy),
     )
 }
 
@@ -104,7 +114,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
     let accepted = text(&applied.stdout);
     assert_eq!(
         accepted.matches("(server dry run)").count(),
-        29,
+        31,
         "{accepted}"
     );
     assert!(
@@ -768,9 +778,6 @@ async fn install_refuses_node_agent_settings_that_are_missing_or_do_not_fit_and_
     let client = cluster.client().await;
     let ns = cluster.namespace("settings").await;
     let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns.name);
-    let agent_role = format!("ark:{}:node-agent", ns.name);
-    let _agent_role = cluster.delete_on_drop::<ClusterRole>(&agent_role);
-    let _agent_binding = cluster.delete_on_drop::<ClusterRoleBinding>(&agent_role);
     let bucket = tempfile::tempdir().unwrap();
     let attempt = |settings: &str| {
         let bucket = bucket.path().to_str().unwrap();
@@ -1128,4 +1135,129 @@ async fn uninstall_keeps_the_namespace_that_holds_the_repositories_password() {
             .unwrap()
             .is_some()
     );
+}
+
+/// The pods the node agent may create in ark's namespace are those it exposes snapshots with: the
+/// API server (the installed ValidatingAdmissionPolicy) refuses, for the agent's ServiceAccount,
+/// a pod naming the server's ServiceAccount (whose token it would carry), mounting a host path,
+/// or running privileged; the agent's own kind of pod passes, and so does the same pod made by
+/// someone else.
+#[tokio::test]
+async fn the_node_agent_may_create_its_exposing_pods_and_no_pod_that_carries_the_servers_token() {
+    let cluster = Cluster::get();
+    let ns = cluster.namespace("agent-pods").await;
+    let ns = ns.name.as_str();
+    let _cleanup = cluster_objects_removed_on_drop(&cluster, ns);
+    let dir = tempfile::tempdir().unwrap();
+    install(
+        &cluster,
+        ns,
+        &dir.path().join("bucket"),
+        &["--use-node-agent"],
+    );
+    let agent = cluster
+        .as_service_account(ns, "node-agent", dir.path())
+        .await;
+    let pods: Api<Pod> = Api::namespaced(agent.client().await, ns);
+
+    // As the agent makes them (`exposing_pod`): no token, a claim mounted, not root.
+    let exposing = |name: &str| {
+        serde_json::json!({
+            "metadata": { "name": name },
+            "spec": {
+                "automountServiceAccountToken": false,
+                "securityContext": { "runAsNonRoot": true, "runAsUser": 65532 },
+                "containers": [{ "name": "hold", "image": "busybox",
+                    "volumeMounts": [{ "name": "v", "mountPath": "/v" }] }],
+                "volumes": [{ "name": "v", "persistentVolumeClaim": { "claimName": "c" } }],
+            },
+        })
+    };
+    let create = async |pod: serde_json::Value| {
+        let pod: Pod = serde_json::from_value(pod).unwrap();
+        pods.create(&PostParams::default(), &pod).await
+    };
+    // A new binding reaches the authorizer's cache within moments.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match create(exposing("exposing")).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(status))
+                if status.code == 403
+                    && status.reason == "Forbidden"
+                    && !status.message.contains("ValidatingAdmissionPolicy") =>
+            {
+                assert!(std::time::Instant::now() < deadline, "{status:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("the agent's own kind of pod: {error}"),
+        }
+    }
+    let refused = |changed: &dyn Fn(&mut serde_json::Value), name: &str| {
+        let mut pod = exposing(name);
+        changed(&mut pod);
+        pod
+    };
+    // A new policy reaches the API server's admission within moments: until then, what it would
+    // refuse is admitted (and removed here).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let as_server = |p: &mut serde_json::Value| p["spec"]["serviceAccountName"] = "ark".into();
+    while create(refused(&as_server, "probe")).await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the policy never took effect"
+        );
+        pods.delete("probe", &Default::default()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let cases: [(serde_json::Value, &str); 4] = [
+        (
+            refused(&as_server, "as-server"),
+            "the node agent's pods run as the namespace's default ServiceAccount",
+        ),
+        (
+            refused(
+                &|p| p["spec"]["automountServiceAccountToken"] = true.into(),
+                "token",
+            ),
+            "the node agent's pods carry no ServiceAccount token",
+        ),
+        (
+            refused(
+                &|p| {
+                    p["spec"]["volumes"][0] =
+                        serde_json::json!({ "name": "v", "hostPath": { "path": "/" } })
+                },
+                "host",
+            ),
+            "the node agent's pods mount claims only",
+        ),
+        (
+            refused(
+                &|p| {
+                    p["spec"]["containers"][0]["securityContext"] =
+                        serde_json::json!({ "privileged": true })
+                },
+                "privileged",
+            ),
+            "the node agent's pods are not privileged",
+        ),
+    ];
+    for (pod, why) in cases {
+        let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+        match create(pod).await {
+            Err(kube::Error::Api(status)) => assert!(
+                status.code == 403 && status.message.contains(why),
+                "{name}: {status:?}"
+            ),
+            other => panic!("{name} was not refused: {other:?}"),
+        }
+    }
+    // Whoever else creates such a pod is not the policy's business.
+    let admin: Api<Pod> = Api::namespaced(cluster.client().await, ns);
+    let by_an_admin: Pod = serde_json::from_value(refused(&as_server, "by-an-admin")).unwrap();
+    admin
+        .create(&PostParams::default(), &by_an_admin)
+        .await
+        .unwrap();
 }
