@@ -139,11 +139,13 @@ pub const NEVER_RESTORED: &[(&str, &str)] = &[
 pub const SERVER_CLUSTER: Role = Role {
     name: "server",
     rules: &[
-        // Ark's own objects, in any namespace a person lists them from and in its own
+        // Ark's own objects: read in any namespace a person lists them from; made and changed in
+        // its own (PodVolumeBackups and Restores, DataUploads and Downloads, BackupRepositories,
+        // a Schedule's status), whether or not Velero's CRDs were served when install looked
         Rule {
             groups: &["velero.io"],
             resources: &["*"],
-            verbs: &["get", "list", "watch"],
+            verbs: &["get", "list", "watch", "create", "patch"],
             names: &[],
         },
         // A backup cuts CSI snapshots, and removes them once ready (keeping the storage snapshots);
@@ -522,10 +524,38 @@ mod tests {
                 r#"{"apiGroups":[""],"resources":["pods","secrets"],"verbs":["create","patch"]}"#,
                 r#"{"apiGroups":[""],"resources":["pods/status"],"verbs":["update"]}"#,
                 r#"{"apiGroups":["admissionregistration.k8s.io"],"resources":["validatingwebhookconfigurations"],"verbs":["get","list","watch"]}"#,
-                r#"{"apiGroups":["velero.io"],"resources":["*"],"verbs":["get","list","watch"]}"#,
+                r#"{"apiGroups":["velero.io"],"resources":["*"],"verbs":["get","list","watch","create","patch"]}"#,
             ]
         );
         assert_eq!(rules.len(), 4 + SERVER_CLUSTER.rules.len());
+    }
+
+    #[test]
+    fn the_server_makes_its_own_kinds_and_cuts_snapshots_whatever_install_found_served() {
+        // (An install on a fresh cluster looks before it applies Velero's CRDs.)
+        for resource in [
+            "podvolumebackups",
+            "podvolumerestores",
+            "datauploads",
+            "datadownloads",
+            "backuprepositories",
+            "schedules",
+        ] {
+            assert!(
+                SERVER_CLUSTER.allows("create", "velero.io", resource),
+                "{resource}"
+            );
+            assert!(
+                SERVER_CLUSTER.allows("patch", "velero.io", resource),
+                "{resource}"
+            );
+        }
+        assert!(SERVER_CLUSTER.allows("create", "snapshot.storage.k8s.io", "volumesnapshots"));
+        assert!(SERVER_CLUSTER.allows(
+            "delete",
+            "snapshot.storage.k8s.io",
+            "volumesnapshotcontents"
+        ));
     }
 
     #[test]
