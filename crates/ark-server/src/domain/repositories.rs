@@ -35,6 +35,17 @@ pub enum RepositoryError {
     NoPassword,
     #[error("backup repository {name:?}: {}", objects::reason(.error))]
     ObjectApi { name: String, error: kube::Error },
+    #[error(
+        "the repository of namespace {namespace:?} in location {location:?} ({root}) does not \
+         open with the password in secret {PASSWORD_SECRET:?}: it was made with another (Velero \
+         makes its repositories with static-passw0rd unless told otherwise); put that one in \
+         the Secret"
+    )]
+    WrongPassword {
+        namespace: String,
+        location: String,
+        root: String,
+    },
     #[error("the repository of namespace {namespace:?} in location {location:?} ({root}): {error}")]
     Kopia {
         namespace: String,
@@ -75,11 +86,22 @@ pub async fn open(
     let root = opened.store.layout.kopia_repository(volume_namespace);
     Repository::open(opened.store.object_store(), root.clone(), &password)
         .await
-        .map_err(|error| RepositoryError::Kopia {
-            namespace: volume_namespace.into(),
-            location: location.into(),
-            root: root.to_string(),
-            error,
+        .map_err(|error| {
+            let (namespace, location, root) =
+                (volume_namespace.into(), location.into(), root.to_string());
+            match error {
+                ark_kopia::Error::WrongPassword => RepositoryError::WrongPassword {
+                    namespace,
+                    location,
+                    root,
+                },
+                error => RepositoryError::Kopia {
+                    namespace,
+                    location,
+                    root,
+                    error,
+                },
+            }
         })
 }
 

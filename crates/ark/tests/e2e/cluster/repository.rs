@@ -171,7 +171,10 @@ async fn a_damaged_pack_a_wrong_password_and_an_unknown_snapshot_are_named() {
     let wrong = run(&["repository", "snapshots"]);
     assert_eq!(wrong.status.code(), Some(1));
     assert!(
-        text(&wrong.stderr).contains("invalid repository password"),
+        text(&wrong.stderr).contains(
+            "does not open with the password in secret \"velero-repo-credentials\": it was made \
+             with another"
+        ),
         "{}",
         text(&wrong.stderr)
     );

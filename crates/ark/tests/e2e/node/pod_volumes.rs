@@ -921,7 +921,10 @@ async fn a_repository_with_another_password_fails_the_request_and_is_left_untouc
     assert_eq!(
         status.message.unwrap(),
         format!(
-            "the repository of namespace {:?} in location \"default\" ({root}): invalid repository password",
+            "the repository of namespace {:?} in location \"default\" ({root}) does not open with \
+             the password in secret \"velero-repo-credentials\": it was made with another (Velero \
+             makes its repositories with static-passw0rd unless told otherwise); put that one in \
+             the Secret",
             app.name
         )
     );
