@@ -59,14 +59,16 @@ impl Installed {
         let ns = crate::unique_name("ark-agent");
         let mut cleanup: Vec<Box<dyn std::any::Any>> =
             vec![Box::new(cluster.delete_on_drop::<Namespace>(&ns))];
-        let policy = format!("ark-{ns}-node-agent-pods");
         use k8s_openapi::api::admissionregistration::v1 as admission;
-        cleanup.push(Box::new(
-            cluster.delete_on_drop::<admission::ValidatingAdmissionPolicy>(&policy),
-        ));
-        cleanup.push(Box::new(
-            cluster.delete_on_drop::<admission::ValidatingAdmissionPolicyBinding>(&policy),
-        ));
+        for policy in ["node-agent-pods", "server-requests"] {
+            let policy = format!("ark-{ns}-{policy}");
+            cleanup.push(Box::new(
+                cluster.delete_on_drop::<admission::ValidatingAdmissionPolicy>(&policy),
+            ));
+            cleanup.push(Box::new(
+                cluster.delete_on_drop::<admission::ValidatingAdmissionPolicyBinding>(&policy),
+            ));
+        }
         for role in ["server", "viewer", "operator", "node-agent"] {
             let name = format!("ark:{ns}:{role}");
             cleanup.push(Box::new(cluster.delete_on_drop::<ClusterRole>(&name)));

@@ -20,5 +20,5 @@ pub use controllers::deletion::Config as DeletionConfig;
 pub use controllers::restore::Config as RestoreConfig;
 pub use controllers::restore::Priorities as RestorePriorities;
 pub use domain::snapshots::VolumeSnapshotter;
-pub use domain::{discovery, locations, repositories, snapshots};
+pub use domain::{locations, repositories, snapshots};
 pub use server::{ServerError, ServerOptions, run};

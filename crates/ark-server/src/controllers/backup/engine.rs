@@ -859,13 +859,6 @@ fn listing_failed(gr: &str, error: &kube::Error) -> Result<String, String> {
         kube::Error::Api(status) if status.code == 404 => Ok(format!(
             "{gr} is no longer served (its definition was removed during the backup): none backed up"
         )),
-        // Rights are granted resource by resource (`ark install` writes them from what the
-        // cluster serves): a kind served since is not covered yet.
-        kube::Error::Api(status) if status.code == 403 => Err(format!(
-            "listing {gr}: the server may not ({}); if {gr} came after ark was installed, \
-             `ark install` again gives the server the rights to back it up",
-            status.message
-        )),
         error => Err(format!("listing {gr}: {error}")),
     }
 }
@@ -1039,15 +1032,7 @@ mod tests {
                 .unwrap_err()
                 .starts_with("listing pods: ")
         );
-        assert_eq!(
-            listing_failed("gauges.example.com", &answered(403)),
-            Err(
-                "listing gauges.example.com: the server may not (404 page not found); if \
-                 gauges.example.com came after ark was installed, `ark install` again gives the \
-                 server the rights to back it up"
-                    .into()
-            )
-        );
+        assert!(listing_failed("pods", &answered(403)).is_err());
     }
 
     #[test]

@@ -83,8 +83,6 @@ pub struct Plan {
     /// evicts the server, which another replica or its restart takes over, rather than fill the
     /// node's disk.
     pub scratch_size: String,
-    /// What the cluster serves, which the server's cluster-wide rules are written from.
-    pub served: Vec<roles::Served>,
 }
 
 /// One object to apply, with the API it is served by.
@@ -159,7 +157,7 @@ pub fn manifests(plan: &Plan) -> Vec<Manifest> {
     let server_cluster = roles::cluster_role_name(&plan.namespace, &roles::SERVER_CLUSTER);
     out.push(Manifest::cluster::<ClusterRole>(json!({
         "metadata": metadata(&server_cluster, plan),
-        "rules": roles::server_cluster_rules(&plan.served),
+        "rules": roles::SERVER_CLUSTER.rules_json(),
     })));
     out.push(Manifest::cluster::<ClusterRoleBinding>(json!({
         "metadata": metadata(&server_cluster, plan),
@@ -175,6 +173,18 @@ pub fn manifests(plan: &Plan) -> Vec<Manifest> {
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SERVER },
         "subjects": [{ "kind": "ServiceAccount", "name": SERVER, "namespace": plan.namespace }],
     })));
+    out.push(Manifest::cluster::<ValidatingAdmissionPolicy>(
+        server_requests_policy(plan),
+    ));
+    out.push(Manifest::cluster::<ValidatingAdmissionPolicyBinding>(
+        json!({
+            "metadata": metadata(&server_requests_policy_name(&plan.namespace), plan),
+            "spec": {
+                "policyName": server_requests_policy_name(&plan.namespace),
+                "validationActions": ["Deny"],
+            },
+        }),
+    ));
     for role in [&roles::VIEWER, &roles::OPERATOR] {
         out.push(Manifest::cluster::<ClusterRole>(json!({
             "metadata": metadata(&roles::cluster_role_name(&plan.namespace, role), plan),
@@ -308,6 +318,38 @@ fn node_agent(plan: &Plan, pods_dir: &str) -> Vec<Manifest> {
     ]
 }
 
+/// The cluster-scoped name of the policy on the requests of the server installed in `namespace`.
+pub fn server_requests_policy_name(namespace: &str) -> String {
+    format!("ark-{namespace}-server-requests")
+}
+
+/// What the server never asks for and its ClusterRole's `*` still grants (RBAC cannot name every
+/// resource but some subresources): a ServiceAccount's token, a proxy to a node, pod or service
+/// (a node's is its kubelet's whole API), attaching to or port-forwarding into a pod, an
+/// ephemeral container. Refused by the API server (a ValidatingAdmissionPolicy) for the server's
+/// ServiceAccount only.
+fn server_requests_policy(plan: &Plan) -> Value {
+    let server = format!("system:serviceaccount:{}:{SERVER}", plan.namespace);
+    let rule = |operation: &str, resources: &[&str]| json!({ "apiGroups": [""], "apiVersions": ["v1"], "operations": [operation], "resources": resources });
+    json!({
+        "metadata": metadata(&server_requests_policy_name(&plan.namespace), plan),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [
+                rule("CREATE", &["serviceaccounts/token"]),
+                rule("CONNECT", &["nodes/proxy", "pods/proxy", "services/proxy", "pods/attach", "pods/portforward"]),
+                rule("UPDATE", &["pods/ephemeralcontainers"]),
+            ] },
+            "matchConditions": [{ "name": "by-the-server", "expression": format!("request.userInfo.username == {server:?}") }],
+            "validations": [{
+                "expression": "false",
+                "reason": "Forbidden",
+                "message": "ark's server never asks for a token, a proxy, an attach, a port-forward or an ephemeral container",
+            }],
+        },
+    })
+}
+
 /// The cluster-scoped name of the policy on the node agent's pods in `namespace`.
 pub fn agent_pods_policy_name(namespace: &str) -> String {
     format!("ark-{namespace}-node-agent-pods")
@@ -378,7 +420,6 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         node_agent_configmap: None,
         features: Vec::new(),
         scratch_size: SCRATCH_SIZE.into(),
-        served: Vec::new(),
     })
 }
 
@@ -506,18 +547,6 @@ mod tests {
             node_agent_configmap: None,
             features: vec![Feature::EnableApiGroupVersions, Feature::EnableCsi],
             scratch_size: SCRATCH_SIZE.into(),
-            served: vec![
-                roles::Served {
-                    group: "".into(),
-                    plural: "pods".into(),
-                    status: true,
-                },
-                roles::Served {
-                    group: "apps".into(),
-                    plural: "deployments".into(),
-                    status: true,
-                },
-            ],
         }
     }
 

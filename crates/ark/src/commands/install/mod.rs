@@ -104,17 +104,6 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         ),
         None => None,
     };
-    // The server's cluster-wide rules are written from what the cluster serves, dry run or not.
-    let client = crate::context::client(global).await?;
-    let served = ark_server::discovery::discover(&client)
-        .await
-        .context("cannot discover what the cluster serves")?;
-    for skipped in &served.skipped {
-        eprintln!(
-            "warning: {skipped}, and the server's role does not cover them: run ark install again \
-             once the group answers"
-        );
-    }
     let plan = Plan {
         namespace: global.namespace.clone(),
         provider: args.bucket.provider.name(),
@@ -128,7 +117,6 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         node_agent_configmap: args.node_agent_configmap,
         features: args.features,
         scratch_size: args.scratch_size,
-        served: roles::Served::discovered(&served),
     };
     let all = manifests::manifests(&plan);
     if args.dry_run {
@@ -153,6 +141,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let client = crate::context::client(global).await?;
     if let Some(name) = &plan.node_agent_configmap {
         crate::commands::node_agent::configs(&client, &plan.namespace, name).await?;
     }
@@ -271,13 +260,24 @@ async fn apply(
         )
         .await
         .with_context(failed)?;
-    Ok(match before {
+    Ok(match before.map(content) {
         None => Change::Created,
-        Some(before) if before.metadata.resource_version == after.metadata.resource_version => {
-            Change::Unchanged
-        }
+        Some(before) if before == content(after) => Change::Unchanged,
         Some(_) => Change::Updated,
     })
+}
+
+/// What install writes of an object: not its resource version, its status (controllers write it
+/// meanwhile) or the bookkeeping of who manages which field (the API server may write only that:
+/// it reorders the entries when another manager, such as an admission policy's status writer,
+/// applied since).
+fn content(mut object: DynamicObject) -> DynamicObject {
+    object.metadata.resource_version = None;
+    object.metadata.managed_fields = None;
+    if let Some(fields) = object.data.as_object_mut() {
+        fields.remove("status");
+    }
+    object
 }
 
 /// Refuses, before anything is applied, an install that would change fields another manager set

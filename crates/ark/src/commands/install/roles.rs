@@ -67,149 +67,47 @@ const OPERATIONS: &[&str] = &[
     "serverstatusrequests/status",
 ];
 
-/// A resource the cluster serves, as discovery says: what the server's cluster-wide rules are
-/// written from when ark is installed.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Served {
-    pub group: String,
-    pub plural: String,
-    /// Whether it has a `status` subresource (a restore may put a backed-up status back).
-    pub status: bool,
-}
-
-impl Served {
-    /// Every listable resource the cluster serves (a backup lists what it includes; what cannot
-    /// be listed cannot be backed up). Subresources are not resources of their own here: none is
-    /// read or written whole, and among them are `serviceaccounts/token`, `nodes/proxy` and
-    /// `pods/attach`.
-    pub fn discovered(served: &ark_server::discovery::Served) -> Vec<Served> {
-        let mut all: Vec<Served> = served
-            .resources
-            .iter()
-            .filter(|(_, caps)| caps.supports_operation("list"))
-            .map(|(resource, caps)| Served {
-                group: resource.group.clone(),
-                plural: resource.plural.clone(),
-                status: caps
-                    .subresources
-                    .iter()
-                    .any(|(sub, _)| sub.plural == "status"),
-            })
-            .collect();
-        all.sort();
-        all.dedup();
-        all
-    }
-}
-
-/// What a restore never creates or changes, whatever its backup holds: objects through which the
-/// server would decide what the API server admits (webhooks, admission policies), which backend
-/// serves an API group, or which machines are the cluster's nodes. A backup still holds them;
-/// an administrator restores them with kubectl from the backup's contents.
-pub const NEVER_RESTORED: &[(&str, &str)] = &[
-    (
-        "admissionregistration.k8s.io",
-        "mutatingwebhookconfigurations",
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "validatingwebhookconfigurations",
-    ),
-    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
-    (
-        "admissionregistration.k8s.io",
-        "mutatingadmissionpolicybindings",
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "validatingadmissionpolicies",
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "validatingadmissionpolicybindings",
-    ),
-    ("apiregistration.k8s.io", "apiservices"),
-    ("", "nodes"),
-];
-
-/// The server, cluster-wide, on what it works on whether or not the cluster served it when ark was
-/// installed (ark installs Velero's CRDs after it looks; the snapshot CRDs may come later): its own
-/// kinds, the snapshots it cuts and its hooks' commands. The rest of its cluster-wide rules are
-/// written from what the cluster serves (`server_cluster_rules`).
+/// The server, cluster-wide. A backup reads every resource it includes and a restore creates any
+/// kind its backup holds, custom resources included: their definitions may be installed after
+/// ark, or come with the restore itself (a cluster rebuilt from its backup), so these rules name
+/// every resource (`*`). RBAC cannot leave out what that takes in (`serviceaccounts/token`,
+/// `nodes/proxy`, webhook configurations): see docs/install.md.
 pub const SERVER_CLUSTER: Role = Role {
     name: "server",
     rules: &[
-        // Ark's own objects: read in any namespace a person lists them from; made and changed in
-        // its own (PodVolumeBackups and Restores, DataUploads and Downloads, BackupRepositories,
-        // a Schedule's status), whether or not Velero's CRDs were served when install looked
+        // A backup reads every resource it includes, and discovery lists them all
         Rule {
-            groups: &["velero.io"],
+            groups: &["*"],
             resources: &["*"],
-            verbs: &["get", "list", "watch", "create", "patch"],
+            verbs: &["get", "list", "watch"],
             names: &[],
         },
-        // A backup cuts CSI snapshots, and removes them once ready (keeping the storage snapshots);
-        // a deletion deletes the storage snapshots a backup took; a restore reads its class
+        // A restore creates any kind its backup holds and patches existing objects under
+        // existingResourcePolicy=update; the server makes its own kinds (PodVolumeBackups,
+        // DataUploads, BackupRepositories...) and cuts CSI snapshots
+        Rule {
+            groups: &["*"],
+            resources: &["*"],
+            verbs: &["create", "patch"],
+            names: &[],
+        },
+        // A restore's `restoreStatus` puts a backed-up status back (a replace of the subresource)
+        Rule {
+            groups: &["*"],
+            resources: &["*/status"],
+            verbs: &["update"],
+            names: &[],
+        },
+        // A backup removes the VolumeSnapshots it cut once they are ready (keeping the storage
+        // snapshots), and deleting a backup deletes the storage snapshots it took
         Rule {
             groups: &["snapshot.storage.k8s.io"],
-            resources: &[
-                "volumesnapshots",
-                "volumesnapshotcontents",
-                "volumesnapshotclasses",
-            ],
-            verbs: &["get", "list", "watch", "create", "patch", "delete"],
-            names: &[],
-        },
-        // Exec hooks run in the backup's or restore's pods (a websocket exec is asked as `get`, then
-        // authorized as `create`)
-        Rule {
-            groups: &[""],
-            resources: &["pods/exec"],
-            verbs: &["get", "create"],
+            resources: &["volumesnapshots", "volumesnapshotcontents"],
+            verbs: &["delete"],
             names: &[],
         },
     ],
 };
-
-/// The server's cluster-wide rules, written from what the cluster serves: a backup reads every
-/// resource it includes; a restore creates any kind its backup holds (but those in
-/// `NEVER_RESTORED`), patches existing objects under `existingResourcePolicy: update` and puts a
-/// backed-up status back; then `SERVER_CLUSTER`'s. No `*` resource outside ark's own group: the
-/// rights are the resources named, not their subresources. A kind served only after ark was
-/// installed is covered once `ark install` runs again.
-pub fn server_cluster_rules(served: &[Served]) -> Vec<Value> {
-    let mut by_group: std::collections::BTreeMap<&str, Vec<&Served>> = Default::default();
-    for resource in served {
-        by_group.entry(&resource.group).or_default().push(resource);
-    }
-    let rule = |group: &str, resources: Vec<String>, verbs: &[&str]| json!({ "apiGroups": [group], "resources": resources, "verbs": verbs });
-    let mut rules = Vec::new();
-    for (group, resources) in &by_group {
-        let plurals = |keep: &dyn Fn(&Served) -> bool, suffix: &str| -> Vec<String> {
-            resources
-                .iter()
-                .filter(|r| keep(r))
-                .map(|r| format!("{}{suffix}", r.plural))
-                .collect()
-        };
-        let restored = |r: &Served| !NEVER_RESTORED.contains(&(group, r.plural.as_str()));
-        rules.push(rule(
-            group,
-            plurals(&|_| true, ""),
-            &["get", "list", "watch"],
-        ));
-        let created = plurals(&restored, "");
-        if !created.is_empty() {
-            rules.push(rule(group, created, &["create", "patch"]));
-        }
-        let statuses = plurals(&|r| restored(r) && r.status, "/status");
-        if !statuses.is_empty() {
-            rules.push(rule(group, statuses, &["update"]));
-        }
-    }
-    rules.extend(SERVER_CLUSTER.rules_json());
-    rules
-}
 
 /// The server, in its own namespace.
 pub const SERVER_NAMESPACE: Role = Role {
@@ -497,37 +395,6 @@ mod tests {
         );
         assert!(granting("delete", "velero.io", "backups").is_none());
         assert!(granting("get", "", "secrets").is_none());
-    }
-
-    #[test]
-    fn the_servers_cluster_rules_name_each_served_resource_and_leave_out_admission_and_nodes() {
-        let served = |group: &str, plural: &str, status: bool| Served {
-            group: group.into(),
-            plural: plural.into(),
-            status,
-        };
-        let rules = server_cluster_rules(&[
-            served("", "nodes", true),
-            served("", "pods", true),
-            served("", "secrets", false),
-            served(
-                "admissionregistration.k8s.io",
-                "validatingwebhookconfigurations",
-                false,
-            ),
-        ]);
-        let rules: Vec<String> = rules.iter().map(|r| r.to_string()).collect();
-        assert_eq!(
-            rules[..5],
-            [
-                r#"{"apiGroups":[""],"resources":["nodes","pods","secrets"],"verbs":["get","list","watch"]}"#,
-                r#"{"apiGroups":[""],"resources":["pods","secrets"],"verbs":["create","patch"]}"#,
-                r#"{"apiGroups":[""],"resources":["pods/status"],"verbs":["update"]}"#,
-                r#"{"apiGroups":["admissionregistration.k8s.io"],"resources":["validatingwebhookconfigurations"],"verbs":["get","list","watch"]}"#,
-                r#"{"apiGroups":["velero.io"],"resources":["*"],"verbs":["get","list","watch","create","patch"]}"#,
-            ]
-        );
-        assert_eq!(rules.len(), 4 + SERVER_CLUSTER.rules.len());
     }
 
     #[test]
