@@ -217,7 +217,14 @@ async fn in_bucket(
     {
         return Ok(());
     }
-    ensure_password_secret(client, namespace).await?;
+    // As Velero's server does at its start, so that Velero's node agent opens what ark creates
+    // (`ark install` made it first, with a random password, unless ark was installed otherwise).
+    create_password_secret(
+        client,
+        namespace,
+        ark_kopia::repository::VELERO_DEFAULT_PASSWORD,
+    )
+    .await?;
     let password = password(client, namespace).await?;
     Repository::create(store, root.clone(), &password)
         .await
@@ -230,7 +237,7 @@ async fn in_bucket(
 
 /// The repositories' password Secret as Velero's server and node agent read it, labelled to stay
 /// out of backups: a backup in the bucket must not carry the key to the volume data beside it.
-pub fn password_secret(namespace: &str, password: &str) -> Secret {
+fn password_secret(namespace: &str, password: &str) -> Secret {
     Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(PASSWORD_SECRET.into()),
@@ -250,15 +257,18 @@ pub fn password_secret(namespace: &str, password: &str) -> Secret {
     }
 }
 
-/// Creates the repositories' password Secret with Velero's default when it is absent, as
-/// Velero's server does at its start, so that Velero's node agent opens what ark creates.
-/// (`ark install` creates it first, with a random password.)
-async fn ensure_password_secret(client: &Client, namespace: &str) -> Result<(), RepositoryError> {
+/// Creates the repositories' password Secret with `password` unless it exists (never replaced:
+/// the repositories already written need its password); whether it was created.
+pub async fn create_password_secret(
+    client: &Client,
+    namespace: &str,
+    password: &str,
+) -> Result<bool, RepositoryError> {
     let api = Api::<Secret>::namespaced(client.clone(), namespace);
-    let secret = password_secret(namespace, ark_kopia::repository::VELERO_DEFAULT_PASSWORD);
+    let secret = password_secret(namespace, password);
     match api.create(&PostParams::default(), &secret).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
         Err(error) => Err(RepositoryError::SecretApi(error)),
     }
 }

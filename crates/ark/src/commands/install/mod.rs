@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 
 use crate::cli::args::{BucketArgs, Feature, GlobalArgs, OutputFormat, WaitArgs, parse_key_value};
@@ -171,9 +171,15 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
             let password = repository_password
                 .clone()
                 .unwrap_or_else(ark_kopia::repository::random_password);
-            let secret = ark_server::repositories::password_secret(&plan.namespace, &password);
-            match passwords.create(&PostParams::default(), &secret).await {
-                Ok(_) => println!(
+            // Not created: made meanwhile (a server that made a repository), and kept.
+            let created = ark_server::repositories::create_password_secret(
+                &client,
+                &plan.namespace,
+                &password,
+            )
+            .await?;
+            if created {
+                println!(
                     "secret/{PASSWORD_SECRET} created{}",
                     match repository_password {
                         Some(_) => String::new(),
@@ -185,13 +191,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
                             plan.namespace
                         ),
                     }
-                ),
-                // Made meanwhile (a server that made a repository): kept, as it is.
-                Err(kube::Error::Api(status)) if status.code == 409 => {}
-                Err(error) => {
-                    return Err(error)
-                        .with_context(|| format!("cannot create secret {PASSWORD_SECRET}"));
-                }
+                );
             }
         }
         if manifest.resource.kind == "CustomResourceDefinition" {
