@@ -497,6 +497,30 @@ impl Cluster {
         }
     }
 
+    /// What `ark install` makes in and for namespace `ns` (the namespace, its roles and bindings,
+    /// its admission policies), removed when the guard is dropped, however the test ends.
+    pub fn install_removed_on_drop(&self, ns: &str) -> Vec<Box<dyn std::any::Any>> {
+        use k8s_openapi::api::admissionregistration::v1 as admission;
+        use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+        let mut guards: Vec<Box<dyn std::any::Any>> =
+            vec![Box::new(self.delete_on_drop::<Namespace>(ns))];
+        for role in ["server", "viewer", "operator", "tenant", "node-agent"] {
+            let name = format!("ark:{ns}:{role}");
+            guards.push(Box::new(self.delete_on_drop::<ClusterRole>(&name)));
+            guards.push(Box::new(self.delete_on_drop::<ClusterRoleBinding>(&name)));
+        }
+        for policy in ["node-agent-pods", "server-requests"] {
+            let name = format!("ark-{ns}-{policy}");
+            guards.push(Box::new(
+                self.delete_on_drop::<admission::ValidatingAdmissionPolicy>(&name),
+            ));
+            guards.push(Box::new(
+                self.delete_on_drop::<admission::ValidatingAdmissionPolicyBinding>(&name),
+            ));
+        }
+        guards
+    }
+
     /// Takes the finalizers off the Restores of namespace `ns` (best effort), from a `Drop`.
     pub fn release_restores_while_dropping(&self, ns: &str) {
         let (cluster, ns) = (self.clone(), ns.to_string());

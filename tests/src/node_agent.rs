@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
@@ -57,25 +56,7 @@ impl Installed {
     ) -> Installed {
         let client = cluster.client().await;
         let ns = crate::unique_name("ark-agent");
-        let mut cleanup: Vec<Box<dyn std::any::Any>> =
-            vec![Box::new(cluster.delete_on_drop::<Namespace>(&ns))];
-        use k8s_openapi::api::admissionregistration::v1 as admission;
-        for policy in ["node-agent-pods", "server-requests"] {
-            let policy = format!("ark-{ns}-{policy}");
-            cleanup.push(Box::new(
-                cluster.delete_on_drop::<admission::ValidatingAdmissionPolicy>(&policy),
-            ));
-            cleanup.push(Box::new(
-                cluster.delete_on_drop::<admission::ValidatingAdmissionPolicyBinding>(&policy),
-            ));
-        }
-        for role in ["server", "viewer", "operator", "node-agent"] {
-            let name = format!("ark:{ns}:{role}");
-            cleanup.push(Box::new(cluster.delete_on_drop::<ClusterRole>(&name)));
-            cleanup.push(Box::new(
-                cluster.delete_on_drop::<ClusterRoleBinding>(&name),
-            ));
-        }
+        let cleanup = cluster.install_removed_on_drop(&ns);
         let prefix = prefix.to_string();
         let location = cluster.s3_location(&prefix);
         let dir = tempfile::tempdir().unwrap();

@@ -15,3 +15,4 @@ pub mod restore_finalizer;
 pub mod schedule;
 pub mod server_status;
 pub mod sync;
+pub mod tenants;

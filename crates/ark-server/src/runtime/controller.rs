@@ -73,6 +73,14 @@ pub enum Woken {
     /// requests): the objects that own it (a backup, when a DataUpload it waits on ends, rather
     /// than at its next check).
     ByEndOf(ApiResource),
+    /// The objects are watched in every namespace (a tenant's requests, see
+    /// `controllers::tenants`), and each is also woken by a change of its mirror: an object of the
+    /// same kind in the server's namespace labelled `label`, which `names` reads the
+    /// (namespace, name) of the object it mirrors from.
+    ByMirrors {
+        label: &'static str,
+        names: fn(&DynamicObject) -> Option<(String, String)>,
+    },
 }
 
 /// [`run`], objects of kind `K` also reconciled as `woken` says.
@@ -89,7 +97,11 @@ pub async fn run_woken<K, C, F, Fut>(
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
     let kube = ctx.as_ref().as_ref().clone();
-    let api = objects::api::<K>(&kube.client, &kube.namespace);
+    let resource = objects::resource::<K>();
+    let api = match woken {
+        Woken::ByMirrors { .. } => kube::Api::all_with(kube.client.clone(), &resource),
+        _ => objects::api::<K>(&kube.client, &kube.namespace),
+    };
     let error_policy = move |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<C>| {
         let retry = error.retry_after();
         tracing::warn!("{what} reconcile failed: {error}; again in {retry:?}");
@@ -124,11 +136,33 @@ pub async fn run_woken<K, C, F, Fut>(
             }
         }
     };
-    let resource = objects::resource::<K>();
-    let controller = Controller::new_with(api, watcher::Config::default(), resource.clone());
+    let controller = Controller::new_with(api, watcher::Config::default(), resource);
+    let controller = woken_also::<K>(controller, woken, &kube);
+    let controller = controller
+        .with_config(Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(kube.stopped())
+        .run(counted, error_policy, ctx)
+        .for_each(|_| async {});
+    let stopped_and_idle = async {
+        kube.stopped().await;
+        let _ = running.subscribe().wait_for(|n| *n == 0).await;
+    };
+    tokio::select! {
+        () = controller => {}
+        () = stopped_and_idle => {}
+    }
+}
+
+/// The controller, also woken as `woken` says.
+fn woken_also<K: Resource<DynamicType = ()>>(
+    controller: Controller<DynamicObject>,
+    woken: Woken,
+    kube: &Kube,
+) -> Controller<DynamicObject> {
     let namespace = kube.namespace.clone();
+    let resource = objects::resource::<K>();
     let object = move |name: &str| ObjectRef::new_with(name, resource.clone()).within(&namespace);
-    let controller = match woken {
+    match woken {
         Woken::Never => controller,
         Woken::ByPodsLabelled(label) => {
             let pods = kube::Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace);
@@ -154,19 +188,16 @@ pub async fn run_woken<K, C, F, Fut>(
             };
             controller.watches_with(owned, ended, watcher::Config::default(), owners)
         }
-    };
-    let controller = controller
-        .with_config(Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(kube.stopped())
-        .run(counted, error_policy, ctx)
-        .for_each(|_| async {});
-    let stopped_and_idle = async {
-        kube.stopped().await;
-        let _ = running.subscribe().wait_for(|n| *n == 0).await;
-    };
-    tokio::select! {
-        () = controller => {}
-        () = stopped_and_idle => {}
+        Woken::ByMirrors { label, names } => {
+            let mirrors = objects::api::<K>(&kube.client, &kube.namespace);
+            let kind = objects::resource::<K>();
+            let mirrored = move |mirror: DynamicObject| {
+                let (namespace, name) = names(&mirror)?;
+                Some(ObjectRef::new_with(&name, kind.clone()).within(&namespace))
+            };
+            let labelled = watcher::Config::default().labels(label);
+            controller.watches_with(mirrors, objects::resource::<K>(), labelled, mirrored)
+        }
     }
 }
 

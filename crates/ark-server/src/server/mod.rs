@@ -18,7 +18,7 @@ use crate::controllers::deletion::Config as DeletionConfig;
 use crate::controllers::restore::Config as RestoreConfig;
 use crate::controllers::{
     backup, backup_operations, deletion, download_requests, gc, location_validation,
-    repository_maintenance, restore, restore_finalizer, schedule, server_status, sync,
+    repository_maintenance, restore, restore_finalizer, schedule, server_status, sync, tenants,
 };
 use crate::domain::snapshots::VolumeSnapshotter;
 use crate::runtime::context::Kube;
@@ -195,7 +195,11 @@ fn request_controllers(kube: &Kube) -> Vec<(&'static str, BoxFuture<'static, ()>
             "restore finalizer",
             restore_finalizer::run(plain.clone()).boxed(),
         ),
-        ("server status request", server_status::run(plain).boxed()),
+        (
+            "server status request",
+            server_status::run(plain.clone()).boxed(),
+        ),
+        ("tenant requests", tenants::run(plain).boxed()),
     ]
 }
 

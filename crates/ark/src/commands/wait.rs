@@ -15,6 +15,8 @@ pub trait Operation:
     fn phase_state(&self) -> (String, bool);
     /// Items done and in all, once known.
     fn items(&self) -> Option<(i64, i64)>;
+    /// Why the server refused it, if it did (`FailedValidation`).
+    fn validation_errors(&self) -> &[String];
 }
 
 impl Operation for ark_api::Backup {
@@ -29,6 +31,11 @@ impl Operation for ark_api::Backup {
             progress.total_items.unwrap_or(0),
         ))
     }
+    fn validation_errors(&self) -> &[String] {
+        (self.status.as_ref())
+            .and_then(|s| s.validation_errors.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 impl Operation for ark_api::Restore {
@@ -42,6 +49,11 @@ impl Operation for ark_api::Restore {
             progress.items_restored.unwrap_or(0),
             progress.total_items.unwrap_or(0),
         ))
+    }
+    fn validation_errors(&self) -> &[String] {
+        (self.status.as_ref())
+            .and_then(|s| s.validation_errors.as_deref())
+            .unwrap_or_default()
     }
 }
 
@@ -81,7 +93,10 @@ pub async fn until_done<K: Operation>(
             bar.suspend(|| {
                 eprintln!(
                     "{} {name} is still New after {}s: no ark (or Velero) server seems to run in \
-                     namespace {namespace}; start one with `ark server -n {namespace}`. Still waiting.",
+                     namespace {namespace}; start one with `ark server -n {namespace}`, or, for a \
+                     namespace's own backups, an administrator delegates it to an ark with \
+                     `kubectl label namespace {namespace} ark.io/tenant-of=<ark's namespace>`. \
+                     Still waiting.",
                     K::kind(&()),
                     UNCLAIMED_NOTICE.as_secs()
                 )
@@ -104,7 +119,16 @@ pub async fn until_done<K: Operation>(
             bar.message()
         );
     };
-    result?.ok_or_else(|| anyhow::anyhow!("{name} was deleted while waiting for it"))
+    let object =
+        result?.ok_or_else(|| anyhow::anyhow!("{name} was deleted while waiting for it"))?;
+    let refused = object.validation_errors();
+    if !refused.is_empty() {
+        eprintln!("{} {name} was refused:", K::kind(&()));
+        for reason in refused {
+            eprintln!("  {reason}");
+        }
+    }
+    Ok(object)
 }
 
 /// `future`'s output, or None once `timeout` (if any) has passed.

@@ -28,6 +28,7 @@ mod cluster {
     mod schedules;
     mod snapshots;
     mod snapshotter;
+    mod tenants;
     mod terminal;
 }
 

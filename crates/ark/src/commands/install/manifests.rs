@@ -191,6 +191,17 @@ pub fn manifests(plan: &Plan) -> Vec<Manifest> {
             "rules": role.rules_json(),
         })));
     }
+    let mut tenant = metadata(
+        &roles::cluster_role_name(&plan.namespace, &roles::TENANT),
+        plan,
+    );
+    for role in roles::TENANT_AGGREGATES_TO {
+        tenant["labels"][format!("rbac.authorization.k8s.io/aggregate-to-{role}")] = json!("true");
+    }
+    out.push(Manifest::cluster::<ClusterRole>(json!({
+        "metadata": tenant,
+        "rules": roles::TENANT.rules_json(),
+    })));
     if let Some(credentials) = &plan.credentials {
         let mut metadata = namespaced_metadata(CREDENTIALS_SECRET, plan);
         // The bucket's credentials never reach the bucket: a backup of this namespace leaves

@@ -106,6 +106,15 @@ pub const SERVER_CLUSTER: Role = Role {
             verbs: &["delete"],
             names: &[],
         },
+        // A tenant's request goes once its mirror is gone (its backup deleted, its answer
+        // expired), and a download request it may not have is removed unanswered
+        // (`controllers::tenants`)
+        Rule {
+            groups: &["velero.io"],
+            resources: TENANT_REQUESTS,
+            verbs: &["delete"],
+            names: &[],
+        },
     ],
 };
 
@@ -338,6 +347,47 @@ pub const OPERATOR: Role = Role {
     ],
 };
 
+/// What a delegated namespace's people ask of the server in their own namespace.
+const TENANT_REQUESTS: &[&str] = &[
+    "backups",
+    "restores",
+    "deletebackuprequests",
+    "downloadrequests",
+];
+
+/// For a namespace's own people, aggregated into the built-in `admin` and `edit` roles (see
+/// [`TENANT_AGGREGATES_TO`]): Velero's requests in their own namespace, which the server checks
+/// and carries out only in a namespace delegated to it (labelled `ark.io/tenant-of`), as
+/// `controllers::tenants` says. Nothing in ark's namespace: no location, no credentials.
+pub const TENANT: Role = Role {
+    name: "tenant",
+    rules: &[
+        // Back up, restore, delete a backup, fetch a backup's or restore's files
+        Rule {
+            groups: &["velero.io"],
+            resources: TENANT_REQUESTS,
+            verbs: &["get", "list", "watch", "create", "delete"],
+            names: &[],
+        },
+        // `describe` lists a backup's volume requests where the backup is
+        Rule {
+            groups: &["velero.io"],
+            resources: &[
+                "podvolumebackups",
+                "podvolumerestores",
+                "datauploads",
+                "datadownloads",
+            ],
+            verbs: &["get", "list", "watch"],
+            names: &[],
+        },
+    ],
+};
+
+/// The built-in roles the tenant role is aggregated into: whoever administers or edits a
+/// namespace (and so may exec into its pods and read its Secrets) may back it up and restore it.
+pub const TENANT_AGGREGATES_TO: &[&str] = &["admin", "edit"];
+
 /// The cluster-scoped name of one of ark's roles installed in `namespace`: cluster-scoped objects
 /// carry the namespace so that two installs do not share (and uninstall each other's) roles.
 pub fn cluster_role_name(namespace: &str, role: &Role) -> String {
@@ -364,6 +414,7 @@ mod tests {
             &NODE_AGENT_NAMESPACE,
             &VIEWER,
             &OPERATOR,
+            &TENANT,
         ] {
             for rule in role.rules {
                 for verb in rule.verbs {

@@ -375,7 +375,9 @@ async fn a_wait_with_no_server_running_says_so_and_ends_at_its_timeout() {
     let stderr = text(&output.stderr);
     let notice = format!(
         "Backup b1 is still New after 10s: no ark (or Velero) server seems to run in namespace {0}; \
-         start one with `ark server -n {0}`. Still waiting.\n",
+         start one with `ark server -n {0}`, or, for a namespace's own backups, an administrator \
+         delegates it to an ark with `kubectl label namespace {0} ark.io/tenant-of=<ark's \
+         namespace>`. Still waiting.\n",
         ns.name
     );
     assert!(stderr.starts_with(&notice), "{stderr}");

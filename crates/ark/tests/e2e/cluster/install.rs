@@ -12,12 +12,9 @@ use std::time::Duration;
 use ark_api::{Backup, BackupPhase};
 use ark_tests::{ArkServer, Cluster, allow_local_exec, kwok_pod, unique_name};
 use common::{ARK, ark, ark_ok, text};
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role, RoleBinding};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 
@@ -32,29 +29,7 @@ fn install(cluster: &Cluster, ns: &str, bucket: &Path, args: &[&str]) -> String 
 /// The cluster-scoped objects an install in `ns` creates, removed when the test ends however it
 /// ends.
 fn cluster_objects_removed_on_drop(cluster: &Cluster, ns: &str) -> impl Sized {
-    let policy = format!("ark-{ns}-node-agent-pods");
-    let requests = format!("ark-{ns}-server-requests");
-    (
-        cluster.delete_on_drop::<Namespace>(ns),
-        [
-            cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:server")),
-            cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:node-agent")),
-        ],
-        [
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:server")),
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:viewer")),
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:operator")),
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:node-agent")),
-        ],
-        [
-            cluster.delete_on_drop::<ValidatingAdmissionPolicy>(&policy),
-            cluster.delete_on_drop::<ValidatingAdmissionPolicy>(&requests),
-        ],
-        [
-            cluster.delete_on_drop::<ValidatingAdmissionPolicyBinding>(&policy),
-            cluster.delete_on_drop::<ValidatingAdmissionPolicyBinding>(&requests),
-        ],
-    )
+    cluster.install_removed_on_drop(ns)
 }
 
 /// Every file under `dir`, relative to it, sorted.
@@ -264,7 +239,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
 /// The installed server's command line, run here as the installed ServiceAccount: the image's
 /// binary is this build, the scratch volume a directory of the test's, the metrics port one free
 /// on 127.0.0.1. Returns the server and that port.
-async fn installed_server(cluster: &Cluster, ns: &str, dir: &Path) -> (ArkServer, u16) {
+pub(super) async fn installed_server(cluster: &Cluster, ns: &str, dir: &Path) -> (ArkServer, u16) {
     let deployment = Api::<Deployment>::namespaced(cluster.client().await, ns)
         .get("ark")
         .await
@@ -293,6 +268,37 @@ async fn installed_server(cluster: &Cluster, ns: &str, dir: &Path) -> (ArkServer
     );
     let as_server = cluster.as_service_account(ns, "ark", dir).await;
     (ArkServer::start_exactly(ARK, &as_server, &args), port)
+}
+
+/// `ark install` into `ns` with the test ground's S3 as its location (under prefix `ns`).
+pub(super) fn install_on_s3(cluster: &Cluster, ns: &str, dir: &Path) {
+    let credentials = dir.join("credentials");
+    std::fs::write(
+        &credentials,
+        ark_tests::aws_credentials_file(&cluster.s3_access_key, &cluster.s3_secret_key),
+    )
+    .unwrap();
+    let config = format!(
+        "region=us-east-1,s3Url={},s3ForcePathStyle=true",
+        cluster.s3_endpoint
+    );
+    ark_ok(
+        cluster,
+        ns,
+        &[
+            "install",
+            "--provider",
+            "aws",
+            "--bucket",
+            &cluster.s3_bucket,
+            "--prefix",
+            ns,
+            "--secret-file",
+            credentials.to_str().unwrap(),
+            "--backup-location-config",
+            &config,
+        ],
+    );
 }
 
 /// The status line of `GET path` on 127.0.0.1:port.
@@ -574,7 +580,14 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
     install(&cluster, &ns, &dir.path().join("bucket"), &[]);
     // A backup for the viewer to see (no server runs: it stays New).
     ark_ok(&cluster, &ns, &["backup", "create", "seen"]);
-    let viewer = person(&cluster, &ns, "viewer", Some("viewer"), dir.path()).await;
+    let viewer = person(
+        &cluster,
+        &ns,
+        "viewer",
+        Some(&format!("ark:{ns}:viewer")),
+        dir.path(),
+    )
+    .await;
     let stranger = person(&cluster, &ns, "stranger", None, dir.path()).await;
     wait_for_rights(&viewer, &ns).await;
 
@@ -617,9 +630,9 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
     );
 }
 
-/// A person: the ServiceAccount `name` in `ns`, bound to ark's `role` (if any), as a cluster
-/// seen with its token.
-async fn person(
+/// A person: the ServiceAccount `name` in `ns`, bound there to the ClusterRole `role` (if any),
+/// as a cluster seen with its token.
+pub(super) async fn person(
     cluster: &Cluster,
     ns: &str,
     name: &str,
@@ -636,7 +649,7 @@ async fn person(
     if let Some(role) = role {
         let binding: RoleBinding = serde_json::from_value(serde_json::json!({
             "metadata": { "name": name },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("ark:{ns}:{role}") },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
             "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }],
         }))
         .unwrap();
@@ -655,33 +668,7 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
     let ns = unique_name("ark-viewer-logs");
     let _cleanup = cluster_objects_removed_on_drop(&cluster, &ns);
     let dir = tempfile::tempdir().unwrap();
-    let credentials = dir.path().join("credentials");
-    std::fs::write(
-        &credentials,
-        ark_tests::aws_credentials_file(&cluster.s3_access_key, &cluster.s3_secret_key),
-    )
-    .unwrap();
-    let config = format!(
-        "region=us-east-1,s3Url={},s3ForcePathStyle=true",
-        cluster.s3_endpoint
-    );
-    ark_ok(
-        &cluster,
-        &ns,
-        &[
-            "install",
-            "--provider",
-            "aws",
-            "--bucket",
-            &cluster.s3_bucket,
-            "--prefix",
-            &ns,
-            "--secret-file",
-            credentials.to_str().unwrap(),
-            "--backup-location-config",
-            &config,
-        ],
-    );
+    install_on_s3(&cluster, &ns, dir.path());
     let (_server, _) = installed_server(&cluster, &ns, dir.path()).await;
     ark_ok(
         &cluster,
@@ -698,7 +685,14 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
             "--wait",
         ],
     );
-    let viewer = person(&cluster, &ns, "viewer", Some("viewer"), dir.path()).await;
+    let viewer = person(
+        &cluster,
+        &ns,
+        "viewer",
+        Some(&format!("ark:{ns}:viewer")),
+        dir.path(),
+    )
+    .await;
     wait_for_rights(&viewer, &ns).await;
 
     let logs = ark_ok(&viewer, &ns, &["backup", "logs", "b"]);
@@ -719,7 +713,14 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
     // `backup download`: an operator (no credentials either) gets the tarball through the server,
     // byte for byte; an existing file is kept unless --force; whoever reads the credentials gets it
     // from the bucket.
-    let operator = person(&cluster, &ns, "operator", Some("operator"), dir.path()).await;
+    let operator = person(
+        &cluster,
+        &ns,
+        "operator",
+        Some(&format!("ark:{ns}:operator")),
+        dir.path(),
+    )
+    .await;
     wait_for_rights(&operator, &ns).await;
     let store = ark_storage::open(&cluster.s3_location(&ns)).unwrap();
     let tarball = store.get(&store.layout.backup_contents("b")).await.unwrap();
@@ -765,7 +766,7 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
 
 /// Until `who` may list backups in `ns` (a new RoleBinding reaches the authorizer's cache within
 /// moments).
-async fn wait_for_rights(who: &Cluster, ns: &str) {
+pub(super) async fn wait_for_rights(who: &Cluster, ns: &str) {
     let backups: Api<Backup> = Api::namespaced(who.client().await, ns);
     for _ in 0..50 {
         if backups.list(&Default::default()).await.is_ok() {

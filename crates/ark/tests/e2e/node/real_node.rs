@@ -15,7 +15,6 @@ use ark_tests::{ArkServer, BUSYBOX, Cluster, wait_deleted, wait_for};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
 use kube::api::{ListParams, LogParams, Patch, PatchParams, PostParams};
 
@@ -430,21 +429,7 @@ async fn the_installed_server_runs_from_its_image_on_the_real_node_and_its_repla
     let client = cluster.client().await;
     let image = common::ark_image(&cluster);
     let ns = ark_tests::unique_name("ark-pod");
-    let _cleanup = (
-        cluster.delete_on_drop::<Namespace>(&ns),
-        cluster.delete_on_drop::<ClusterRoleBinding>(&format!("ark:{ns}:server")),
-        [
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:server")),
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:viewer")),
-            cluster.delete_on_drop::<ClusterRole>(&format!("ark:{ns}:operator")),
-        ],
-        cluster.delete_on_drop::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(
-            &format!("ark-{ns}-server-requests"),
-        ),
-        cluster.delete_on_drop::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
-            &format!("ark-{ns}-server-requests"),
-        ),
-    );
+    let _cleanup = cluster.install_removed_on_drop(&ns);
     let app = cluster.namespace("pod-app").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
     let db = cluster.on_real_node(serde_json::json!({
