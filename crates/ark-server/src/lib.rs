@@ -19,6 +19,7 @@ pub use controllers::backup::Config as BackupConfig;
 pub use controllers::deletion::Config as DeletionConfig;
 pub use controllers::restore::Config as RestoreConfig;
 pub use controllers::restore::Priorities as RestorePriorities;
+pub use controllers::tenants;
 pub use domain::snapshots::VolumeSnapshotter;
 pub use domain::{locations, repositories, snapshots};
 pub use server::{ServerError, ServerOptions, run};

@@ -899,10 +899,7 @@ async fn restores_of(
     // From the watched cache: listing every Restore for every deletion would make deleting N
     // backups with N restores cost N² objects from the API server. The cache holds untyped
     // objects, so a Restore ark's types cannot read never keeps it from syncing.
-    if tokio::time::timeout(RESTORE_CACHE_WAIT, ctx.restores.wait_until_ready())
-        .await
-        .map_or(true, |ready| ready.is_err())
-    {
+    if !objects::cache_ready(&ctx.restores, RESTORE_CACHE_WAIT).await {
         return Err(
             "the cache of restores is not ready: the backup's restores cannot be found yet".into(),
         );

@@ -76,10 +76,12 @@ pub enum Woken {
     /// The objects are watched in every namespace (a tenant's requests, see
     /// `controllers::tenants`), and each is also woken by a change of its mirror: an object of the
     /// same kind in the server's namespace labelled `label`, which `names` reads the
-    /// (namespace, name) of the object it mirrors from.
+    /// (namespace, name) of the object it mirrors from; and every object of a namespace whose
+    /// name `namespaces` sends (a namespace delegated after its requests were made).
     ByMirrors {
         label: &'static str,
         names: fn(&DynamicObject) -> Option<(String, String)>,
+        namespaces: tokio::sync::broadcast::Receiver<String>,
     },
 }
 
@@ -188,7 +190,11 @@ fn woken_also<K: Resource<DynamicType = ()>>(
             };
             controller.watches_with(owned, ended, watcher::Config::default(), owners)
         }
-        Woken::ByMirrors { label, names } => {
+        Woken::ByMirrors {
+            label,
+            names,
+            namespaces,
+        } => {
             let mirrors = objects::api::<K>(&kube.client, &kube.namespace);
             let kind = objects::resource::<K>();
             let mirrored = move |mirror: DynamicObject| {
@@ -196,7 +202,28 @@ fn woken_also<K: Resource<DynamicType = ()>>(
                 Some(ObjectRef::new_with(&name, kind.clone()).within(&namespace))
             };
             let labelled = watcher::Config::default().labels(label);
-            controller.watches_with(mirrors, objects::resource::<K>(), labelled, mirrored)
+            let controller =
+                controller.watches_with(mirrors, objects::resource::<K>(), labelled, mirrored);
+            let cached = controller.store();
+            let named = futures::stream::unfold(namespaces, |mut namespaces| async move {
+                loop {
+                    match namespaces.recv().await {
+                        Ok(name) => return Some((name, namespaces)),
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            });
+            let within = named.flat_map(move |name| {
+                let refs: Vec<_> = (cached.state().into_iter())
+                    .filter(|object| object.metadata.namespace.as_deref() == Some(&name))
+                    .map(|object| {
+                        ObjectRef::from_obj_with(object.as_ref(), objects::resource::<K>())
+                    })
+                    .collect();
+                futures::stream::iter(refs)
+            });
+            controller.reconcile_on(within)
         }
     }
 }

@@ -122,6 +122,29 @@ pub fn is_transient(error: &kube::Error) -> bool {
     }
 }
 
+/// Whether a watched cache has had its first list, waiting at most `timeout`. kube-runtime's own
+/// wait (`Store::wait_until_ready`) wakes only the last of several tasks waiting at once (its
+/// readiness is one oneshot receiver, which keeps one waker), so each waiter here looks again
+/// every 50 ms: any number of reconciles may wait on one cache.
+pub async fn cache_ready<K>(
+    cache: &kube::runtime::reflector::Store<K>,
+    timeout: std::time::Duration,
+) -> bool
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let poll = std::time::Duration::from_millis(50);
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout(poll, cache.wait_until_ready()).await {
+            Ok(ready) => return ready.is_ok(),
+            Err(_) if tokio::time::Instant::now() >= deadline => return false,
+            Err(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +173,37 @@ mod tests {
         assert_eq!(
             phase::<BackupPhase>(&with(serde_json::json!({ "phase": "Weird" }))),
             Phase::Unknown(serde_json::json!("Weird"))
+        );
+    }
+
+    /// The regression behind tenants' requests never acted on (and deletions that waited out 30 s,
+    /// then failed, "the cache of restores is not ready"): of several tasks waiting on a cache at
+    /// once, kube-runtime wakes one.
+    #[tokio::test]
+    async fn every_task_waiting_on_a_cache_sees_it_ready() {
+        let resource = resource::<ark_api::Restore>();
+        let mut writer = kube::runtime::reflector::store::Writer::<DynamicObject>::new(resource);
+        let cache = writer.as_reader();
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let cache = cache.clone();
+                tokio::spawn(
+                    async move { cache_ready(&cache, std::time::Duration::from_secs(5)).await },
+                )
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Init);
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+        let ready = std::time::Instant::now();
+        for waiter in waiters {
+            assert!(waiter.await.unwrap());
+        }
+        // Not at the end of each waiter's timeout: at once.
+        assert!(
+            ready.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            ready.elapsed()
         );
     }
 }

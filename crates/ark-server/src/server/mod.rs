@@ -195,11 +195,8 @@ fn request_controllers(kube: &Kube) -> Vec<(&'static str, BoxFuture<'static, ()>
             "restore finalizer",
             restore_finalizer::run(plain.clone()).boxed(),
         ),
-        (
-            "server status request",
-            server_status::run(plain.clone()).boxed(),
-        ),
-        ("tenant requests", tenants::run(plain).boxed()),
+        ("server status request", server_status::run(plain).boxed()),
+        ("tenant requests", tenants::run(kube.clone()).boxed()),
     ]
 }
 

@@ -16,9 +16,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ark_api::{Backup, DeleteBackupRequest, DownloadRequest, Restore};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -46,19 +49,60 @@ pub fn mirror_name(tenant: &str, name: &str) -> String {
     format!("{tenant}.{name}")
 }
 
-pub async fn run(ctx: Arc<Kube>) {
-    tokio::join!(
-        run_kind::<Backup>(ctx.clone()),
-        run_kind::<Restore>(ctx.clone()),
-        run_kind::<DeleteBackupRequest>(ctx.clone()),
-        run_kind::<DownloadRequest>(ctx),
-    );
+/// The tenants' controller: the server's `Kube`, and the namespaces delegated to it, as watched.
+pub struct Ctx {
+    kube: Kube,
+    delegated: reflector::Store<Namespace>,
 }
 
-async fn run_kind<K: Request>(ctx: Arc<Kube>) {
+impl AsRef<Kube> for Ctx {
+    fn as_ref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+pub async fn run(kube: Kube) {
+    let (delegated, writer) = reflector::store();
+    let selected = watcher::Config::default().labels(&format!("{TENANT_OF}={}", kube.namespace));
+    // A namespace delegated (or changed) wakes its requests, once the store says so.
+    let (changed, _) = tokio::sync::broadcast::channel(64);
+    let watched = {
+        let changed = changed.clone();
+        reflector::reflector(
+            writer,
+            watcher(Api::<Namespace>::all(kube.client.clone()), selected),
+        )
+        .default_backoff()
+        .touched_objects()
+        .for_each(move |namespace| {
+            if let Ok(namespace) = namespace {
+                let _ = changed.send(namespace.name_any());
+            }
+            async {}
+        })
+    };
+    let ctx = Arc::new(Ctx { kube, delegated });
+    tokio::select! {
+        () = watched => {}
+        _ = async {
+            // The controllers start once the first list is in, so that a reconcile never decides
+            // on a partial one.
+            while !objects::cache_ready(&ctx.delegated, std::time::Duration::from_secs(60)).await {}
+            tokio::join!(
+                run_kind::<Backup>(ctx.clone(), changed.subscribe()),
+                run_kind::<Restore>(ctx.clone(), changed.subscribe()),
+                run_kind::<DeleteBackupRequest>(ctx.clone(), changed.subscribe()),
+                run_kind::<DownloadRequest>(ctx.clone(), changed.subscribe()),
+            );
+        } => {}
+    }
+}
+
+async fn run_kind<K: Request>(ctx: Arc<Ctx>, namespaces: tokio::sync::broadcast::Receiver<String>) {
     let woken = Woken::ByMirrors {
         label: TENANT_NAMESPACE,
         names: mirrored,
+        namespaces,
     };
     controller::run_woken::<K, _, _, _>(ctx, K::WHAT, 0, woken, reconcile::<K>).await;
 }
@@ -201,13 +245,14 @@ fn own_labels(request: &impl Resource) -> BTreeMap<String, String> {
 /// not made yet (check it, then mirror it or refuse it).
 async fn reconcile<K: Request>(
     object: Arc<Readable<K>>,
-    ctx: Arc<Kube>,
+    tenants: Arc<Ctx>,
 ) -> Result<Action, ReconcileError> {
+    let ctx = &tenants.kube;
     let stored = &object.stored;
     let (Some(tenant), Some(uid)) = (stored.namespace(), stored.uid()) else {
         return Ok(Action::await_change());
     };
-    if tenant == ctx.namespace || !delegated(&ctx, &tenant).await? {
+    if tenant == ctx.namespace || !tenants.is_delegated(&tenant) {
         return Ok(Action::await_change());
     }
     let name = object.name();
@@ -228,7 +273,7 @@ async fn reconcile<K: Request>(
                  this name, kept until it expires, or an administrator's): use another name",
                 ctx.namespace
             );
-            refuse::<K>(&ctx, &requests, stored, vec![taken]).await?;
+            refuse::<K>(ctx, &requests, stored, vec![taken]).await?;
         }
         None if stored.annotations().contains_key(MIRROR) => {
             // Its mirror was there and is gone: the backup was deleted (or the request answered
@@ -239,11 +284,11 @@ async fn reconcile<K: Request>(
             let read = match &object.read {
                 Ok(read) => read,
                 Err(unfit) => {
-                    return refuse::<K>(&ctx, &requests, stored, vec![unfit.to_string()]).await;
+                    return refuse::<K>(ctx, &requests, stored, vec![unfit.to_string()]).await;
                 }
             };
             let owned = match read.names() {
-                Some(named) => owned(&ctx, &tenant, &named).await?,
+                Some(named) => owned(ctx, &tenant, &named).await?,
                 None => None,
             };
             match read.mirror(&tenant, owned.as_ref()) {
@@ -251,19 +296,19 @@ async fn reconcile<K: Request>(
                     make_mirror::<K>(&mirrors, &tenant, stored, &mirror_name, spec, labels).await?;
                     mark_mirrored(&requests, &name, &mirror_name).await?;
                 }
-                Err(reasons) => return refuse::<K>(&ctx, &requests, stored, reasons).await,
+                Err(reasons) => return refuse::<K>(ctx, &requests, stored, reasons).await,
             }
         }
     }
     Ok(Action::await_change())
 }
 
-/// Whether `namespace` is delegated to this server (labelled `ark.io/tenant-of=<its namespace>`).
-async fn delegated(ctx: &Kube, namespace: &str) -> Result<bool, ReconcileError> {
-    let found = Api::<Namespace>::all(ctx.client.clone())
-        .get_opt(namespace)
-        .await?;
-    Ok(found.is_some_and(|ns| ns.labels().get(TENANT_OF) == Some(&ctx.namespace)))
+impl Ctx {
+    /// Whether `namespace` is delegated to this server (labelled `ark.io/tenant-of=<its
+    /// namespace>`), as watched (the controllers start once the first list is in).
+    fn is_delegated(&self, namespace: &str) -> bool {
+        self.delegated.get(&ObjectRef::new(namespace)).is_some()
+    }
 }
 
 fn is_mirror_of(mirror: &DynamicObject, tenant: &str, uid: &str) -> bool {

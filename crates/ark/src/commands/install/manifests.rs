@@ -337,26 +337,42 @@ pub fn server_requests_policy_name(namespace: &str) -> String {
 /// What the server never asks for and its ClusterRole's `*` still grants (RBAC cannot name every
 /// resource but some subresources): a ServiceAccount's token, a proxy to a node, pod or service
 /// (a node's is its kubelet's whole API), attaching to or port-forwarding into a pod, an
-/// ephemeral container. Refused by the API server (a ValidatingAdmissionPolicy) for the server's
-/// ServiceAccount only.
+/// ephemeral container; and Velero's requests deleted anywhere but in its namespace and those
+/// delegated to it (its ClusterRole deletes tenants' requests, `controllers::tenants`). Refused by
+/// the API server (a ValidatingAdmissionPolicy) for the server's ServiceAccount only.
 fn server_requests_policy(plan: &Plan) -> Value {
     let server = format!("system:serviceaccount:{}:{SERVER}", plan.namespace);
-    let rule = |operation: &str, resources: &[&str]| json!({ "apiGroups": [""], "apiVersions": ["v1"], "operations": [operation], "resources": resources });
+    let rule = |group: &str, version: &str, operation: &str, resources: &[&str]| json!({ "apiGroups": [group], "apiVersions": [version], "operations": [operation], "resources": resources });
+    let ns = &plan.namespace;
+    let labels = "namespaceObject.metadata.labels";
+    let delegated = format!(
+        "request.resource.group != 'velero.io' || request.namespace == {ns:?} || \
+         (has({labels}) && {TENANT_OF:?} in {labels} && {labels}[{TENANT_OF:?}] == {ns:?})",
+        TENANT_OF = ark_server::tenants::TENANT_OF,
+    );
     json!({
         "metadata": metadata(&server_requests_policy_name(&plan.namespace), plan),
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": { "resourceRules": [
-                rule("CREATE", &["serviceaccounts/token"]),
-                rule("CONNECT", &["nodes/proxy", "pods/proxy", "services/proxy", "pods/attach", "pods/portforward"]),
-                rule("UPDATE", &["pods/ephemeralcontainers"]),
+                rule("", "v1", "CREATE", &["serviceaccounts/token"]),
+                rule("", "v1", "CONNECT", &["nodes/proxy", "pods/proxy", "services/proxy", "pods/attach", "pods/portforward"]),
+                rule("", "v1", "UPDATE", &["pods/ephemeralcontainers"]),
+                rule("velero.io", "v1", "DELETE", &["backups", "restores", "deletebackuprequests", "downloadrequests"]),
             ] },
             "matchConditions": [{ "name": "by-the-server", "expression": format!("request.userInfo.username == {server:?}") }],
-            "validations": [{
-                "expression": "false",
-                "reason": "Forbidden",
-                "message": "ark's server never asks for a token, a proxy, an attach, a port-forward or an ephemeral container",
-            }],
+            "validations": [
+                {
+                    "expression": "request.resource.group == 'velero.io'",
+                    "reason": "Forbidden",
+                    "message": "ark's server never asks for a token, a proxy, an attach, a port-forward or an ephemeral container",
+                },
+                {
+                    "expression": delegated,
+                    "reason": "Forbidden",
+                    "message": format!("ark's server deletes Velero's requests only in namespace {ns} and the namespaces delegated to it"),
+                },
+            ],
         },
     })
 }

@@ -96,7 +96,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
     let accepted = text(&applied.stdout);
     assert_eq!(
         accepted.matches("(server dry run)").count(),
-        33,
+        34,
         "{accepted}"
     );
     assert!(
@@ -135,7 +135,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
     assert_eq!(random.len(), 43, "32 bytes, base64: {random}");
     assert_ne!(random, "static-passw0rd");
     let second = install(&cluster, ns, bucket.path(), &[]);
-    assert_eq!(second.lines().count(), 25, "{second}");
+    assert_eq!(second.lines().count(), 26, "{second}");
     assert_eq!(password().await, random, "never replaced");
     // Another password than the Secret's: refused before anything is applied.
     let other = tempfile::NamedTempFile::new().unwrap();
@@ -458,16 +458,38 @@ async fn server_lacking_rule(
     index: usize,
     test: serde_json::Value,
 ) -> ArkServer {
+    server_lacking_rules(cluster, ns, dir, (index, test), None).await
+}
+
+/// [`server_lacking_rule`], and rule `cluster.0` of its ClusterRole taken out too (after the
+/// `test` `cluster.1`).
+async fn server_lacking_rules(
+    cluster: &Cluster,
+    ns: &str,
+    dir: &Path,
+    (index, test): (usize, serde_json::Value),
+    cluster_rule: Option<(usize, serde_json::Value)>,
+) -> ArkServer {
     install(cluster, ns, &dir.join("bucket"), &[]);
-    let remove = serde_json::json!({ "op": "remove", "path": format!("/rules/{index}") });
+    let remove =
+        |index: usize| serde_json::json!({ "op": "remove", "path": format!("/rules/{index}") });
+    let patch = |test: serde_json::Value, index: usize| {
+        Patch::<()>::Json(serde_json::from_value(serde_json::json!([test, remove(index)])).unwrap())
+    };
     Api::<Role>::namespaced(cluster.client().await, ns)
-        .patch(
-            "ark",
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(serde_json::json!([test, remove])).unwrap()),
-        )
+        .patch("ark", &PatchParams::default(), &patch(test, index))
         .await
         .unwrap();
+    if let Some((index, test)) = cluster_rule {
+        Api::<ClusterRole>::all(cluster.client().await)
+            .patch(
+                &format!("ark:{ns}:server"),
+                &PatchParams::default(),
+                &patch(test, index),
+            )
+            .await
+            .unwrap();
+    }
     let (server, _) = installed_server(cluster, ns, dir).await;
     ark_ok(
         cluster,
@@ -495,7 +517,17 @@ async fn a_rule_taken_from_the_servers_role_makes_the_deletion_name_the_verb_and
     // The Role's first rule: create, update, patch and delete on ark's operations.
     let test =
         serde_json::json!({ "op": "test", "path": "/rules/0/resources/0", "value": "backups" });
-    let server = server_lacking_rule(&cluster, &ns, dir.path(), 0, test).await;
+    // And the cluster-wide rule that deletes tenants' requests (backups among them).
+    let cluster_test =
+        serde_json::json!({ "op": "test", "path": "/rules/4/resources/0", "value": "backups" });
+    let server = server_lacking_rules(
+        &cluster,
+        &ns,
+        dir.path(),
+        (0, test),
+        Some((4, cluster_test)),
+    )
+    .await;
 
     let deleted = ark(
         Some(&cluster),
@@ -1305,4 +1337,35 @@ async fn the_installed_server_is_refused_tokens_and_node_proxies_that_its_role_a
         ),
         other => panic!("a proxy to node {node}: {other:?}"),
     }
+    // Velero's requests, which its role may delete anywhere (a tenant's, once answered): refused
+    // in a namespace not delegated to it, whether Velero's own or an application's.
+    let elsewhere = cluster.namespace("not-delegated").await;
+    let admin_backups: Api<Backup> = Api::namespaced(cluster.client().await, &elsewhere.name);
+    let backup: Backup =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": "theirs" }, "spec": {} }))
+            .unwrap();
+    admin_backups
+        .create(&PostParams::default(), &backup)
+        .await
+        .unwrap();
+    let as_server: Api<Backup> = Api::namespaced(client.clone(), &elsewhere.name);
+    match as_server.delete("theirs", &Default::default()).await {
+        Err(kube::Error::Api(status)) => assert!(
+            status.code == 403
+                && status.message.contains(&format!(
+                    "ark's server deletes Velero's requests only in namespace {ns} and the \
+                     namespaces delegated to it"
+                )),
+            "{status:?}"
+        ),
+        other => panic!("a backup deleted in another namespace: {other:?}"),
+    }
+    assert!(admin_backups.get_opt("theirs").await.unwrap().is_some());
+    // In its own namespace, as before.
+    let own = Api::<Backup>::namespaced(cluster.client().await, ns);
+    own.create(&PostParams::default(), &backup).await.unwrap();
+    Api::<Backup>::namespaced(client, ns)
+        .delete("theirs", &Default::default())
+        .await
+        .unwrap();
 }

@@ -16,27 +16,17 @@ use crate::common::{ark, ark_ok, text};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A namespace of the test's own, delegated to the ark installed in `ark_ns`, where Pod Security
-/// enforces the `baseline` level.
-async fn delegated_namespace(
-    cluster: &Cluster,
-    prefix: &str,
-    ark_ns: &str,
-) -> ark_tests::TestNamespace {
-    let namespace = cluster.namespace(prefix).await;
+/// Delegates `namespace` to the ark installed in `ark_ns`, and has Pod Security enforce the
+/// `baseline` level there.
+async fn delegate(cluster: &Cluster, namespace: &str, ark_ns: &str) {
     let label = serde_json::json!({ "metadata": { "labels": {
         "ark.io/tenant-of": ark_ns,
         "pod-security.kubernetes.io/enforce": "baseline",
     } } });
     Api::<Namespace>::all(cluster.client().await)
-        .patch(
-            &namespace.name,
-            &PatchParams::default(),
-            &Patch::Merge(label),
-        )
+        .patch(namespace, &PatchParams::default(), &Patch::Merge(label))
         .await
         .unwrap();
-    namespace
 }
 
 /// Until `who` may create backups in `ns` (the aggregated role reaches `admin` within moments).
@@ -91,8 +81,9 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
     let dir = tempfile::tempdir().unwrap();
     install_on_s3(&cluster, &ns, dir.path());
     let (_server, _) = installed_server(&cluster, &ns, dir.path()).await;
-    let team_a = delegated_namespace(&cluster, "team-a", &ns).await;
-    let team_b = delegated_namespace(&cluster, "team-b", &ns).await;
+    let team_a = cluster.namespace("team-a").await;
+    let team_b = cluster.namespace("team-b").await;
+    delegate(&cluster, &team_a.name, &ns).await;
     let (a, b) = (team_a.name.as_str(), team_b.name.as_str());
     let settings: ConfigMap = serde_json::from_value(
         serde_json::json!({ "metadata": { "name": "settings" }, "data": { "k": "v" } }),
@@ -111,6 +102,25 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
     let bob = person(&cluster, b, "bob", Some("admin"), dir.path()).await;
     wait_for_tenant_rights(&alice, a).await;
     wait_for_tenant_rights(&bob, b).await;
+
+    // Bob's namespace is not delegated yet: his backup is nobody's to act on, until it is.
+    let backups_b: Api<Backup> = Api::namespaced(bob.client().await, b);
+    let early: Backup = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "early" }, "spec": {},
+    }))
+    .unwrap();
+    backups_b
+        .create(&PostParams::default(), &early)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(backups_b.get("early").await.unwrap().status, None);
+    delegate(&cluster, b, &ns).await;
+    let done = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    let early = wait_for(backups_b.clone(), "early", done, WAIT)
+        .await
+        .unwrap();
+    assert_eq!(early.phase(), BackupPhase::Completed, "{early:?}");
 
     // Alice backs up her namespace: the server acts on its mirror in ark's namespace, pinned to
     // hers, and copies the outcome back.
@@ -296,7 +306,11 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
         RestorePhase::PartiallyFailed,
         "{restored:?}"
     );
-    let described = ark_ok(&alice, a, &["restore", "describe", "privileged", "--details"]);
+    let described = ark_ok(
+        &alice,
+        a,
+        &["restore", "describe", "privileged", "--details"],
+    );
     assert!(
         described.contains("violates PodSecurity \"baseline:latest\": privileged"),
         "{described}"
