@@ -134,9 +134,12 @@ trait Request:
         tenant: &str,
         owned: Option<&Owned>,
     ) -> Result<(Value, BTreeMap<String, String>), Vec<String>>;
-    /// The status that tells the requester why it was refused; None for a kind with no place
-    /// for reasons (the request is removed, with a Warning event).
-    fn refused(reasons: Vec<String>) -> Option<Value>;
+    /// The status that tells the requester why it was refused (a Backup's and a Restore's:
+    /// `FailedValidation`, as Velero's server refuses them); None for a kind with no place for
+    /// reasons (the request is removed, with a Warning event).
+    fn refused(reasons: Vec<String>) -> Option<Value> {
+        Some(json!({ "phase": "FailedValidation", "validationErrors": reasons }))
+    }
     /// The fields of the spec the server fills in on the mirror (as Velero's server fills them in
     /// on the object itself), copied back with the status.
     const FILLED_IN: &'static [&'static str] = &[];
@@ -160,9 +163,6 @@ impl Request for Backup {
             own_labels(self),
         ))
     }
-    fn refused(reasons: Vec<String>) -> Option<Value> {
-        Some(json!({ "phase": "FailedValidation", "validationErrors": reasons }))
-    }
 }
 
 impl Request for Restore {
@@ -177,9 +177,6 @@ impl Request for Restore {
     ) -> Result<(Value, BTreeMap<String, String>), Vec<String>> {
         let spec = requests::restore(&self.spec, tenant, owned)?;
         Ok((json!(spec), own_labels(self)))
-    }
-    fn refused(reasons: Vec<String>) -> Option<Value> {
-        Some(json!({ "phase": "FailedValidation", "validationErrors": reasons }))
     }
 }
 

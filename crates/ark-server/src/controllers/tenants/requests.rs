@@ -39,6 +39,12 @@ fn only_own(field: &str, names: Option<&Vec<String>>, tenant: &str, why: &str) -
         .collect()
 }
 
+/// Why a request naming `name` (a backup or restore, `what`) at `field` is refused: it is not
+/// among the tenant's own.
+fn not_own(field: &str, name: &str, what: &str, tenant: &str) -> String {
+    format!("{field} {name:?}: no {what} of that name was made in namespace {tenant}")
+}
+
 /// A backup made in namespace `tenant`: of that namespace only, its hooks there only; no
 /// cluster-scoped resource asked for; no volume policy (a ConfigMap in ark's namespace, not the
 /// tenant's).
@@ -100,9 +106,11 @@ pub fn restore(
     let into = format!("a restore made in namespace {tenant} restores into {tenant} only");
     let mut refused = Vec::new();
     if owned.is_none() {
-        refused.push(format!(
-            "spec.backupName {:?}: no backup of that name was made in namespace {tenant}",
-            spec.backup_name
+        refused.push(not_own(
+            "spec.backupName",
+            &spec.backup_name,
+            "backup",
+            tenant,
         ));
     }
     if spec.unmodelled.contains_key("scheduleName") {
@@ -170,9 +178,11 @@ pub fn deletion(
     owned: Option<&Owned>,
 ) -> Result<DeleteBackupRequestSpec, Vec<String>> {
     let owned = owned.ok_or_else(|| {
-        vec![format!(
-            "spec.backupName {:?}: no backup of that name was made in namespace {tenant}",
-            spec.backup_name
+        vec![not_own(
+            "spec.backupName",
+            &spec.backup_name,
+            "backup",
+            tenant,
         )]
     })?;
     let mut mirror = spec.clone();
@@ -186,17 +196,13 @@ pub fn download(
     tenant: &str,
     owned: Option<&Owned>,
 ) -> Result<DownloadRequestSpec, Vec<String>> {
-    let owned = owned.ok_or_else(|| {
-        vec![format!(
-            "spec.target.name {:?}: no {} of that name was made in namespace {tenant}",
-            spec.target.name,
-            if ark_storage::layout::Layout::is_restore_target(&spec.target.kind) {
-                "restore"
-            } else {
-                "backup"
-            }
-        )]
-    })?;
+    let what = if ark_storage::layout::Layout::is_restore_target(&spec.target.kind) {
+        "restore"
+    } else {
+        "backup"
+    };
+    let owned =
+        owned.ok_or_else(|| vec![not_own("spec.target.name", &spec.target.name, what, tenant)])?;
     let mut mirror = spec.clone();
     mirror.target.name = owned.name.clone();
     Ok(mirror)
