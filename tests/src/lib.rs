@@ -504,7 +504,13 @@ impl Cluster {
         use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
         let mut guards: Vec<Box<dyn std::any::Any>> =
             vec![Box::new(self.delete_on_drop::<Namespace>(ns))];
-        for role in ["server", "viewer", "operator", "tenant", "node-agent"] {
+        for role in [
+            "server",
+            "admin-viewer",
+            "admin-operator",
+            "tenant",
+            "node-agent",
+        ] {
             let name = format!("ark:{ns}:{role}");
             guards.push(Box::new(self.delete_on_drop::<ClusterRole>(&name)));
             guards.push(Box::new(self.delete_on_drop::<ClusterRoleBinding>(&name)));

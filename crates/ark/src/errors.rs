@@ -129,9 +129,9 @@ mod tests {
         assert_eq!(
             Forbidden::parse(message).unwrap().explain("velero"),
             "forbidden: system:serviceaccount:team:bob may not create backups.velero.io in \
-             namespace velero. ark's operator role (ark:velero:operator) allows it; an \
-             administrator grants it with:\n  kubectl create rolebinding ark-operator-bob -n \
-             velero --clusterrole=ark:velero:operator --serviceaccount=team:bob"
+             namespace velero. ark's admin-operator role (ark:velero:admin-operator) allows it; an \
+             administrator grants it with:\n  kubectl create rolebinding ark-admin-operator-bob -n \
+             velero --clusterrole=ark:velero:admin-operator --serviceaccount=team:bob"
         );
     }
 

@@ -41,7 +41,7 @@ pub enum LocationError {
 
 impl LocationError {
     /// Whether the caller may not read the location or its credentials (HTTP 403): a person
-    /// with ark's viewer role, who reads the bucket through the server instead.
+    /// with ark's admin-viewer role, who reads the bucket through the server instead.
     pub fn is_refused(&self) -> bool {
         let refused = |error: &kube::Error| matches!(error, kube::Error::Api(s) if s.code == 403);
         match self {

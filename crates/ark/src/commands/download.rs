@@ -1,6 +1,6 @@
 //! A file of a backup or restore fetched through the server, as Velero's CLI fetches it: a
 //! DownloadRequest that the server answers with a signed URL. For people who may not read the
-//! location's credentials (ark's viewer role): the server hands out only the files Velero's API
+//! location's credentials (ark's admin-viewer role): the server hands out only the files Velero's API
 //! names, each for ten minutes.
 
 use std::time::Duration;

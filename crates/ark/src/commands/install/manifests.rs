@@ -434,7 +434,7 @@ pub fn node_agent_args(plan: &Plan) -> Vec<String> {
 /// Every object an install in `namespace` may have applied, whatever its flags (uninstall needs
 /// only their kinds and names).
 pub fn installed(namespace: &str) -> Vec<Manifest> {
-    manifests(&Plan {
+    let mut installed = manifests(&Plan {
         namespace: namespace.into(),
         provider: "file",
         bucket: String::new(),
@@ -447,7 +447,20 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         node_agent_configmap: None,
         features: Vec::new(),
         scratch_size: SCRATCH_SIZE.into(),
-    })
+    });
+    // Roles an earlier install wrote under their former names, removed before the namespace.
+    let namespace_at = installed
+        .iter()
+        .position(|m| m.resource.kind == "Namespace")
+        .map_or(0, |at| at + 1);
+    for former in roles::FORMER_NAMES {
+        let name = format!("ark:{namespace}:{former}");
+        installed.insert(
+            namespace_at,
+            Manifest::cluster::<ClusterRole>(json!({ "metadata": { "name": name } })),
+        );
+    }
+    installed
 }
 
 /// The default location, as `velero install` names it.
@@ -575,6 +588,25 @@ mod tests {
             features: vec![Feature::EnableApiGroupVersions, Feature::EnableCsi],
             scratch_size: SCRATCH_SIZE.into(),
         }
+    }
+
+    #[test]
+    fn uninstall_removes_the_roles_an_earlier_install_wrote_under_their_former_names_before_the_namespace()
+     {
+        let references: Vec<String> = installed("velero")
+            .iter()
+            .map(Manifest::reference)
+            .collect();
+        let at = |name: &str| references.iter().position(|r| r == name);
+        for former in ["viewer", "operator"] {
+            let role = format!("clusterrole.rbac.authorization.k8s.io/ark:velero:{former}");
+            assert!(
+                at(&role).unwrap() > at("namespace/velero").unwrap(),
+                "{references:?}"
+            );
+        }
+        assert!(at("clusterrole.rbac.authorization.k8s.io/ark:velero:admin-viewer").is_some());
+        assert!(at("clusterrole.rbac.authorization.k8s.io/ark:velero:tenant").is_some());
     }
 
     #[test]

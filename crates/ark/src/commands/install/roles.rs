@@ -327,13 +327,13 @@ const VIEWER_RULES: [Rule; 2] = [
 
 /// For people who look: get, describe, logs.
 pub const VIEWER: Role = Role {
-    name: "viewer",
+    name: "admin-viewer",
     rules: &VIEWER_RULES,
 };
 
 /// For people who also act: create backups, restores and deletion requests.
 pub const OPERATOR: Role = Role {
-    name: "operator",
+    name: "admin-operator",
     rules: &[
         VIEWER_RULES[0],
         VIEWER_RULES[1],
@@ -388,6 +388,11 @@ pub const TENANT: Role = Role {
 /// namespace (and so may exec into its pods and read its Secrets) may back it up and restore it.
 pub const TENANT_AGGREGATES_TO: &[&str] = &["admin", "edit"];
 
+/// The names the admin-viewer and admin-operator roles had before they said whose they are: an
+/// upgrade leaves such roles in place (bindings to them keep their rights until rebound), and
+/// uninstall removes them with the rest.
+pub const FORMER_NAMES: &[&str] = &["viewer", "operator"];
+
 /// The cluster-scoped name of one of ark's roles installed in `namespace`: cluster-scoped objects
 /// carry the namespace so that two installs do not share (and uninstall each other's) roles.
 pub fn cluster_role_name(namespace: &str, role: &Role) -> String {
@@ -432,17 +437,17 @@ mod tests {
     fn the_least_role_granting_a_request_is_named() {
         assert_eq!(
             granting("get", "velero.io", "backups").unwrap().name,
-            "viewer"
+            "admin-viewer"
         );
         assert_eq!(
             granting("create", "velero.io", "backups").unwrap().name,
-            "operator"
+            "admin-operator"
         );
         assert_eq!(
             granting("create", "velero.io", "deletebackuprequests")
                 .unwrap()
                 .name,
-            "operator"
+            "admin-operator"
         );
         assert!(granting("delete", "velero.io", "backups").is_none());
         assert!(granting("get", "", "secrets").is_none());

@@ -229,7 +229,7 @@ async fn install_is_accepted_by_the_api_server_applies_once_and_updates_only_wha
     assert_eq!(files(bucket.path()), ["someone-elses-file"]);
     assert!(
         Api::<ClusterRole>::all(client.clone())
-            .get_opt(&format!("ark:{ns}:viewer"))
+            .get_opt(&format!("ark:{ns}:admin-viewer"))
             .await
             .unwrap()
             .is_none()
@@ -616,7 +616,7 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
         &cluster,
         &ns,
         "viewer",
-        Some(&format!("ark:{ns}:viewer")),
+        Some(&format!("ark:{ns}:admin-viewer")),
         dir.path(),
     )
     .await;
@@ -634,9 +634,9 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
     assert!(
         stderr.ends_with(&format!(
             "forbidden: system:serviceaccount:{ns}:viewer may not create backups.velero.io in \
-             namespace {ns}. ark's operator role (ark:{ns}:operator) allows it; an administrator \
-             grants it with:\n  kubectl create rolebinding ark-operator-viewer -n {ns} \
-             --clusterrole=ark:{ns}:operator --serviceaccount={ns}:viewer\n"
+             namespace {ns}. ark's admin-operator role (ark:{ns}:admin-operator) allows it; an administrator \
+             grants it with:\n  kubectl create rolebinding ark-admin-operator-viewer -n {ns} \
+             --clusterrole=ark:{ns}:admin-operator --serviceaccount={ns}:viewer\n"
         )),
         "{stderr}"
     );
@@ -647,9 +647,9 @@ async fn a_viewer_gets_and_describes_but_may_not_create_and_a_stranger_is_told_w
     assert!(
         stderr.ends_with(&format!(
             "forbidden: system:serviceaccount:{ns}:stranger may not list backups.velero.io in \
-             namespace {ns}. ark's viewer role (ark:{ns}:viewer) allows it; an administrator \
-             grants it with:\n  kubectl create rolebinding ark-viewer-stranger -n {ns} \
-             --clusterrole=ark:{ns}:viewer --serviceaccount={ns}:stranger\n"
+             namespace {ns}. ark's admin-viewer role (ark:{ns}:admin-viewer) allows it; an administrator \
+             grants it with:\n  kubectl create rolebinding ark-admin-viewer-stranger -n {ns} \
+             --clusterrole=ark:{ns}:admin-viewer --serviceaccount={ns}:stranger\n"
         )),
         "{stderr}"
     );
@@ -721,7 +721,7 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
         &cluster,
         &ns,
         "viewer",
-        Some(&format!("ark:{ns}:viewer")),
+        Some(&format!("ark:{ns}:admin-viewer")),
         dir.path(),
     )
     .await;
@@ -749,7 +749,7 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
         &cluster,
         &ns,
         "operator",
-        Some(&format!("ark:{ns}:operator")),
+        Some(&format!("ark:{ns}:admin-operator")),
         dir.path(),
     )
     .await;

@@ -364,6 +364,20 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
         )]
     );
 
+    // Alice downloads her own backup's contents, byte for byte, through the server.
+    let store = ark_storage::open(&cluster.s3_location(&ns)).unwrap();
+    let tarball = store
+        .get(&store.layout.backup_contents(&format!("{a}.mine")))
+        .await
+        .unwrap();
+    let out = dir.path().join("mine.tar.gz");
+    ark_ok(
+        &alice,
+        a,
+        &["backup", "download", "mine", "-o", out.to_str().unwrap()],
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), tarball);
+
     // Alice deletes her backup: its mirror, its files and her request go.
     ark_ok(&alice, a, &["backup", "delete", "mine", "--confirm"]);
     let view = Api::<Backup>::namespaced(client.clone(), a)
@@ -378,7 +392,6 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
             .unwrap()
             .is_none()
     );
-    let store = ark_storage::open(&cluster.s3_location(&ns)).unwrap();
     let left = store
         .keys_under(&store.layout.backup_dir(&format!("{a}.mine")))
         .await
