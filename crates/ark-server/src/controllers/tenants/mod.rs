@@ -290,7 +290,11 @@ async fn reconcile<K: Request>(
             };
             match read.mirror(&tenant, owned.as_ref()) {
                 Ok((spec, labels)) => {
-                    make_mirror::<K>(&mirrors, &tenant, stored, &mirror_name, spec, labels).await?;
+                    let made =
+                        make_mirror::<K>(&mirrors, &tenant, stored, &mirror_name, spec, labels);
+                    if let Err(invalid) = made.await? {
+                        return refuse::<K>(ctx, &requests, stored, vec![invalid]).await;
+                    }
                     mark_mirrored(&requests, &name, &mirror_name).await?;
                 }
                 Err(reasons) => return refuse::<K>(ctx, &requests, stored, reasons).await,
@@ -332,6 +336,8 @@ async fn owned(ctx: &Kube, tenant: &str, named: &Named) -> Result<Option<Owned>,
         }))
 }
 
+/// Creates the mirror; the API server's reason if it refuses it as invalid (a name too long once
+/// the tenant's namespace prefixes it, say), which refuses the request.
 async fn make_mirror<K: Request>(
     mirrors: &Api<DynamicObject>,
     tenant: &str,
@@ -339,7 +345,7 @@ async fn make_mirror<K: Request>(
     mirror_name: &str,
     spec: Value,
     mut labels: BTreeMap<String, String>,
-) -> Result<(), ReconcileError> {
+) -> Result<Result<(), String>, ReconcileError> {
     labels.insert(TENANT_NAMESPACE.into(), tenant.into());
     let mirror = json!({
         "apiVersion": K::api_version(&()),
@@ -357,8 +363,12 @@ async fn make_mirror<K: Request>(
     let mirror: DynamicObject = serde_json::from_value(mirror).expect("a mirror is an object");
     match mirrors.create(&PostParams::default(), &mirror).await {
         // Made by an earlier attempt whose answer was lost: the next reconcile finds it ours.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        made => made.map(|_| ()).map_err(ReconcileError::from),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Ok(())),
+        Err(kube::Error::Api(status)) if status.code == 422 => Ok(Err(format!(
+            "its mirror in ark's namespace cannot be made: {}",
+            status.message
+        ))),
+        made => made.map(|_| Ok(())).map_err(ReconcileError::from),
     }
 }
 

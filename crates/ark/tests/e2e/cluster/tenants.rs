@@ -242,6 +242,23 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
             )]
         );
     }
+    // A name the tenant's namespace makes too long for ark's: refused with the API server's
+    // reason, not retried for ever.
+    let long = "l".repeat(240);
+    let long_backup: Backup =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": long }, "spec": {} }))
+            .unwrap();
+    backups_a
+        .create(&PostParams::default(), &long_backup)
+        .await
+        .unwrap();
+    let refused = refused_backup(&backups_a, &long).await;
+    assert!(
+        refused.len() == 1
+            && refused[0].starts_with("its mirror in ark's namespace cannot be made: ")
+            && refused[0].contains("must be no more than 253 characters"),
+        "{refused:?}"
+    );
     // A ClusterRoleBinding rewritten (cluster-scoped, under `update`), or any resource modifier.
     let cluster_wide = ark(
         Some(&alice),
