@@ -18,7 +18,8 @@ pub struct Owned {
 /// not (quotas, limit ranges) or may grant only within their own rights (RBAC: a grant taken
 /// away since the backup would come back); and endpoints, which the built-in roles no longer
 /// let a namespace's people write (they could send a Service's traffic anywhere,
-/// CVE-2021-25740). An administrator restores them.
+/// CVE-2021-25740). An administrator restores them. And the tenant's own requests to ark found in
+/// the backup: restored, a deletion request would delete its backup again.
 pub const LEFT_OUT: &[&str] = &[
     "resourcequotas",
     "limitranges",
@@ -26,6 +27,8 @@ pub const LEFT_OUT: &[&str] = &[
     "rolebindings.rbac.authorization.k8s.io",
     "endpoints",
     "endpointslices.discovery.k8s.io",
+    "deletebackuprequests.velero.io",
+    "downloadrequests.velero.io",
 ];
 
 /// The namespaces a tenant's request may name: its own, or every one it may see (`*`), which
@@ -288,6 +291,8 @@ mod tests {
                 "rolebindings.rbac.authorization.k8s.io",
                 "endpoints",
                 "endpointslices.discovery.k8s.io",
+                "deletebackuprequests.velero.io",
+                "downloadrequests.velero.io",
             ]
         );
     }
