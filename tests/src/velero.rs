@@ -382,6 +382,10 @@ impl VeleroWithAgent {
         velero_ok(cluster, &ns.name, &create);
         let server = VeleroServer::start_beside_node_agent(cluster, &ns.name, extra).await;
         let agent = NodeAgent::install(cluster, &ns.name).await;
+        // Velero fails a backup made while its location is not Available (a full run saw its
+        // first check of a busy S3 fail, and the backup with it): its location checked first.
+        let timeout = std::time::Duration::from_secs(60);
+        crate::location_available(&client, &ns.name, "default", timeout).await;
         VeleroWithAgent { server, ns, agent }
     }
 
