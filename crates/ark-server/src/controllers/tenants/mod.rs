@@ -121,6 +121,9 @@ enum Named {
     Restore(String),
 }
 
+/// A mirror's spec, and the labels that tie it to what it names.
+type MirrorBody = (Value, BTreeMap<String, String>);
+
 /// A kind of request a tenant makes in its namespace.
 trait Request:
     Resource<DynamicType = ()> + DeserializeOwned + Serialize + Clone + Send + Sync + 'static
@@ -129,11 +132,7 @@ trait Request:
     /// The backup or restore the request names, if any.
     fn names(&self) -> Option<Named>;
     /// The mirror's spec and labels, or each reason the request is refused.
-    fn mirror(
-        &self,
-        tenant: &str,
-        owned: Option<&Owned>,
-    ) -> Result<(Value, BTreeMap<String, String>), Vec<String>>;
+    fn mirror(&self, tenant: &str, owned: Option<&Owned>) -> Result<MirrorBody, Vec<String>>;
     /// The status that tells the requester why it was refused (a Backup's and a Restore's:
     /// `FailedValidation`, as Velero's server refuses them); None for a kind with no place for
     /// reasons (the request is removed, with a Warning event).
@@ -153,11 +152,7 @@ impl Request for Backup {
     fn names(&self) -> Option<Named> {
         None
     }
-    fn mirror(
-        &self,
-        tenant: &str,
-        _: Option<&Owned>,
-    ) -> Result<(Value, BTreeMap<String, String>), Vec<String>> {
+    fn mirror(&self, tenant: &str, _: Option<&Owned>) -> Result<MirrorBody, Vec<String>> {
         Ok((
             json!(requests::backup(&self.spec, tenant)?),
             own_labels(self),
@@ -170,11 +165,7 @@ impl Request for Restore {
     fn names(&self) -> Option<Named> {
         Some(Named::Backup(self.spec.backup_name.clone()))
     }
-    fn mirror(
-        &self,
-        tenant: &str,
-        owned: Option<&Owned>,
-    ) -> Result<(Value, BTreeMap<String, String>), Vec<String>> {
+    fn mirror(&self, tenant: &str, owned: Option<&Owned>) -> Result<MirrorBody, Vec<String>> {
         let spec = requests::restore(&self.spec, tenant, owned)?;
         Ok((json!(spec), own_labels(self)))
     }
@@ -185,11 +176,7 @@ impl Request for DeleteBackupRequest {
     fn names(&self) -> Option<Named> {
         Some(Named::Backup(self.spec.backup_name.clone()))
     }
-    fn mirror(
-        &self,
-        tenant: &str,
-        owned: Option<&Owned>,
-    ) -> Result<(Value, BTreeMap<String, String>), Vec<String>> {
+    fn mirror(&self, tenant: &str, owned: Option<&Owned>) -> Result<MirrorBody, Vec<String>> {
         let spec = requests::deletion(&self.spec, tenant, owned)?;
         // Tied to the mirrored backup by its name and uid, as the deletion controller matches.
         let labels = owned
@@ -214,11 +201,7 @@ impl Request for DownloadRequest {
             },
         )
     }
-    fn mirror(
-        &self,
-        tenant: &str,
-        owned: Option<&Owned>,
-    ) -> Result<(Value, BTreeMap<String, String>), Vec<String>> {
+    fn mirror(&self, tenant: &str, owned: Option<&Owned>) -> Result<MirrorBody, Vec<String>> {
         Ok((
             json!(requests::download(&self.spec, tenant, owned)?),
             BTreeMap::new(),
@@ -441,32 +424,18 @@ async fn refuse<K: Request>(
         request.namespace().unwrap_or_default(),
         reasons.join("; ")
     );
-    match K::refused(reasons) {
-        Some(status) if request.data.get("status") == Some(&status) => {}
-        Some(status) => {
-            ctx.events
-                .warn(
-                    request.object_ref(&objects::resource::<K>()),
-                    None,
-                    "Refused",
-                    "Mirror",
-                    note,
-                )
-                .await;
-            patch::object_status(requests, &name, &status).await?;
-        }
-        None => {
-            ctx.events
-                .warn(
-                    request.object_ref(&objects::resource::<K>()),
-                    None,
-                    "Refused",
-                    "Mirror",
-                    note,
-                )
-                .await;
-            patch::ignore_not_found(requests.delete(&name, &DeleteParams::background()).await)?;
-        }
+    let status = K::refused(reasons);
+    if status.is_some() && request.data.get("status") == status.as_ref() {
+        // Told already.
+        return Ok(Action::await_change());
+    }
+    let refused = request.object_ref(&objects::resource::<K>());
+    (ctx.events)
+        .warn(refused, None, "Refused", "Mirror", note)
+        .await;
+    match status {
+        Some(status) => patch::object_status(requests, &name, &status).await?,
+        None => patch::ignore_not_found(requests.delete(&name, &DeleteParams::background()).await)?,
     }
     Ok(Action::await_change())
 }

@@ -100,7 +100,8 @@ pub fn backup(spec: &BackupSpec, tenant: &str) -> Result<BackupSpec, Vec<String>
 }
 
 /// A restore made in namespace `tenant`: of one of its own backups (`owned`, if the named backup
-/// is one), into that namespace only, of no cluster-scoped resource and none of [`LEFT_OUT`], with no resource modifier (a ConfigMap in ark's namespace) and no schedule.
+/// is one), into that namespace only, of no cluster-scoped resource and none of [`LEFT_OUT`],
+/// with no resource modifier (a ConfigMap in ark's namespace) and no schedule.
 pub fn restore(
     spec: &RestoreSpec,
     tenant: &str,
