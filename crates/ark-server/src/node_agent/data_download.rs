@@ -8,9 +8,9 @@
 //!   name, on the node the scheduler selected, and a pod mounts it there;
 //! - moved: that node's agent writes the kopia snapshot into the volume, then hands the volume
 //!   over (Velero's `RebindVolume`): the volume is retained, the pod and the claim in ark's
-//!   namespace removed, the restored claim names the volume, the volume's claim reference names
-//!   the restored claim and its labels match the claim's selector; once they are bound, the
-//!   volume gets its reclaim policy back;
+//!   namespace removed, the volume's claim reference names the restored claim and its labels
+//!   match the claim's selector, then the restored claim names the volume; once they are bound,
+//!   the volume gets its reclaim policy back;
 //! - cleaned up: the pod and the claim, with its volume if the hand-over did not happen.
 //!
 //! The restored claim waits all along: its selector (`velero.io/dynamic-pv-restore`) matches no
@@ -273,7 +273,11 @@ impl Downloading<'_> {
         Ok(())
     }
 
-    /// The retained volume moved from ark's claim to the restored one, and bound to it.
+    /// The retained volume moved from ark's claim to the restored one, and bound to it. The
+    /// volume is reserved for the restored claim first, and the claim names it once the
+    /// persistent volume controller has seen that (the volume Available): a claim that names a
+    /// volume still reserved for another is looked at again only at the controller's next
+    /// resync, 15 s later by default.
     async fn rebind(&self, volume_name: &str, timeout: Duration) -> Result<(), String> {
         let client = &self.ctx.kube.client;
         let namespace = &self.ctx.kube.namespace;
@@ -288,18 +292,12 @@ impl Downloading<'_> {
         let shown = self.shown_target();
         let target = &self.download.spec.target_volume;
         let restored = self.target_claims();
-        let claim = restored
-            .patch(
-                &target.pvc,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({ "spec": { "volumeName": volume_name } })),
-            )
-            .await
-            .map_err(failed(format!("binding {shown} to {volume_name}")))?;
-        let selected = (claim.spec.as_ref())
-            .and_then(|s| s.selector.as_ref()?.match_labels.clone())
+        let selected = (restored.get(&target.pvc).await)
+            .map_err(failed(format!("reading {shown}")))?
+            .spec
+            .and_then(|s| s.selector?.match_labels)
             .unwrap_or_default();
-        let reset = json!({
+        let reserve = json!({
             "metadata": {
                 "labels": selected,
                 "annotations": { "pv.kubernetes.io/bound-by-controller": null },
@@ -312,31 +310,58 @@ impl Downloading<'_> {
         });
         let volumes = Api::<PersistentVolume>::all(client.clone());
         volumes
-            .patch(volume_name, &PatchParams::default(), &Patch::Merge(&reset))
+            .patch(
+                volume_name,
+                &PatchParams::default(),
+                &Patch::Merge(&reserve),
+            )
             .await
             .map_err(failed(format!(
                 "giving PersistentVolume {volume_name} to {shown}"
             )))?;
         let deadline = tokio::time::Instant::now() + timeout;
+        self.volume_reaches(volume_name, "Available", deadline)
+            .await?;
+        restored
+            .patch(
+                &target.pvc,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({ "spec": { "volumeName": volume_name } })),
+            )
+            .await
+            .map_err(failed(format!("binding {shown} to {volume_name}")))?;
+        self.volume_reaches(volume_name, "Bound", deadline).await
+    }
+
+    /// Waits until the volume, reserved for the restored claim, is in `phase`.
+    async fn volume_reaches(
+        &self,
+        volume_name: &str,
+        phase: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), String> {
+        let volumes = Api::<PersistentVolume>::all(self.ctx.kube.client.clone());
+        let target = &self.download.spec.target_volume;
         let mut polls = data_movement::polls();
         loop {
             let volume = volumes
                 .get(volume_name)
                 .await
                 .map_err(failed(format!("reading PersistentVolume {volume_name}")))?;
-            let bound = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+            let reached = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(phase);
             let to = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
             let to_target = to.is_some_and(|r| {
                 r.name.as_deref() == Some(target.pvc.as_str())
                     && r.namespace.as_deref() == Some(target.namespace.as_str())
             });
-            if bound && to_target {
+            if reached && to_target {
                 return Ok(());
             }
             if tokio::time::Instant::now() + polls.pause() > deadline {
                 return Err(format!(
-                    "PersistentVolume {volume_name} was not bound to {shown} within {}",
-                    ark_api::duration::format(timeout)
+                    "PersistentVolume {volume_name} was not {phase} for {} within {}",
+                    self.shown_target(),
+                    ark_api::duration::format(self.timeout())
                 ));
             }
             polls.wait().await;
