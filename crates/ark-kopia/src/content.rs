@@ -279,7 +279,7 @@ impl Contents {
                 u64::from(info.packed_length),
             )
             .await?;
-        let data = self.open_content(info, &sealed)?;
+        let data = self.open_content(info, sealed.into())?;
         self.write(&data, info.id.prefix()).await?;
         Ok(())
     }
@@ -342,13 +342,14 @@ impl Contents {
             let sealed = self
                 .read_through_windows(&info.pack, offset, length)
                 .await?;
-            return self.open_content(&info, &sealed);
+            return self.open_content(&info, sealed);
         }
-        let sealed = self.blobs.get_range(&info.pack, offset, length).await?;
+        // Its own buffer (as the object store collected the response), decrypted in place.
+        let sealed = Vec::from(self.blobs.get_range(&info.pack, offset, length).await?);
         // On the blocking pool, as writes hash and encrypt: files read at once decrypt on every
         // core, and the runtime goes on fetching meanwhile.
         let crypter = self.crypter.clone();
-        tokio::task::spawn_blocking(move || open_content(&crypter, &info, &sealed))
+        tokio::task::spawn_blocking(move || open_content(&crypter, &info, sealed))
             .await
             .expect("decryption does not panic")
     }
@@ -360,7 +361,7 @@ impl Contents {
         pack: &Arc<str>,
         offset: u64,
         length: u64,
-    ) -> Result<Bytes, Error> {
+    ) -> Result<Vec<u8>, Error> {
         let (first, last) = (offset / WINDOW, (offset + length - 1) / WINDOW);
         let mut parts = Vec::new();
         for w in first..=last {
@@ -378,7 +379,7 @@ impl Contents {
                         Ok(b) => b,
                         // The pack's last window is shorter than a window: the content alone.
                         Err(Error::Corrupt { .. }) => {
-                            return self.blobs.get_range(pack, offset, length).await;
+                            return Ok(self.blobs.get_range(pack, offset, length).await?.into());
                         }
                         Err(e) => return Err(e),
                     };
@@ -414,11 +415,11 @@ impl Contents {
                 format!("{length} bytes at offset {offset} are past its end"),
             ));
         }
-        Ok(Bytes::from(out))
+        Ok(out)
     }
 
     /// Decrypts one content's stored bytes, as read from its pack.
-    pub fn open_content(&self, info: &Info, sealed: &[u8]) -> Result<Vec<u8>, Error> {
+    pub fn open_content(&self, info: &Info, sealed: Vec<u8>) -> Result<Vec<u8>, Error> {
         open_content(&self.crypter, info, sealed)
     }
 
@@ -635,7 +636,7 @@ impl Contents {
 
 /// A content's bytes from what its pack stores: decrypted under its ID, decompressed, and checked
 /// against its length and its ID's hash.
-fn open_content(crypter: &ContentCrypter, info: &Info, sealed: &[u8]) -> Result<Vec<u8>, Error> {
+fn open_content(crypter: &ContentCrypter, info: &Info, sealed: Vec<u8>) -> Result<Vec<u8>, Error> {
     let what = || format!("{} (content {})", info.pack, info.id);
     if info.encryption_key_id != 0 {
         return Err(Error::Unsupported(format!(
@@ -645,7 +646,7 @@ fn open_content(crypter: &ContentCrypter, info: &Info, sealed: &[u8]) -> Result<
         )));
     }
     let plain = crypter
-        .decrypt(sealed, info.id.hash())
+        .decrypt_in_place(sealed, info.id.hash())
         .ok_or_else(|| Error::corrupt(what(), "does not decrypt under its ID"))?;
     let data = if info.compression == compression::NONE {
         plain
@@ -933,7 +934,7 @@ mod forged {
         lying.original_length = 15;
         let e = repo
             .contents()
-            .open_content(&lying, &forged)
+            .open_content(&lying, forged)
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("its bytes do not hash to its ID"), "{e}");

@@ -4,7 +4,7 @@
 //! (`repo/encryption`).
 
 use aes_gcm::aead::{Aead, AeadInPlace as _, Payload};
-use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
+use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 use blake2::Blake2bMac;
 use blake2::digest::consts::U32;
 use blake2::digest::{FixedOutput, Mac, Update};
@@ -34,9 +34,7 @@ pub fn password_key(password: &str, salt: &[u8], algorithm: &str) -> Result<[u8;
     let mut key = [0u8; 32];
     match algorithm {
         SCRYPT => {
-            let params = scrypt::Params::new(16, 8, 1, 32).expect("scrypt's parameters are valid");
-            scrypt::scrypt(password.as_bytes(), salt, &params, &mut key)
-                .expect("a 32-byte output is valid");
+            crate::scrypt::derive(password.as_bytes(), salt, 16, 8, &mut key);
         }
         PBKDF2 => pbkdf2::pbkdf2_hmac::<Sha256>(password.as_bytes(), salt, 786_432, &mut key),
         other => {
@@ -222,6 +220,20 @@ impl ContentCrypter {
     pub fn decrypt(&self, sealed: &[u8], iv: &[u8]) -> Option<Vec<u8>> {
         open(&self.cipher_for(iv), sealed, iv)
     }
+
+    /// Decrypts as `decrypt` does, in the stored bytes' own buffer: a chunk of megabytes read
+    /// back is not copied.
+    pub fn decrypt_in_place(&self, mut sealed: Vec<u8>, iv: &[u8]) -> Option<Vec<u8>> {
+        let body_end = sealed.len().checked_sub(TAG).filter(|&end| end >= NONCE)?;
+        let (head, tag) = sealed.split_at_mut(body_end);
+        let (nonce, body) = head.split_at_mut(NONCE);
+        self.cipher_for(iv)
+            .decrypt_in_place_detached(Nonce::from_slice(nonce), iv, body, Tag::from_slice(tag))
+            .ok()?;
+        sealed.truncate(body_end);
+        sealed.drain(..NONCE);
+        Some(sealed)
+    }
 }
 
 /// A content encrypted in place: the nonce, the ciphertext in the buffer it came in, the tag.
@@ -271,6 +283,17 @@ mod tests {
             .append_to(&mut in_place);
         assert_eq!(in_place.len(), sealed.len());
         assert_eq!(c.decrypt(&in_place, &iv).unwrap(), b"data");
+        assert_eq!(c.decrypt_in_place(in_place.clone(), &iv).unwrap(), b"data");
+        assert!(
+            c.decrypt_in_place(in_place.clone(), &c.hash(b"other"))
+                .is_none()
+        );
+        assert!(other.decrypt_in_place(in_place, &iv).is_none());
+        assert!(
+            c.decrypt_in_place(sealed[..OVERHEAD - 1].to_vec(), &iv)
+                .is_none()
+        );
+        assert!(c.decrypt_in_place(Vec::new(), &iv).is_none());
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod maintenance;
 pub mod manifest;
 pub mod object;
 pub mod repository;
+mod scrypt;
 pub mod snapshot;
 pub mod splitter;
 pub mod velero;
