@@ -320,7 +320,8 @@ impl Downloading<'_> {
                 "giving PersistentVolume {volume_name} to {shown}"
             )))?;
         let deadline = tokio::time::Instant::now() + timeout;
-        self.volume_reaches(volume_name, "Available", deadline)
+        // Bound already if the controller matched the claim's selector to it meanwhile.
+        self.volume_reaches(volume_name, &["Available", "Bound"], deadline)
             .await?;
         restored
             .patch(
@@ -330,14 +331,14 @@ impl Downloading<'_> {
             )
             .await
             .map_err(failed(format!("binding {shown} to {volume_name}")))?;
-        self.volume_reaches(volume_name, "Bound", deadline).await
+        self.volume_reaches(volume_name, &["Bound"], deadline).await
     }
 
-    /// Waits until the volume, reserved for the restored claim, is in `phase`.
+    /// Waits until the volume, reserved for the restored claim, is in one of `phases`.
     async fn volume_reaches(
         &self,
         volume_name: &str,
-        phase: &str,
+        phases: &[&str],
         deadline: tokio::time::Instant,
     ) -> Result<(), String> {
         let volumes = Api::<PersistentVolume>::all(self.ctx.kube.client.clone());
@@ -348,7 +349,8 @@ impl Downloading<'_> {
                 .get(volume_name)
                 .await
                 .map_err(failed(format!("reading PersistentVolume {volume_name}")))?;
-            let reached = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(phase);
+            let phase = volume.status.as_ref().and_then(|s| s.phase.as_deref());
+            let reached = phase.is_some_and(|p| phases.contains(&p));
             let to = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
             let to_target = to.is_some_and(|r| {
                 r.name.as_deref() == Some(target.pvc.as_str())
@@ -359,7 +361,8 @@ impl Downloading<'_> {
             }
             if tokio::time::Instant::now() + polls.pause() > deadline {
                 return Err(format!(
-                    "PersistentVolume {volume_name} was not {phase} for {} within {}",
+                    "PersistentVolume {volume_name} was not {} for {} within {}",
+                    phases.join(" or "),
                     self.shown_target(),
                     ark_api::duration::format(self.timeout())
                 ));
