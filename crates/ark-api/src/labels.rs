@@ -35,6 +35,9 @@ pub const SCHEDULE_NAME: &str = "velero.io/schedule-name";
 /// On an item, `true` keeps it out of every backup; on a namespace, the namespace and all in it
 /// (Velero's rule; users put it on credentials so that they never reach a bucket).
 pub const EXCLUDE_FROM_BACKUP: &str = "velero.io/exclude-from-backup";
+/// ark's own: on a tenant's request mirrored into ark's namespace (a Backup, a Restore...), the
+/// tenant's namespace.
+pub const TENANT_NAMESPACE: &str = "ark.io/tenant-namespace";
 
 const MAX_LABEL_VALUE: usize = 63;
 const HASH_DIGITS: usize = 6;

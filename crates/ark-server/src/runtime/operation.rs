@@ -1,11 +1,13 @@
 //! What the backup and restore controllers share: each carries out a long operation on an object
 //! whose status lives in the object, with a phase and progress, one controller loop each.
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ark_api::labels::TENANT_NAMESPACE;
 use ark_api::{
     Backup, BackupPhase, BackupProgress, BackupStatus, Restore, RestorePhase, RestoreProgress,
     RestoreStatus,
@@ -16,11 +18,13 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::{self, Phase, Readable};
 use crate::runtime::patch;
+use crate::runtime::sync::Locked;
 
 pub trait Operation:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -156,15 +160,79 @@ pub async fn fail_interrupted<K: Operation>(kube: &Kube, object: &DynamicObject)
 
 /// Runs `reconcile` for every object of the kind in the server's namespace. The controller
 /// watches untyped objects, so one that ark's types cannot read is handled alone (see
-/// [`claimable`]), `workers` at once.
-pub async fn run<K, C, F, Fut>(ctx: Arc<C>, workers: u16, reconcile: F)
+/// [`claimable`]). A New object waits for a place in its [`Lanes`] lane first: the cluster's own
+/// operations run `workers` at once, each delegated namespace's one at a time beside them.
+pub async fn run<K, C, F, Fut>(ctx: Arc<C>, workers: u16, mut reconcile: F)
 where
     K: Operation,
     C: AsRef<Kube> + Send + Sync + 'static,
     F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    controller::run::<K, _, _, _>(ctx, K::KIND, workers.max(1), reconcile).await;
+    let lanes = Lanes::new(workers);
+    let in_lane = move |cached: Arc<Readable<K>>, ctx: Arc<C>| {
+        // Only a New object has work to wait for; any other is decided at once.
+        let lane = is_new::<K>(&cached.stored).then(|| lanes.lane(&cached.stored));
+        let kube: Kube = (*ctx).as_ref().clone();
+        let work = reconcile(cached, ctx);
+        async move {
+            let _place = match lane {
+                None => None,
+                Some(lane) => tokio::select! {
+                    place = lane.acquire_owned() => place.ok(),
+                    () = kube.stopped() => None,
+                },
+            };
+            // A server told to stop while this waited starts nothing more.
+            if kube.is_stopping() {
+                return Ok(Action::await_change());
+            }
+            work.await
+        }
+    };
+    // The lanes bound the work; the controller's own bound would make a tenant's operation wait
+    // behind the cluster's.
+    controller::run::<K, _, _, _>(ctx, K::KIND, 0, in_lane).await;
+}
+
+/// Where operations wait for each other. A tenant's requests are mirrored into the server's
+/// namespace labelled with the tenant's namespace (`controllers::tenants`): each tenant's run one
+/// at a time in a lane of its own, so one tenant's hooks and volumes, however long they take,
+/// never hold another tenant's backup or restore, nor the cluster's; a tenant holds at most one
+/// operation's memory and scratch space at once. Every other operation (an administrator's, a
+/// schedule's) shares the cluster's lane, `workers` at once.
+struct Lanes {
+    cluster: Arc<Semaphore>,
+    tenants: Mutex<BTreeMap<String, Arc<Semaphore>>>,
+}
+
+impl Lanes {
+    fn new(workers: u16) -> Self {
+        Lanes {
+            cluster: Arc::new(Semaphore::new(usize::from(workers.max(1)))),
+            tenants: Mutex::default(),
+        }
+    }
+
+    fn lane(&self, object: &DynamicObject) -> Arc<Semaphore> {
+        let Some(tenant) = object.labels().get(TENANT_NAMESPACE) else {
+            return self.cluster.clone();
+        };
+        let mut tenants = self.tenants.locked();
+        // A lane nobody is in or waiting for is forgotten: its namespace may be gone for good.
+        tenants.retain(|_, lane| Arc::strong_count(lane) > 1);
+        let lane = tenants.entry(tenant.clone());
+        lane.or_insert_with(|| Arc::new(Semaphore::new(1))).clone()
+    }
+}
+
+/// Whether the object is New (no phase yet, or `New`): the only phase an operation starts from.
+fn is_new<K: Operation>(object: &DynamicObject) -> bool {
+    match objects::phase::<K::Phase>(object) {
+        Phase::Absent => true,
+        Phase::Known(phase) => phase == K::NEW,
+        Phase::Unknown(_) => false,
+    }
 }
 
 /// A New object as the API has it now, typed, with the resourceVersion to claim it at; None when
@@ -175,19 +243,14 @@ pub async fn claimable<K: Operation>(kube: &Kube, cached: &Readable<K>) -> kube:
     // A phase moves only forward: an object the cache has past New is not New now either, and
     // reading it again would cost a request for every event of every finished operation (each
     // backup a deletion removes brings two).
-    let is_new = |object: &DynamicObject| match objects::phase::<K::Phase>(object) {
-        Phase::Absent => true,
-        Phase::Known(phase) => phase == K::NEW,
-        Phase::Unknown(_) => false,
-    };
-    if !is_new(&cached.stored) {
+    if !is_new::<K>(&cached.stored) {
         return Ok(None);
     }
     let api = api::<K>(kube);
     let Some(object) = api.get_opt(&cached.name()).await? else {
         return Ok(None);
     };
-    if !is_new(&object) {
+    if !is_new::<K>(&object) {
         return Ok(None);
     }
     match objects::typed::<K>(&object) {
@@ -306,5 +369,49 @@ mod tests {
         let claim = claimable::<ark_api::Backup>(&kube, &cached("New")).await;
         assert!(matches!(claim, Ok(None)));
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    fn backup_of(tenant: Option<&str>) -> DynamicObject {
+        let labels = tenant.map(|t| json!({ TENANT_NAMESPACE: t }));
+        serde_json::from_value(json!({
+            "apiVersion": "velero.io/v1", "kind": "Backup",
+            "metadata": { "name": "b", "namespace": "velero", "labels": labels },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_tenant_holding_its_lane_holds_neither_another_tenant_nor_the_cluster() {
+        let lanes = Lanes::new(1);
+        let team_a = lanes.lane(&backup_of(Some("team-a")));
+        let held = team_a.clone().try_acquire_owned().unwrap();
+        // team-a's next operation waits for its first; team-b's and the cluster's do not.
+        assert!(
+            lanes
+                .lane(&backup_of(Some("team-a")))
+                .try_acquire()
+                .is_err()
+        );
+        let team_b = lanes.lane(&backup_of(Some("team-b")));
+        let _b = team_b.try_acquire().unwrap();
+        let cluster = lanes.lane(&backup_of(None));
+        let _c = cluster.try_acquire().unwrap();
+        // The cluster's lane holds `workers` (1): its second operation waits.
+        assert!(lanes.lane(&backup_of(None)).try_acquire().is_err());
+        drop(held);
+        assert!(lanes.lane(&backup_of(Some("team-a"))).try_acquire().is_ok());
+    }
+
+    #[test]
+    fn a_lane_nobody_holds_or_waits_for_is_forgotten() {
+        let lanes = Lanes::new(2);
+        let kept = || -> Vec<String> { lanes.tenants.locked().keys().cloned().collect() };
+        let held = lanes.lane(&backup_of(Some("team-a")));
+        drop(lanes.lane(&backup_of(Some("gone"))));
+        let waited_for = lanes.lane(&backup_of(Some("team-b")));
+        assert_eq!(kept(), ["team-a", "team-b"]);
+        drop((held, waited_for));
+        drop(lanes.lane(&backup_of(Some("team-c"))));
+        assert_eq!(kept(), ["team-c"]);
     }
 }

@@ -22,7 +22,7 @@ pub struct ServerArgs {
     /// itemOperationTimeout of backups and restores that set none (or 0s, as Velero's CLI does)
     #[arg(long, value_name = "DURATION", default_value = "4h", value_parser = parse_duration)]
     pub default_item_operation_timeout: std::time::Duration,
-    /// Backups and restores run at once
+    /// Backups and restores run at once (each delegated namespace's run beside them, one at a time)
     #[arg(long, default_value_t = 2)]
     pub workers: u16,
     /// This replica's identity in the leader-election Lease (default: <$POD_NAME or hostname>-<pid>)

@@ -79,6 +79,23 @@ pub fn file_location(cluster: &Cluster, ns: &str) -> tempfile::TempDir {
     bucket
 }
 
+/// Delegates `namespace` to the ark serving `ark_ns` (its people's requests are mirrored there),
+/// and has Pod Security enforce the `baseline` level in it.
+pub async fn delegate(cluster: &Cluster, namespace: &str, ark_ns: &str) {
+    let label = serde_json::json!({ "metadata": { "labels": {
+        "ark.io/tenant-of": ark_ns,
+        "pod-security.kubernetes.io/enforce": "baseline",
+    } } });
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(cluster.client().await)
+        .patch(
+            namespace,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(label),
+        )
+        .await
+        .unwrap();
+}
+
 /// ark's image, made from this build by scripts/image.sh (the binary the tests run, at /ark) and
 /// imported into the real node of `cluster`; its name. Made once per test process.
 pub fn ark_image(cluster: &Cluster) -> &'static str {

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use ark_api::{Backup, Restore, RestorePhase};
+use ark_api::{Backup, BackupPhase, Restore, RestorePhase};
 use ark_tests::proxy::PausableProxy;
 use ark_tests::{ArkServer, BUSYBOX, Cluster, wait_deleted, wait_for};
 use common::{ARK, ark, ark_ok, text};
@@ -415,6 +415,122 @@ async fn backup_hooks_run_in_the_pods_before_and_after_they_are_backed_up_on_the
         )),
         "{results}"
     );
+}
+
+/// A tenant's backup whose pre hook waits (in a real pod, until the test says go) holds neither
+/// another tenant's backup nor the cluster's, on a server with one worker: each delegated
+/// namespace's backups run in a lane of their own. The tenant's own next backup waits for the
+/// first, and both complete once the hook ends.
+#[tokio::test]
+async fn a_tenants_waiting_hook_holds_neither_another_tenants_backup_nor_the_clusters_on_the_real_node()
+ {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start_with(ARK, &cluster, &ns.name, &["--workers", "1"]);
+    let team_a = cluster.namespace("team-a").await;
+    let team_b = cluster.namespace("team-b").await;
+    let (a, b) = (team_a.name.as_str(), team_b.name.as_str());
+    for tenant in [a, b] {
+        common::delegate(&cluster, tenant, &ns.name).await;
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), a);
+    let waiting = serde_json::json!({
+        "metadata": { "name": "waiting", "annotations": {
+            "pre.hook.backup.velero.io/command": "[\"/bin/sh\", \"-c\", \"until [ -f /tmp/go ]; do sleep 1; done; echo went\"]",
+            "pre.hook.backup.velero.io/timeout": "10m",
+        } },
+        "spec": { "containers": [{ "name": "app", "image": BUSYBOX, "command": ["sleep", "3600"] }] },
+    });
+    pods.create(&PostParams::default(), &cluster.on_real_node(waiting))
+        .await
+        .unwrap();
+    wait_for(pods.clone(), "waiting", ark_tests::is_pod_running(), WAIT)
+        .await
+        .unwrap();
+
+    let backup = |name: &str, namespaces: &[&str]| -> Backup {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name }, "spec": { "includedNamespaces": namespaces },
+        }))
+        .unwrap()
+    };
+    let create = |namespace: &str, backup: Backup| {
+        let api: Api<Backup> = Api::namespaced(client.clone(), namespace);
+        async move { api.create(&PostParams::default(), &backup).await.unwrap() }
+    };
+    let mirrors: Api<Backup> = Api::namespaced(client.clone(), &ns.name);
+    let phase_is =
+        |wanted: BackupPhase| move |b: Option<&Backup>| b.is_some_and(|b| b.phase() == wanted);
+    let ended = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    create(a, backup("held", &[])).await;
+    let held = format!("{a}.held");
+    wait_for(
+        mirrors.clone(),
+        &held,
+        phase_is(BackupPhase::InProgress),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    create(a, backup("next", &[])).await;
+
+    // Team b's backup and the cluster's own complete while team a's hook still waits.
+    create(b, backup("mine", &[])).await;
+    create(&ns.name, backup("cluster", &[b])).await;
+    let tenant_b: Api<Backup> = Api::namespaced(client.clone(), b);
+    for (api, name) in [(&tenant_b, "mine"), (&mirrors, "cluster")] {
+        let done = wait_for(api.clone(), name, ended, WAIT).await.unwrap();
+        assert_eq!(done.phase(), BackupPhase::Completed, "{done:?}");
+    }
+    assert_eq!(
+        mirrors.get(&held).await.unwrap().phase(),
+        BackupPhase::InProgress
+    );
+    // Team a's next backup waits for its first: made, not begun.
+    let next = format!("{a}.next");
+    let waiting_next = wait_for(
+        mirrors.clone(),
+        &next,
+        |b: Option<&Backup>| b.is_some(),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(waiting_next.phase(), BackupPhase::New, "{waiting_next:?}");
+
+    let said = exec(&pods, "waiting", &["touch", "/tmp/go"]).await;
+    assert_eq!(said, "");
+    let tenant_a: Api<Backup> = Api::namespaced(client.clone(), a);
+    for name in ["held", "next"] {
+        let done = wait_for(tenant_a.clone(), name, ended, WAIT).await.unwrap();
+        assert_eq!(done.phase(), BackupPhase::Completed, "{done:?}");
+    }
+    let described = ark_ok(
+        &cluster,
+        &ns.name,
+        &["backup", "describe", &held, "--details"],
+    );
+    assert!(described.contains("      | went\n"), "{described}");
+}
+
+/// What `command` prints in the pod's first container, on stdout and stderr, once it has ended.
+async fn exec(pods: &Api<Pod>, pod: &str, command: &[&str]) -> String {
+    use tokio::io::AsyncReadExt;
+    let params = kube::api::AttachParams::default().stderr(true);
+    let mut attached = pods.exec(pod, command.to_vec(), &params).await.unwrap();
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut stdout = attached.stdout().unwrap();
+    let mut stderr = attached.stderr().unwrap();
+    let (read_out, read_err) = tokio::join!(
+        stdout.read_to_string(&mut out),
+        stderr.read_to_string(&mut err)
+    );
+    read_out.unwrap();
+    read_err.unwrap();
+    attached.join().await.unwrap();
+    out + &err
 }
 
 /// `ark install --image` on the local cluster, the image built in this run from this checkout
