@@ -7,27 +7,14 @@ use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, DownloadRequest, Restore, RestorePhase};
 use ark_tests::{Cluster, kwok_pod, unique_name, wait_deleted, wait_for, warning_event};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
-use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::PostParams;
+use kube::{Api, ResourceExt};
 
 use super::install::{install_on_s3, installed_server, person};
-use crate::common::{ark, ark_ok, text};
+use crate::common::{ark, ark_ok, delegate, text};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Delegates `namespace` to the ark installed in `ark_ns`, and has Pod Security enforce the
-/// `baseline` level there.
-async fn delegate(cluster: &Cluster, namespace: &str, ark_ns: &str) {
-    let label = serde_json::json!({ "metadata": { "labels": {
-        "ark.io/tenant-of": ark_ns,
-        "pod-security.kubernetes.io/enforce": "baseline",
-    } } });
-    Api::<Namespace>::all(cluster.client().await)
-        .patch(namespace, &PatchParams::default(), &Patch::Merge(label))
-        .await
-        .unwrap();
-}
 
 /// Until `who` may create backups in `ns` (the aggregated role reaches `admin` within moments).
 async fn wait_for_tenant_rights(who: &Cluster, ns: &str) {
@@ -139,6 +126,7 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
     assert!(logs.contains("backup Completed"), "{logs}");
     let described = ark_ok(&alice, a, &["backup", "describe", "mine", "--details"]);
     assert!(described.contains("v1/ConfigMap:"), "{described}");
+    assert!(!described.contains("unavailable"), "{described}");
 
     // Restores her namespace from it.
     config_maps
@@ -167,6 +155,25 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
         config_maps.get("settings").await.unwrap().data.unwrap()["k"],
         "v"
     );
+    // Deleting her restore deletes its mirror and the mirror's files in the bucket, as a deleted
+    // Restore's under Velero's server.
+    let store = ark_storage::open(&cluster.s3_location(&ns)).unwrap();
+    let restore_files = store.layout.restore_dir(&format!("{a}.back"));
+    assert!(!store.keys_under(&restore_files).await.unwrap().is_empty());
+    let mirrors: Api<Restore> = Api::namespaced(client.clone(), &ns);
+    let mirror = mirrors.get(&format!("{a}.back")).await.unwrap();
+    let requests: Api<Restore> = Api::namespaced(client.clone(), a);
+    let request = requests.get("back").await.unwrap();
+    assert!(
+        request
+            .finalizers()
+            .contains(&"ark.io/mirror-finalizer".to_string()),
+        "{request:?}"
+    );
+    ark_ok(&alice, a, &["restore", "delete", "back", "--confirm"]);
+    wait_deleted(mirrors, &mirror, WAIT).await;
+    wait_deleted(requests, &request, WAIT).await;
+    assert_eq!(store.keys_under(&restore_files).await.unwrap(), []);
 
     // Each route out of her namespace, refused on the request naming the field and why.
     let backups_a: Api<Backup> = Api::namespaced(alice.client().await, a);
