@@ -11,12 +11,14 @@ pub enum Of<'a> {
     Restore(&'a str),
 }
 
-/// The files of a backup or restore that `logs` and `describe --details` read.
+/// The files of a backup or restore that `logs` and `describe` read.
 #[derive(Clone, Copy, Debug)]
 enum File {
     Log,
     ResourceList,
     Results,
+    VolumeInfo,
+    ItemOperations,
 }
 
 impl Of<'_> {
@@ -27,22 +29,24 @@ impl Of<'_> {
     }
 
     /// Velero's DownloadTargetKind of this object's `file`: `BackupLog`, `RestoreResults`...
-    fn kind(&self, file: File) -> String {
-        match self {
-            Of::Backup(_) => format!("Backup{file:?}"),
-            Of::Restore(_) => format!("Restore{file:?}"),
+    fn kind(&self, file: File) -> &'static str {
+        match (self, file) {
+            (Of::Backup(_), File::Log) => "BackupLog",
+            (Of::Backup(_), File::ResourceList) => "BackupResourceList",
+            (Of::Backup(_), File::Results) => "BackupResults",
+            (Of::Backup(_), File::VolumeInfo) => "BackupVolumeInfos",
+            (Of::Backup(_), File::ItemOperations) => "BackupItemOperations",
+            (Of::Restore(_), File::Log) => "RestoreLog",
+            (Of::Restore(_), File::ResourceList) => "RestoreResourceList",
+            (Of::Restore(_), File::Results) => "RestoreResults",
+            (Of::Restore(_), File::VolumeInfo) => "RestoreVolumeInfo",
+            (Of::Restore(_), File::ItemOperations) => "RestoreItemOperations",
         }
     }
 
     fn key(&self, file: File, layout: &ark_storage::layout::Layout) -> ark_storage::Path {
-        match (self, file) {
-            (Of::Backup(name), File::Log) => layout.backup_log(name),
-            (Of::Backup(name), File::ResourceList) => layout.backup_resource_list(name),
-            (Of::Backup(name), File::Results) => layout.backup_results(name),
-            (Of::Restore(name), File::Log) => layout.restore_log(name),
-            (Of::Restore(name), File::ResourceList) => layout.restore_resource_list(name),
-            (Of::Restore(name), File::Results) => layout.restore_results(name),
-        }
+        (layout.download_target(self.kind(file), self.name()))
+            .expect("every file's kind is a DownloadTargetKind of Velero's")
     }
 }
 
@@ -72,13 +76,23 @@ impl<'a> Source<'a> {
     /// The named file as stored (gzip-compressed), and what it is, for messages.
     async fn file(&self, of: &Of<'_>, file: File) -> anyhow::Result<(String, Vec<u8>)> {
         let what = format!("the {} of {}", of.kind(file), of.name());
-        let bytes = match self {
-            Source::Bucket(store) => store.get(&of.key(file, &store.layout)).await?.to_vec(),
-            Source::Server { client, namespace } => {
-                super::download::fetch(client, namespace, &of.kind(file), of.name()).await?
-            }
-        };
+        let bytes = self.file_if_there(of, file).await?;
+        let bytes = bytes.with_context(|| format!("{what} is not in the bucket"))?;
         Ok((what, bytes))
+    }
+
+    /// The named file as stored; None when the bucket does not hold it.
+    async fn file_if_there(&self, of: &Of<'_>, file: File) -> anyhow::Result<Option<Vec<u8>>> {
+        match self {
+            Source::Bucket(store) => match store.get(&of.key(file, &store.layout)).await {
+                Ok(bytes) => Ok(Some(bytes.to_vec())),
+                Err(error) if error.is_not_found() => Ok(None),
+                Err(error) => Err(error.into()),
+            },
+            Source::Server { client, namespace } => {
+                super::download::fetch_if_there(client, namespace, of.kind(file), of.name()).await
+            }
+        }
     }
 
     /// The named file, gunzipped (within the bound the server reads such files with) and parsed.
@@ -153,7 +167,8 @@ pub async fn hook_results(
 }
 
 /// A backup's volumes as it recorded them, and the operations it waited for (CSI snapshots
-/// becoming ready to use).
+/// becoming ready to use); through the server for a person who may not read the location's
+/// credentials (a viewer, a namespace's own people).
 pub async fn volumes(
     client: &kube::Client,
     namespace: &str,
@@ -163,28 +178,24 @@ pub async fn volumes(
     Vec<ark_api::BackupVolumeInfo>,
     Vec<ark_api::BackupOperation>,
 )> {
-    let store = ark_server::locations::open_named(client, namespace, location)
-        .await?
-        .store;
-    fn read<T: serde::de::DeserializeOwned>(
-        bytes: Option<&[u8]>,
-        what: &str,
+    let source = Source::of(client, namespace, location).await?;
+    let of = Of::Backup(backup);
+    // Either may be absent: a backup made before Velero v1.13 has no volume information, one
+    // that waited for nothing no operations.
+    async fn read<T: serde::de::DeserializeOwned>(
+        source: &Source<'_>,
+        of: &Of<'_>,
+        file: File,
     ) -> anyhow::Result<Vec<T>> {
-        Ok(match bytes {
-            Some(bytes) => ark_server::snapshots::gunzip_json::<Option<Vec<T>>>(bytes, what)
-                .map_err(anyhow::Error::msg)?
-                .unwrap_or_default(),
-            None => Vec::new(),
-        })
+        let Some(bytes) = source.file_if_there(of, file).await? else {
+            return Ok(Vec::new());
+        };
+        let what = format!("the {} of {}", of.kind(file), of.name());
+        let read = ark_server::snapshots::gunzip_json::<Option<Vec<T>>>(&bytes, &what);
+        Ok(read.map_err(anyhow::Error::msg)?.unwrap_or_default())
     }
-    let volumes = read(
-        store.get_volume_info(backup).await?.as_deref(),
-        "volume information",
-    )?;
-    let operations = read(
-        store.get_item_operations(backup).await?.as_deref(),
-        "item operations",
-    )?;
+    let volumes = read(&source, &of, File::VolumeInfo).await?;
+    let operations = read(&source, &of, File::ItemOperations).await?;
     Ok((volumes, operations))
 }
 

@@ -15,18 +15,17 @@ use kube::runtime::wait::await_condition;
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The bytes of the file of `kind` (Velero's DownloadTargetKind: `BackupLog`, `RestoreResults`...)
-/// of the backup or restore `name`.
-pub async fn fetch(
+/// of the backup or restore `name`; None when the bucket does not hold that file.
+pub async fn fetch_if_there(
     client: &kube::Client,
     namespace: &str,
     kind: &str,
     name: &str,
-) -> anyhow::Result<Vec<u8>> {
-    Ok(response(client, namespace, kind, name)
-        .await?
-        .bytes()
-        .await?
-        .to_vec())
+) -> anyhow::Result<Option<Vec<u8>>> {
+    match response(client, namespace, kind, name).await? {
+        Some(response) => Ok(Some(response.bytes().await?.to_vec())),
+        None => Ok(None),
+    }
 }
 
 /// The same file written to `out` as it arrives (a backup's contents may not fit in memory); the
@@ -39,7 +38,9 @@ pub async fn fetch_into(
     out: &mut (impl tokio::io::AsyncWrite + Unpin),
 ) -> anyhow::Result<u64> {
     use tokio::io::AsyncWriteExt as _;
-    let mut response = response(client, namespace, kind, name).await?;
+    let mut response = response(client, namespace, kind, name)
+        .await?
+        .with_context(|| format!("the {kind} of {name} is not in the bucket"))?;
     let mut written = 0;
     while let Some(chunk) = response
         .chunk()
@@ -53,13 +54,14 @@ pub async fn fetch_into(
     Ok(written)
 }
 
-/// The server's answer to a DownloadRequest for the file, fetched.
+/// The server's answer to a DownloadRequest for the file, fetched; None when the bucket answers
+/// that it holds no such file.
 async fn response(
     client: &kube::Client,
     namespace: &str,
     kind: &str,
     name: &str,
-) -> anyhow::Result<reqwest::Response> {
+) -> anyhow::Result<Option<reqwest::Response>> {
     let api: Api<DownloadRequest> = Api::namespaced(client.clone(), namespace);
     let request: DownloadRequest = serde_json::from_value(serde_json::json!({
         "apiVersion": "velero.io/v1", "kind": "DownloadRequest",
@@ -98,8 +100,11 @@ async fn response(
     let response = reqwest::get(&url)
         .await
         .with_context(|| format!("cannot download the {kind} of {name}"))?;
+    if response.status() == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
     if !response.status().is_success() {
         bail!("downloading the {kind} of {name}: {}", response.status());
     }
-    Ok(response)
+    Ok(Some(response))
 }

@@ -737,6 +737,8 @@ async fn a_viewer_reads_logs_and_details_and_an_operator_downloads_the_backup_th
         described.contains("Resource List:\n  v1/ConfigMap:\n"),
         "{described}"
     );
+    // Its volume information too comes through the server (it was "<unavailable: ...>").
+    assert!(!described.contains("unavailable"), "{described}");
     // What the viewer may not do itself: read the location's credentials.
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(viewer.client().await, &ns);
