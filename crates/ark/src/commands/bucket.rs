@@ -142,9 +142,36 @@ fn copy_unpacked(
     Ok(())
 }
 
-/// The hooks each pod ran, as the backup or restore recorded them. Read from the bucket only:
-/// Velero's DownloadRequests name no such file.
-pub async fn hook_results(
+/// The hooks each pod ran, as the backup or restore recorded them, as a describe section. Read
+/// from the bucket only (Velero's DownloadRequests name no such file): a person who may not read
+/// the location's credentials is pointed to the log, which has every hook's outcome too.
+pub async fn hooks_section(
+    client: &kube::Client,
+    namespace: &str,
+    location: &str,
+    of: Of<'_>,
+    details: bool,
+) -> String {
+    let logs = match of {
+        Of::Backup(name) => format!("ark backup logs {name}"),
+        Of::Restore(name) => format!("ark restore logs {name}"),
+    };
+    match hook_results(client, namespace, location, of).await {
+        Ok(pods) => crate::describe::hooks_text(&pods, details),
+        Err(error)
+            if (error.downcast_ref::<ark_server::locations::LocationError>())
+                .is_some_and(|e| e.is_refused()) =>
+        {
+            format!(
+                "\nHooks: each pod's results are read from the bucket, with the location's \
+             credentials; `{logs}` has every hook's outcome\n"
+            )
+        }
+        Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
+    }
+}
+
+async fn hook_results(
     client: &kube::Client,
     namespace: &str,
     location: &str,

@@ -55,12 +55,9 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
             .is_some_and(|h| h.hooks_attempted.is_some());
         if hooked {
             let of = bucket::Of::Backup(&name);
-            text.push_str(
-                &match bucket::hook_results(&client, &global.namespace, &location, of).await {
-                    Ok(pods) => crate::describe::hooks_text(&pods, args.details),
-                    Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
-                },
-            );
+            let section =
+                bucket::hooks_section(&client, &global.namespace, &location, of, args.details);
+            text.push_str(&section.await);
         }
         // Only a backup that was uploaded has a record of its volumes.
         let uploaded = backup

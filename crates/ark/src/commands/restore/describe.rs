@@ -44,17 +44,10 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
             .is_some()
             || restore.spec.hooks.is_some();
         if with_hooks {
-            text.push_str(&match bucket::hook_results(
-                &client,
-                &global.namespace,
-                &location,
-                bucket::Of::Restore(&name),
-            )
-            .await
-            {
-                Ok(pods) => crate::describe::hooks_text(&pods, args.details),
-                Err(error) => format!("\nHooks: <unavailable: {error:#}>\n"),
-            });
+            let of = bucket::Of::Restore(&name);
+            let section =
+                bucket::hooks_section(&client, &global.namespace, &location, of, args.details);
+            text.push_str(&section.await);
         }
         let restored = of_restore::<ark_api::PodVolumeRestore>(&client, &global.namespace, restore);
         text.push_str(&match restored.await {
