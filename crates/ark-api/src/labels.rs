@@ -1,4 +1,5 @@
-//! Label keys Velero defines, and its rule for turning a name into a valid label value.
+//! Label keys Velero defines (and ark's own keys on Velero's objects), and Velero's rule for
+//! turning a name into a valid label value.
 
 /// On DeleteBackupRequests, Restores and restored objects: the backup they belong to.
 pub const BACKUP_NAME: &str = "velero.io/backup-name";
@@ -38,6 +39,9 @@ pub const EXCLUDE_FROM_BACKUP: &str = "velero.io/exclude-from-backup";
 /// ark's own: on a tenant's request mirrored into ark's namespace (a Backup, a Restore...), the
 /// tenant's namespace.
 pub const TENANT_NAMESPACE: &str = "ark.io/tenant-namespace";
+/// ark's own annotation: on a backup garbage collection keeps past its TTL, the schedule whose
+/// last good (newest Completed) backup it is.
+pub const KEPT_AS_LAST_GOOD: &str = "ark.io/kept-as-last-good-of";
 
 const MAX_LABEL_VALUE: usize = 63;
 const HASH_DIGITS: usize = 6;

@@ -1,6 +1,7 @@
 //! Garbage collection: an expired backup (past its TTL), or a half-deleted one (Deleting) whose
 //! request is gone, gets a DeleteBackupRequest, unless one is already pending for it; when its location is missing or read-only the backup is labelled
-//! `velero.io/gc-failure` with the reason instead.
+//! `velero.io/gc-failure` with the reason instead. A schedule's newest Completed backup is kept
+//! past its TTL while the schedule exists: its last good backup, whatever came after it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,6 +181,11 @@ async fn collect_one(ctx: &Ctx, backup: &Backup) -> kube::Result<()> {
     // server stopped): a new request finishes what the last one started.
     if is_expired(backup, Timestamp::now()) || backup.phase() == BackupPhase::Deleting {
         let name = backup.name_any();
+        if backup.phase() != BackupPhase::Deleting
+            && let Some(schedule) = last_good_of(kube, backup).await?
+        {
+            return keep_as_last_good(kube, backup, &schedule).await;
+        }
         let location = backup.spec.storage_location.clone().unwrap_or_default();
         let found = locations::get(&kube.client, &kube.namespace, &location).await;
         let failure = match &found {
@@ -213,6 +219,77 @@ async fn collect_one(ctx: &Ctx, backup: &Backup) -> kube::Result<()> {
         };
         request_deletion(kube, backup, why, ctx.frequency).await?;
     }
+    Ok(())
+}
+
+/// The schedule whose newest Completed backup `backup` is, while that schedule exists.
+async fn last_good_of(kube: &Kube, backup: &Backup) -> kube::Result<Option<String>> {
+    let Some(schedule) = backup.labels().get(labels::SCHEDULE_NAME) else {
+        return Ok(None);
+    };
+    if backup.phase() != BackupPhase::Completed {
+        return Ok(None);
+    }
+    // The label holds the schedule's name as a label value holds it (shortened past 63
+    // characters, Velero's rule): the schedule is the one whose name reads so.
+    let all = ListParams::default();
+    let schedules = objects::list::<ark_api::Schedule>(&kube.client, &kube.namespace, &all);
+    let Some(found) = (schedules.await?.into_iter())
+        .find(|s| labels::valid_label_value(&s.name_any()) == *schedule)
+    else {
+        return Ok(None);
+    };
+    let made = format!("{}={}", labels::SCHEDULE_NAME, schedule);
+    let siblings = objects::list::<Backup>(
+        &kube.client,
+        &kube.namespace,
+        &ListParams::default().labels(&made),
+    )
+    .await?;
+    let newest = newest_completed(&siblings);
+    let is_newest = newest.is_some_and(|n| n.metadata.uid == backup.metadata.uid);
+    Ok(is_newest.then(|| found.name_any()))
+}
+
+/// The newest Completed backup among `backups`, by start (then name: a schedule's names sort by
+/// time).
+fn newest_completed(backups: &[Backup]) -> Option<&Backup> {
+    let started = |b: &Backup| {
+        let status = b.status.as_ref();
+        status.and_then(|s| s.start_timestamp.as_ref()).map(|t| t.0)
+    };
+    (backups.iter())
+        .filter(|b| b.phase() == BackupPhase::Completed)
+        .max_by(|a, b| (started(a), a.name_any()).cmp(&(started(b), b.name_any())))
+}
+
+/// Marks the backup kept (once: the mark and a Normal event say why), and requests nothing.
+async fn keep_as_last_good(kube: &Kube, backup: &Backup, schedule: &str) -> kube::Result<()> {
+    if backup
+        .annotations()
+        .get(labels::KEPT_AS_LAST_GOOD)
+        .map(String::as_str)
+        == Some(schedule)
+    {
+        return Ok(());
+    }
+    let name = backup.name_any();
+    let marked = json!({ "metadata": { "annotations": { labels::KEPT_AS_LAST_GOOD: schedule } } });
+    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
+    (backups.patch(&name, &PatchParams::default(), &Patch::Merge(&marked))).await?;
+    let note = format!(
+        "backup {name} expired, and is kept: it is the newest Completed backup of schedule \
+         {schedule}, which still exists; it goes once a later backup of the schedule completes, \
+         or the schedule is deleted"
+    );
+    (kube.events)
+        .normal(
+            backup.object_ref(&()),
+            "KeptAsLastGood",
+            "GarbageCollection",
+            note,
+        )
+        .await;
     Ok(())
 }
 
@@ -261,6 +338,27 @@ mod tests {
         ));
         assert!(!expires_at_its_start(&one_second));
         assert!(is_expired(&one_second, now));
+    }
+
+    #[test]
+    fn the_last_good_backup_is_the_newest_completed_one_whatever_failed_after_it() {
+        let made = |name: &str, phase: BackupPhase, hours_ago: i64| {
+            let mut backup = backup(phase, -10);
+            backup.metadata.name = Some(name.into());
+            let started = Timestamp::now() - SignedDuration::from_hours(hours_ago);
+            backup.status.as_mut().unwrap().start_timestamp = Some(Time(started));
+            backup
+        };
+        let backups = [
+            made("daily-1", BackupPhase::Completed, 72),
+            made("daily-2", BackupPhase::Completed, 48),
+            made("daily-3", BackupPhase::PartiallyFailed, 24),
+            made("daily-4", BackupPhase::Failed, 12),
+            made("daily-5", BackupPhase::InProgress, 1),
+        ];
+        let newest = newest_completed(&backups).map(|b| b.name_any());
+        assert_eq!(newest.as_deref(), Some("daily-2"));
+        assert!(newest_completed(&backups[2..]).is_none());
     }
 
     #[test]

@@ -31,16 +31,33 @@ impl Events {
         note: String,
     ) {
         tracing::warn!("{reason}: {note}");
-        let note = truncated(note);
         let event = Event {
             type_: EventType::Warning,
             reason: reason.into(),
-            note: Some(note),
+            note: Some(truncated(note)),
             action: action.into(),
             secondary: related,
         };
+        self.publish(event, object).await;
+    }
+
+    /// A Normal event on `object`: something the server did (or chose not to do) that its owner
+    /// would otherwise not see. Best effort, as a warning.
+    pub async fn normal(&self, object: ObjectReference, reason: &str, action: &str, note: String) {
+        tracing::info!("{reason}: {note}");
+        let event = Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: Some(truncated(note)),
+            action: action.into(),
+            secondary: None,
+        };
+        self.publish(event, object).await;
+    }
+
+    async fn publish(&self, event: Event, object: ObjectReference) {
         if let Err(error) = self.recorder.publish(&event, &object).await {
-            tracing::warn!("writing a {reason} event: {error}");
+            tracing::warn!("writing a {} event: {error}", event.reason);
         }
     }
 }

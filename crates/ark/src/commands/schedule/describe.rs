@@ -6,8 +6,8 @@ use ark_api::{Backup, Schedule, labels};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
 use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 
 use super::get::next_run;
 use crate::cli::args::{DescribeArgs, GlobalArgs, OutputFormat};
@@ -32,13 +32,11 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
         }
         let name = schedule.metadata.name.clone().unwrap_or_default();
         let selector = format!("{}={name}", labels::SCHEDULE_NAME);
-        let last = backups
+        let made = backups
             .list(&ListParams::default().labels(&selector))
             .await
             .with_context(|| format!("cannot list the backups of schedule {name:?}"))?
-            .items
-            .into_iter()
-            .max_by_key(|b| b.metadata.creation_timestamp.as_ref().map(|t| t.0));
+            .items;
         let uid = schedule.metadata.uid.clone().unwrap_or_default();
         // Slots that passed without a backup of the schedule's: while no server ran, or taken
         // by a backup someone else made under the slot's name.
@@ -52,18 +50,20 @@ pub async fn run(global: &GlobalArgs, args: DescribeArgs) -> anyhow::Result<Exit
             .collect();
         print!(
             "{}",
-            describe_text(schedule, last.as_ref(), &missed, Timestamp::now())
+            describe_text(schedule, &made, &missed, Timestamp::now())
         );
     }
     Ok(found.exit_code())
 }
 
+/// The schedule, with what it `made` (its backups in the cluster) and the runs it `missed`.
 pub fn describe_text(
     schedule: &Schedule,
-    last: Option<&Backup>,
+    made: &[Backup],
     missed: &[Event],
     now: Timestamp,
 ) -> String {
+    let last = (made.iter()).max_by_key(|b| b.metadata.creation_timestamp.as_ref().map(|t| t.0));
     let spec = &schedule.spec;
     let status = schedule.status.clone().unwrap_or_default();
     let mut d = Describe::default();
@@ -150,18 +150,24 @@ pub fn describe_text(
         ),
     ]);
     d.blank();
-    match last {
-        Some(backup) => d.field(
-            "Last backup",
-            &format!(
+    let mut made_fields = vec![(
+        "Last backup",
+        last.map_or("<none>".to_string(), |backup| {
+            format!(
                 "{} ({:?}, {})",
-                backup.metadata.name.clone().unwrap_or_default(),
+                backup.name_any(),
                 backup.phase(),
                 output::time(backup.metadata.creation_timestamp.as_ref())
-            ),
-        ),
-        None => d.field("Last backup", "<none>"),
+            )
+        }),
+    )];
+    // Garbage collection keeps the newest Completed backup past its TTL (docs/schedules.md).
+    let kept = (made.iter()).filter(|b| b.annotations().contains_key(labels::KEPT_AS_LAST_GOOD));
+    for backup in kept {
+        let why = format!("{} (the last good backup)", backup.name_any());
+        made_fields.push(("Kept past its TTL", why));
     }
+    d.fields(&made_fields);
     if !missed.is_empty() {
         d.blank();
         d.line("Missed runs:");
@@ -211,8 +217,12 @@ mod tests {
             message: Some("missed 2 runs, the first at ... and the last at ...".into()),
             ..Default::default()
         };
+        let mut kept = Backup::new("daily-20260305073000", BackupSpec::default());
+        kept.metadata.creation_timestamp = Some(Time(at("2026-03-05T07:30:00Z")));
+        kept.metadata.annotations =
+            Some([(labels::KEPT_AS_LAST_GOOD.to_string(), "daily".to_string())].into());
         insta::assert_snapshot!(
-            describe_text(&schedule, Some(&last), &[missed], at("2026-03-06T12:00:00Z")),
+            describe_text(&schedule, &[kept, last], &[missed], at("2026-03-06T12:00:00Z")),
             @r"
             Name:         daily
             Namespace:    velero
@@ -238,7 +248,8 @@ mod tests {
               Storage location:     <default>
               TTL:                  <the server's default>
 
-            Last backup:  daily-20260306073000 (Completed, 2026-03-06 07:30:00 +0000 UTC)
+            Last backup:        daily-20260306073000 (Completed, 2026-03-06 07:30:00 +0000 UTC)
+            Kept past its TTL:  daily-20260305073000 (the last good backup)
 
             Missed runs:
               missed 2 runs, the first at ... and the last at ...

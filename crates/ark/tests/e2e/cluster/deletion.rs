@@ -794,3 +794,116 @@ async fn ark_restore_delete_removes_the_restore_and_its_files_and_keeps_the_back
         text(&missing.stderr)
     );
 }
+
+/// A schedule's newest Completed backup outlives its TTL while the schedule exists, so a schedule
+/// whose later backups all failed still has one to restore: the older Completed one, the failed
+/// and partly failed ones and a backup of no schedule go at their TTL; the newest Completed one is
+/// kept (marked, with a Normal event saying why), goes once a later one completes, and the next
+/// last good one once the schedule is deleted. The backups are real (in the bucket, so that sync
+/// leaves them be), then given a schedule's label and the phases and times of past days.
+#[tokio::test]
+async fn a_schedules_last_good_backup_outlives_its_ttl_until_a_later_one_completes_or_the_schedule_goes()
+ {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    let setup = Setup::new(Cluster::get(), None).await;
+    let app = setup.app.name.clone();
+    let _server = ArkServer::start_with(
+        ARK,
+        &setup.cluster,
+        setup.ns(),
+        &["--garbage-collection-frequency", "2s"],
+    );
+    setup.ark(&[
+        "schedule",
+        "create",
+        "daily",
+        "--schedule",
+        "@daily",
+        "--include-namespaces",
+        &app,
+        "--paused",
+    ]);
+    let backups = setup.backups();
+    let hours_ago = |h: i64| (Timestamp::now() - SignedDuration::from_hours(h)).to_string();
+    // A backup made now, then made to look as if `schedule` had made it `started` hours ago,
+    // ending in `phase` and expiring `expired` hours ago (negative: ahead).
+    let made = async |name: &str, schedule: Option<&str>, phase: &str, started, expired| {
+        setup.ark(&[
+            "backup",
+            "create",
+            name,
+            "--include-namespaces",
+            &app,
+            "--wait",
+        ]);
+        let labels = schedule.map(|s| serde_json::json!({ labels::SCHEDULE_NAME: s }));
+        let aged = serde_json::json!({
+            "metadata": { "labels": labels },
+            "status": { "phase": phase, "startTimestamp": hours_ago(started),
+                        "expiration": hours_ago(expired) },
+        });
+        let patch = Patch::Merge(&aged);
+        backups
+            .patch(name, &PatchParams::default(), &patch)
+            .await
+            .unwrap()
+    };
+    // The newest Completed one first: no older one is ever the newest meanwhile.
+    let last_good = made("daily-2", Some("daily"), "Completed", 48, 24).await;
+    let mut expiring = Vec::new();
+    expiring.push(made("daily-3", Some("daily"), "Failed", 24, 2).await);
+    expiring.push(made("daily-4", Some("daily"), "PartiallyFailed", 12, 1).await);
+    expiring.push(made("daily-1", Some("daily"), "Completed", 72, 48).await);
+    expiring.push(made("by-hand", None, "Completed", 6, 1).await);
+    for gone in &expiring {
+        setup.gone(gone).await;
+    }
+    let marked = |b: Option<&Backup>| {
+        b.is_some_and(|b| {
+            b.annotations()
+                .get("ark.io/kept-as-last-good-of")
+                .map(String::as_str)
+                == Some("daily")
+        })
+    };
+    let kept = wait_for(backups.clone(), "daily-2", marked, WAIT)
+        .await
+        .unwrap();
+    assert_eq!(kept.phase(), BackupPhase::Completed);
+    let events: Api<Event> = Api::namespaced(setup.client.clone(), setup.ns());
+    let said = "backup daily-2 expired, and is kept: it is the newest Completed backup of schedule \
+                daily, which still exists";
+    let event = (events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter())
+    .find(|e| e.note.as_deref().is_some_and(|n| n.starts_with(said)))
+    .expect("an event saying why daily-2 is kept");
+    assert_eq!(
+        (event.type_.as_deref(), event.reason.as_deref()),
+        (Some("Normal"), Some("KeptAsLastGood"))
+    );
+    let described = setup.ark(&["schedule", "describe", "daily"]);
+    assert!(
+        described.contains("Kept past its TTL:  daily-2 (the last good backup)\n"),
+        "{described}"
+    );
+
+    // A later backup completes: the kept one goes, and the later one is kept past its own TTL.
+    let later = made("daily-5", Some("daily"), "Completed", 1, -24).await;
+    setup.gone(&last_good).await;
+    let expired = serde_json::json!({ "status": { "expiration": hours_ago(0) } });
+    backups
+        .patch("daily-5", &PatchParams::default(), &Patch::Merge(&expired))
+        .await
+        .unwrap();
+    wait_for(backups.clone(), "daily-5", marked, WAIT)
+        .await
+        .unwrap();
+
+    // The schedule goes: so does the protection.
+    setup.ark(&["schedule", "delete", "daily", "--confirm"]);
+    setup.gone(&later).await;
+}
