@@ -42,6 +42,9 @@ pub const TENANT_NAMESPACE: &str = "ark.io/tenant-namespace";
 /// ark's own annotation: on a backup garbage collection keeps past its TTL, the schedule whose
 /// last good (newest Completed) backup it is.
 pub const KEPT_AS_LAST_GOOD: &str = "ark.io/kept-as-last-good-of";
+/// ark's own annotation: on a Schedule, the retention rules its backups are kept by
+/// (`last=7,daily=14,weekly=8,monthly=12,yearly=3`; see ark-server's `domain::retention`).
+pub const RETENTION: &str = "ark.io/retention";
 
 const MAX_LABEL_VALUE: usize = 63;
 const HASH_DIGITS: usize = 6;

@@ -21,5 +21,5 @@ pub use controllers::restore::Config as RestoreConfig;
 pub use controllers::restore::Priorities as RestorePriorities;
 pub use controllers::tenants;
 pub use domain::snapshots::VolumeSnapshotter;
-pub use domain::{locations, repositories, snapshots};
+pub use domain::{locations, repositories, retention, snapshots};
 pub use server::{ServerError, ServerOptions, run};

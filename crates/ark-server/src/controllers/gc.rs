@@ -13,6 +13,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::domain::locations::{self, LocationError};
+use crate::domain::retention::{Retention, RetentionError};
 use crate::runtime::context::Kube;
 use crate::runtime::objects::Readable;
 use crate::runtime::{objects, periodic};
@@ -153,7 +154,6 @@ pub async fn request_deletion(
 
 async fn collect_one(ctx: &Ctx, backup: &Backup) -> kube::Result<()> {
     let kube = &ctx.kube;
-    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
     if expires_at_its_start(backup) && backup.phase().is_terminal() {
         let note = format!(
             "backup {} expires at or before its start (status.expiration {}): a TTL of 0 that \
@@ -177,90 +177,163 @@ async fn collect_one(ctx: &Ctx, backup: &Backup) -> kube::Result<()> {
             )
             .await;
     }
-    // Expired backups, and half-deleted ones whose request is gone (removed by hand, or its
-    // server stopped): a new request finishes what the last one started.
-    if is_expired(backup, Timestamp::now()) || backup.phase() == BackupPhase::Deleting {
-        let name = backup.name_any();
-        if backup.phase() != BackupPhase::Deleting
-            && let Some(schedule) = last_good_of(kube, backup).await?
-        {
-            return keep_as_last_good(kube, backup, &schedule).await;
-        }
-        let location = backup.spec.storage_location.clone().unwrap_or_default();
-        let found = locations::get(&kube.client, &kube.namespace, &location).await;
-        let failure = match &found {
-            Ok(found) if found.is_read_only() => Some("BSLReadOnly"),
-            Ok(_) => None,
-            Err(LocationError::NotFound(_)) => Some("BSLNotFound"),
-            Err(_) => Some("BSLCannotGet"),
-        };
-        let current = backup.labels().get(labels::GC_FAILURE).map(String::as_str);
-        if current != failure {
-            let patch = json!({ "metadata": { "labels": { labels::GC_FAILURE: failure } } });
-            backups
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-        }
-        if failure.is_some() {
-            return Ok(());
-        }
-        if let Ok(found) = &found
-            && let Some(reason) = found.unavailable()
-        {
-            tracing::info!(
-                "garbage collection: backup {name} expired; its location {location} is unavailable ({reason}), so it waits"
+    match verdict(kube, backup).await? {
+        Verdict::Keep => Ok(()),
+        Verdict::KeepAsLastGood(schedule) => keep_as_last_good(kube, backup, &schedule).await,
+        Verdict::Held { schedule, error } => {
+            let note = format!(
+                "schedule {}: annotation {}: {error}; none of its backups is deleted until it reads",
+                schedule.name_any(),
+                labels::RETENTION
             );
-            return Ok(());
+            (kube.events)
+                .warn(
+                    schedule.object_ref(&()),
+                    None,
+                    "RetentionUnreadable",
+                    "GarbageCollection",
+                    note,
+                )
+                .await;
+            Ok(())
         }
-        let why = if backup.phase() == BackupPhase::Deleting {
-            "is Deleting with no request left to finish it"
-        } else {
-            "expired"
-        };
-        request_deletion(kube, backup, why, ctx.frequency).await?;
+        Verdict::Delete(why) => delete(ctx, backup, &why).await,
     }
-    Ok(())
 }
 
-/// The schedule whose newest Completed backup `backup` is, while that schedule exists.
-async fn last_good_of(kube: &Kube, backup: &Backup) -> kube::Result<Option<String>> {
-    let Some(schedule) = backup.labels().get(labels::SCHEDULE_NAME) else {
+/// What garbage collection does with a backup.
+enum Verdict {
+    Keep,
+    /// Past its TTL, kept as the newest Completed backup of this schedule, which exists.
+    KeepAsLastGood(String),
+    /// Its schedule's retention rules do not read: nothing of the schedule's is deleted.
+    Held {
+        schedule: Box<ark_api::Schedule>,
+        error: RetentionError,
+    },
+    /// Deleted, for this reason (for the log).
+    Delete(String),
+}
+
+/// Half-deleted backups whose request is gone (removed by hand, or its server stopped) are
+/// deleted: a new request finishes what the last one started. A schedule's backups go by its
+/// retention rules when it has some (instead of their TTL: only failed ones expire), else by
+/// their TTL, but for its last good backup. Any other backup goes at its TTL.
+async fn verdict(kube: &Kube, backup: &Backup) -> kube::Result<Verdict> {
+    let phase = backup.phase();
+    if phase == BackupPhase::Deleting {
+        return Ok(Verdict::Delete(
+            "is Deleting with no request left to finish it".into(),
+        ));
+    }
+    let expired = is_expired(backup, Timestamp::now());
+    let at_its_ttl = || match expired {
+        true => Verdict::Delete("expired".into()),
+        false => Verdict::Keep,
+    };
+    let Some(schedule) = schedule_of(kube, backup).await? else {
+        return Ok(at_its_ttl());
+    };
+    let policy = schedule.annotations().get(labels::RETENTION);
+    let policy = policy.map(|text| text.parse::<Retention>());
+    if phase != BackupPhase::Completed || (policy.is_none() && !expired) {
+        return Ok(match policy {
+            Some(Err(error)) => Verdict::Held {
+                schedule: Box::new(schedule),
+                error,
+            },
+            _ => at_its_ttl(),
+        });
+    }
+    let made = completed_of(kube, backup).await?;
+    let name = backup.name_any();
+    Ok(match policy {
+        Some(Err(error)) => Verdict::Held {
+            schedule: Box::new(schedule),
+            error,
+        },
+        Some(Ok(policy)) if policy.kept(&made).contains_key(name.as_str()) => Verdict::Keep,
+        Some(Ok(policy)) => Verdict::Delete(format!(
+            "is kept by no retention rule of schedule {} ({policy})",
+            schedule.name_any()
+        )),
+        None if newest(&made) == Some(name.as_str()) => {
+            Verdict::KeepAsLastGood(schedule.name_any())
+        }
+        None => Verdict::Delete("expired".into()),
+    })
+}
+
+/// The schedule that made `backup` (by its label, which holds the name as a label value holds
+/// it: shortened past 63 characters, Velero's rule), while it exists.
+async fn schedule_of(kube: &Kube, backup: &Backup) -> kube::Result<Option<ark_api::Schedule>> {
+    let Some(label) = backup.labels().get(labels::SCHEDULE_NAME) else {
         return Ok(None);
     };
-    if backup.phase() != BackupPhase::Completed {
-        return Ok(None);
-    }
-    // The label holds the schedule's name as a label value holds it (shortened past 63
-    // characters, Velero's rule): the schedule is the one whose name reads so.
     let all = ListParams::default();
     let schedules = objects::list::<ark_api::Schedule>(&kube.client, &kube.namespace, &all);
-    let Some(found) = (schedules.await?.into_iter())
-        .find(|s| labels::valid_label_value(&s.name_any()) == *schedule)
-    else {
-        return Ok(None);
-    };
-    let made = format!("{}={}", labels::SCHEDULE_NAME, schedule);
-    let siblings = objects::list::<Backup>(
-        &kube.client,
-        &kube.namespace,
-        &ListParams::default().labels(&made),
-    )
-    .await?;
-    let newest = newest_completed(&siblings);
-    let is_newest = newest.is_some_and(|n| n.metadata.uid == backup.metadata.uid);
-    Ok(is_newest.then(|| found.name_any()))
+    Ok((schedules.await?.into_iter()).find(|s| labels::valid_label_value(&s.name_any()) == *label))
 }
 
-/// The newest Completed backup among `backups`, by start (then name: a schedule's names sort by
-/// time).
-fn newest_completed(backups: &[Backup]) -> Option<&Backup> {
-    let started = |b: &Backup| {
-        let status = b.status.as_ref();
-        status.and_then(|s| s.start_timestamp.as_ref()).map(|t| t.0)
-    };
-    (backups.iter())
+/// The Completed backups of `backup`'s schedule: name and start (or, without one, creation).
+async fn completed_of(kube: &Kube, backup: &Backup) -> kube::Result<Vec<(String, Timestamp)>> {
+    let label = backup.labels().get(labels::SCHEDULE_NAME).cloned();
+    let made = format!("{}={}", labels::SCHEDULE_NAME, label.unwrap_or_default());
+    let made = ListParams::default().labels(&made);
+    let siblings = objects::list::<Backup>(&kube.client, &kube.namespace, &made).await?;
+    Ok((siblings.iter())
         .filter(|b| b.phase() == BackupPhase::Completed)
-        .max_by(|a, b| (started(a), a.name_any()).cmp(&(started(b), b.name_any())))
+        .filter_map(|b| Some((b.name_any(), started(b)?)))
+        .collect())
+}
+
+fn started(backup: &Backup) -> Option<Timestamp> {
+    let status = backup.status.as_ref();
+    let start = status.and_then(|s| s.start_timestamp.as_ref());
+    start
+        .or(backup.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+}
+
+/// The newest of `made` (by start, then name: a schedule's names sort by time).
+fn newest(made: &[(String, Timestamp)]) -> Option<&str> {
+    let newest = made.iter().max_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    newest.map(|(name, _)| name.as_str())
+}
+
+/// Requests the backup's deletion, unless its location is missing, read-only or unavailable
+/// (labelled `velero.io/gc-failure` with why, for the first two).
+async fn delete(ctx: &Ctx, backup: &Backup, why: &str) -> kube::Result<()> {
+    let kube = &ctx.kube;
+    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
+    let name = backup.name_any();
+    let location = backup.spec.storage_location.clone().unwrap_or_default();
+    let found = locations::get(&kube.client, &kube.namespace, &location).await;
+    let failure = match &found {
+        Ok(found) if found.is_read_only() => Some("BSLReadOnly"),
+        Ok(_) => None,
+        Err(LocationError::NotFound(_)) => Some("BSLNotFound"),
+        Err(_) => Some("BSLCannotGet"),
+    };
+    let current = backup.labels().get(labels::GC_FAILURE).map(String::as_str);
+    if current != failure {
+        let patch = json!({ "metadata": { "labels": { labels::GC_FAILURE: failure } } });
+        backups
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    if failure.is_some() {
+        return Ok(());
+    }
+    if let Ok(found) = &found
+        && let Some(reason) = found.unavailable()
+    {
+        tracing::info!(
+            "garbage collection: backup {name} {why}; its location {location} is unavailable ({reason}), so it waits"
+        );
+        return Ok(());
+    }
+    request_deletion(kube, backup, why, ctx.frequency).await
 }
 
 /// Marks the backup kept (once: the mark and a Normal event say why), and requests nothing.
@@ -341,24 +414,19 @@ mod tests {
     }
 
     #[test]
-    fn the_last_good_backup_is_the_newest_completed_one_whatever_failed_after_it() {
-        let made = |name: &str, phase: BackupPhase, hours_ago: i64| {
-            let mut backup = backup(phase, -10);
-            backup.metadata.name = Some(name.into());
-            let started = Timestamp::now() - SignedDuration::from_hours(hours_ago);
-            backup.status.as_mut().unwrap().start_timestamp = Some(Time(started));
-            backup
+    fn the_last_good_backup_is_the_newest_by_start_then_name() {
+        let at = |h: i64| Timestamp::now() - SignedDuration::from_hours(h);
+        let made = |list: &[(&str, i64)]| -> Vec<(String, Timestamp)> {
+            list.iter().map(|(n, h)| (n.to_string(), at(*h))).collect()
         };
-        let backups = [
-            made("daily-1", BackupPhase::Completed, 72),
-            made("daily-2", BackupPhase::Completed, 48),
-            made("daily-3", BackupPhase::PartiallyFailed, 24),
-            made("daily-4", BackupPhase::Failed, 12),
-            made("daily-5", BackupPhase::InProgress, 1),
-        ];
-        let newest = newest_completed(&backups).map(|b| b.name_any());
-        assert_eq!(newest.as_deref(), Some("daily-2"));
-        assert!(newest_completed(&backups[2..]).is_none());
+        let t = at(5);
+        assert_eq!(
+            newest(&made(&[("daily-1", 72), ("daily-2", 48)])),
+            Some("daily-2")
+        );
+        let tie = vec![("daily-b".to_string(), t), ("daily-a".to_string(), t)];
+        assert_eq!(newest(&tie), Some("daily-b"));
+        assert_eq!(newest(&[]), None);
     }
 
     #[test]

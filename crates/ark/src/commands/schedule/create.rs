@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ark_api::cron::Cron;
-use ark_api::{Schedule, ScheduleSpec};
+use ark_api::{Schedule, ScheduleSpec, labels};
 use clap::Args;
 use kube::Api;
 use kube::api::PostParams;
@@ -30,6 +30,16 @@ pub struct ScheduleCreateArgs {
     /// objects, never their data; sync brings them back)
     #[arg(long)]
     pub use_owner_references_in_backup: bool,
+    /// Keep the schedule's Completed backups by these rules instead of their TTL, e.g.
+    /// 'last=7,daily=14,weekly=8,monthly=12,yearly=3' (ark's own: the annotation ark.io/retention)
+    #[arg(long, value_name = "RULES", value_parser = parse_retention)]
+    pub retention: Option<String>,
+}
+
+/// A retention policy as ark's server reads it, refused here with the rule at fault.
+fn parse_retention(text: &str) -> Result<String, String> {
+    let policy: ark_server::retention::Retention = text.parse().map_err(|e| format!("{e}"))?;
+    Ok(policy.to_string())
 }
 
 pub async fn run(global: &GlobalArgs, args: ScheduleCreateArgs) -> anyhow::Result<ExitCode> {
@@ -45,9 +55,13 @@ pub async fn run(global: &GlobalArgs, args: ScheduleCreateArgs) -> anyhow::Resul
         skip_immediately: args.skip_immediately.then_some(true),
         ..Default::default()
     };
+    let mut schedule = Schedule::new(&args.name, spec);
+    if let Some(policy) = args.retention {
+        schedule.metadata.annotations = Some([(labels::RETENTION.to_string(), policy)].into());
+    }
     let client = crate::context::client(global).await?;
     let api: Api<Schedule> = Api::namespaced(client, &global.namespace);
-    api.create(&PostParams::default(), &Schedule::new(&args.name, spec))
+    api.create(&PostParams::default(), &schedule)
         .await
         .with_context(|| {
             format!(

@@ -13,6 +13,7 @@ use super::get::next_run;
 use crate::cli::args::{DescribeArgs, GlobalArgs, OutputFormat};
 use crate::describe::Describe;
 use crate::output;
+use ark_server::retention::Retention;
 
 /// Runs shown ahead.
 const NEXT_RUNS: usize = 3;
@@ -161,13 +162,16 @@ pub fn describe_text(
             )
         }),
     )];
-    // Garbage collection keeps the newest Completed backup past its TTL (docs/schedules.md).
+    // Garbage collection keeps the newest Completed backup past its TTL (docs/deleting.md).
     let kept = (made.iter()).filter(|b| b.annotations().contains_key(labels::KEPT_AS_LAST_GOOD));
     for backup in kept {
         let why = format!("{} (the last good backup)", backup.name_any());
         made_fields.push(("Kept past its TTL", why));
     }
     d.fields(&made_fields);
+    if let Some(policy) = schedule.annotations().get(labels::RETENTION) {
+        retention_text(&mut d, policy, made);
+    }
     if !missed.is_empty() {
         d.blank();
         d.line("Missed runs:");
@@ -176,6 +180,41 @@ pub fn describe_text(
         }
     }
     d.finish()
+}
+
+/// The schedule's retention rules, and which of its Completed backups they keep, by which rules
+/// (as garbage collection decides: the others go at its next look).
+fn retention_text(d: &mut Describe, policy: &str, made: &[Backup]) {
+    d.blank();
+    let policy = match policy.parse::<Retention>() {
+        Ok(policy) => policy,
+        Err(error) => {
+            let unreadable =
+                format!("{policy} (unreadable: {error}; none of its backups is deleted)");
+            return d.field("Retention", &unreadable);
+        }
+    };
+    d.field("Retention", &policy.to_string());
+    let completed: Vec<(String, Timestamp)> = (made.iter())
+        .filter(|b| b.phase() == ark_api::BackupPhase::Completed)
+        .filter_map(|b| {
+            let status = b.status.as_ref();
+            let start = status.and_then(|s| s.start_timestamp.as_ref());
+            Some((
+                b.name_any(),
+                start.or(b.metadata.creation_timestamp.as_ref())?.0,
+            ))
+        })
+        .collect();
+    let kept = policy.kept(&completed);
+    d.line("Kept by it:");
+    if kept.is_empty() {
+        d.line("  <none>");
+    }
+    for (name, rules) in kept.iter().rev() {
+        let rules: Vec<String> = rules.iter().map(ToString::to_string).collect();
+        d.line(&format!("  {name}  ({})", rules.join(", ")));
+    }
 }
 
 #[cfg(test)]

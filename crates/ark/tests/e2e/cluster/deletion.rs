@@ -907,3 +907,133 @@ async fn a_schedules_last_good_backup_outlives_its_ttl_until_a_later_one_complet
     setup.ark(&["schedule", "delete", "daily", "--confirm"]);
     setup.gone(&later).await;
 }
+
+/// A schedule's retention rules decide for its Completed backups instead of their TTL: unreadable
+/// rules delete nothing of the schedule's (a Warning event on the schedule names the fault);
+/// `last=2` keeps the two newest Completed backups and deletes the others, expired or not, while
+/// a failed backup still goes by its TTL only. `schedule describe` shows the rules and what they
+/// keep; `schedule create --retention` refuses bad rules before making anything.
+#[tokio::test]
+async fn a_schedules_retention_rules_keep_exactly_their_backups_and_unreadable_rules_delete_nothing()
+ {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    let setup = Setup::new(Cluster::get(), None).await;
+    let app = setup.app.name.clone();
+    let refused = ark(
+        Some(&setup.cluster),
+        &[
+            "schedule",
+            "create",
+            "bad",
+            "--schedule",
+            "@daily",
+            "--retention",
+            "lst=2",
+            "-n",
+            setup.ns(),
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains(
+            "\"lst=2\" is not RULE=COUNT (RULE one of last, hourly, daily, weekly, monthly, yearly)"
+        ),
+        "{}",
+        text(&refused.stderr)
+    );
+    let _server = ArkServer::start_with(
+        ARK,
+        &setup.cluster,
+        setup.ns(),
+        &["--garbage-collection-frequency", "2s"],
+    );
+    setup.ark(&[
+        "schedule",
+        "create",
+        "kept",
+        "--schedule",
+        "@daily",
+        "--include-namespaces",
+        &app,
+        "--paused",
+        "--retention",
+        "last=2",
+    ]);
+    let schedules: Api<ark_api::Schedule> = Api::namespaced(setup.client.clone(), setup.ns());
+    let set_rules = async |rules: &str| {
+        let patch =
+            serde_json::json!({ "metadata": { "annotations": { "ark.io/retention": rules } } });
+        schedules
+            .patch("kept", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    };
+    set_rules("lst=2").await;
+    let backups = setup.backups();
+    let hours_ago = |h: i64| (Timestamp::now() - SignedDuration::from_hours(h)).to_string();
+    let made = async |name: &str, phase: &str, started: i64, expired: i64| {
+        setup.ark(&[
+            "backup",
+            "create",
+            name,
+            "--include-namespaces",
+            &app,
+            "--wait",
+        ]);
+        let aged = serde_json::json!({
+            "metadata": { "labels": { labels::SCHEDULE_NAME: "kept" } },
+            "status": { "phase": phase, "startTimestamp": hours_ago(started),
+                        "expiration": hours_ago(expired) },
+        });
+        let patch = Patch::Merge(&aged);
+        backups
+            .patch(name, &PatchParams::default(), &patch)
+            .await
+            .unwrap()
+    };
+    let r5 = made("kept-5", "Completed", 1, -720).await;
+    let r4 = made("kept-4", "Failed", 24, -720).await;
+    let r3 = made("kept-3", "Completed", 48, -720).await;
+    let r2 = made("kept-2", "Completed", 72, -720).await;
+    let r1 = made("kept-1", "Completed", 96, -720).await;
+    let r0 = made("kept-0", "Completed", 240, 120).await;
+
+    // Unreadable rules: nothing of the schedule's goes, not even the backup past its TTL.
+    let said = warning_event_about(&setup, "RetentionUnreadable").await;
+    assert!(
+        said.contains("schedule kept: annotation ark.io/retention: \"lst=2\" is not RULE=COUNT"),
+        "{said}"
+    );
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    for backup in [&r0, &r1, &r2, &r3, &r4, &r5] {
+        assert!(backups.get_opt(&backup.name_any()).await.unwrap().is_some());
+    }
+    let described = setup.ark(&["schedule", "describe", "kept"]);
+    assert!(
+        described.contains("Retention:  lst=2 (unreadable: "),
+        "{described}"
+    );
+
+    // Read: the two newest Completed backups stay, the older ones go, expired or not; the failed
+    // one waits for its TTL.
+    set_rules("last=2").await;
+    for gone in [&r0, &r1, &r2] {
+        setup.gone(gone).await;
+    }
+    for kept in [&r3, &r4, &r5] {
+        assert!(backups.get_opt(&kept.name_any()).await.unwrap().is_some());
+    }
+    let described = setup.ark(&["schedule", "describe", "kept"]);
+    assert!(
+        described.contains("Retention:  last=2\nKept by it:\n  kept-5  (last)\n  kept-3  (last)\n"),
+        "{described}"
+    );
+}
+
+/// The note of the first event in the server's namespace with `reason`, once there is one.
+async fn warning_event_about(setup: &Setup, reason: &str) -> String {
+    let event = ark_tests::warning_event(&setup.client, setup.ns(), reason, WAIT)
+        .await
+        .unwrap();
+    event.note.unwrap_or_default()
+}

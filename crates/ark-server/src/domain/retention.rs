@@ -1,0 +1,298 @@
+//! A schedule's retention rules (ark's own, in the Schedule's annotation `ark.io/retention`, which
+//! Velero's CRD keeps): which of its Completed backups to keep, by the rules restic and kopia
+//! have: the newest N, and the newest backup of each of the newest N hours, days, ISO weeks,
+//! months and years (UTC) that have one. A backup that any rule keeps is kept.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::tz::TimeZone;
+
+/// A rule of a retention policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rule {
+    Last,
+    Hourly,
+    Daily,
+    Weekly,
+    Monthly,
+    Yearly,
+}
+
+impl Rule {
+    const ALL: [Rule; 6] = [
+        Rule::Last,
+        Rule::Hourly,
+        Rule::Daily,
+        Rule::Weekly,
+        Rule::Monthly,
+        Rule::Yearly,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Rule::Last => "last",
+            Rule::Hourly => "hourly",
+            Rule::Daily => "daily",
+            Rule::Weekly => "weekly",
+            Rule::Monthly => "monthly",
+            Rule::Yearly => "yearly",
+        }
+    }
+
+    /// The period a backup started in, as this rule counts periods (None for `last`, which
+    /// counts backups).
+    fn period(self, started: Timestamp) -> Option<(i16, i16, i8, i8)> {
+        let at = started.to_zoned(TimeZone::UTC);
+        let (year, month, day, hour) = (at.year(), at.month(), at.day(), at.hour());
+        match self {
+            Rule::Last => None,
+            Rule::Hourly => Some((year, i16::from(month), day, hour)),
+            Rule::Daily => Some((year, i16::from(month), day, 0)),
+            Rule::Weekly => {
+                let week = at.date().iso_week_date();
+                Some((week.year(), i16::from(week.week()), 0, 0))
+            }
+            Rule::Monthly => Some((year, i16::from(month), 0, 0)),
+            Rule::Yearly => Some((year, 0, 0, 0)),
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A retention policy: how many of each rule's backups to keep (rules not given keep none).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Retention(BTreeMap<Rule, u32>);
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RetentionError {
+    #[error("{0:?} is not RULE=COUNT (RULE one of last, hourly, daily, weekly, monthly, yearly)")]
+    NotARule(String),
+    #[error("{rule}={count:?}: COUNT must be a whole number from 1")]
+    NotACount { rule: Rule, count: String },
+    #[error("{0} is given twice")]
+    Twice(Rule),
+    #[error("no rule given: a policy keeps at least one backup")]
+    Empty,
+}
+
+impl FromStr for Retention {
+    type Err = RetentionError;
+
+    /// `last=7,daily=14,weekly=8`: rules separated by commas, spaces allowed around them.
+    fn from_str(text: &str) -> Result<Self, RetentionError> {
+        let mut rules = BTreeMap::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let not_a_rule = || RetentionError::NotARule(part.to_string());
+            let (name, count) = part.split_once('=').ok_or_else(not_a_rule)?;
+            let rule = (Rule::ALL.into_iter())
+                .find(|r| r.name() == name.trim())
+                .ok_or_else(not_a_rule)?;
+            let count = count.trim();
+            let n = (count.parse::<u32>().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| RetentionError::NotACount {
+                    rule,
+                    count: count.to_string(),
+                })?;
+            if rules.insert(rule, n).is_some() {
+                return Err(RetentionError::Twice(rule));
+            }
+        }
+        if rules.is_empty() {
+            return Err(RetentionError::Empty);
+        }
+        Ok(Retention(rules))
+    }
+}
+
+impl fmt::Display for Retention {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rules: Vec<String> = (self.0.iter()).map(|(r, n)| format!("{r}={n}")).collect();
+        f.write_str(&rules.join(","))
+    }
+}
+
+impl Retention {
+    /// The backups the policy keeps, each with the rules that keep it, out of `backups` (a
+    /// schedule's Completed ones: name and start, in any order). Newest first, each rule keeps
+    /// the first backup of each period it has not seen yet, until it has its count.
+    pub fn kept<'a, N: AsRef<str>>(
+        &self,
+        backups: &'a [(N, Timestamp)],
+    ) -> BTreeMap<&'a str, Vec<Rule>> {
+        let mut newest_first: Vec<(&str, Timestamp)> = (backups.iter())
+            .map(|(name, at)| (name.as_ref(), *at))
+            .collect();
+        newest_first.sort_by(|a, b| (b.1, b.0).cmp(&(a.1, a.0)));
+        let mut kept: BTreeMap<&str, Vec<Rule>> = BTreeMap::new();
+        for (&rule, &count) in &self.0 {
+            let mut taken = 0;
+            let mut last_period = None;
+            for &(name, started) in &newest_first {
+                if taken == count {
+                    break;
+                }
+                let period = rule.period(started);
+                if period.is_some() && period == last_period {
+                    continue;
+                }
+                last_period = period;
+                taken += 1;
+                kept.entry(name).or_default().push(rule);
+            }
+        }
+        kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::SignedDuration;
+
+    #[test]
+    fn a_policy_is_read_and_written_back_and_bad_ones_are_named() {
+        let policy: Retention = " last=3, daily=7,weekly=4 ".parse().unwrap();
+        assert_eq!(policy.to_string(), "last=3,daily=7,weekly=4");
+        let refused = |text: &str| text.parse::<Retention>().unwrap_err().to_string();
+        assert_eq!(
+            refused("daly=7"),
+            "\"daly=7\" is not RULE=COUNT (RULE one of last, hourly, daily, weekly, monthly, yearly)"
+        );
+        assert_eq!(
+            refused("daily=0"),
+            "daily=\"0\": COUNT must be a whole number from 1"
+        );
+        assert_eq!(
+            refused("daily=-1"),
+            "daily=\"-1\": COUNT must be a whole number from 1"
+        );
+        assert_eq!(refused("daily=7,daily=3"), "daily is given twice");
+        assert_eq!(
+            refused("monthly"),
+            "\"monthly\" is not RULE=COUNT (RULE one of last, hourly, daily, weekly, monthly, yearly)"
+        );
+        assert_eq!(
+            refused(" , "),
+            "no rule given: a policy keeps at least one backup"
+        );
+    }
+
+    /// A daily schedule's year (2025, at 02:00 UTC every day), under grandfather-father-son:
+    /// the kept set is exactly each rule's, worked out by hand.
+    #[test]
+    fn a_simulated_year_of_a_daily_schedule_keeps_exactly_what_each_rule_says() {
+        let first: Timestamp = "2025-01-01T02:00:00Z".parse().unwrap();
+        let names: Vec<String> = (0..365)
+            .map(|d| {
+                let at = (first + SignedDuration::from_hours(24 * d)).to_zoned(TimeZone::UTC);
+                at.strftime("daily-%Y%m%d").to_string()
+            })
+            .collect();
+        let backups: Vec<(&str, Timestamp)> = (names.iter().enumerate())
+            .map(|(d, name)| {
+                (
+                    name.as_str(),
+                    first + SignedDuration::from_hours(24 * d as i64),
+                )
+            })
+            .collect();
+        let policy: Retention = "last=3,daily=7,weekly=4,monthly=12,yearly=2"
+            .parse()
+            .unwrap();
+        let kept = policy.kept(&backups);
+        let rules_of = |name: &str| {
+            kept.get(name)
+                .map(|r| r.iter().map(|r| r.name()).collect::<Vec<_>>())
+        };
+        // The last three days: last and daily.
+        for day in ["daily-20251231", "daily-20251230", "daily-20251229"] {
+            assert_eq!(rules_of(day).unwrap()[..2], ["last", "daily"], "{day}");
+        }
+        // Seven days: 25 to 31 December.
+        let daily: Vec<&str> = (kept.iter())
+            .filter(|(_, r)| r.contains(&Rule::Daily))
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(
+            daily,
+            [
+                "daily-20251225",
+                "daily-20251226",
+                "daily-20251227",
+                "daily-20251228",
+                "daily-20251229",
+                "daily-20251230",
+                "daily-20251231"
+            ]
+        );
+        // Four ISO weeks, each's newest day: 31 December is in 2026-W01 (Wednesday); then the
+        // Sundays 28, 21 and 14 December.
+        let weekly: Vec<&str> = (kept.iter())
+            .filter(|(_, r)| r.contains(&Rule::Weekly))
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(
+            weekly,
+            [
+                "daily-20251214",
+                "daily-20251221",
+                "daily-20251228",
+                "daily-20251231"
+            ]
+        );
+        // Twelve months, each's last day; the year once (2025 is the only year there is).
+        let monthly: Vec<&str> = (kept.iter())
+            .filter(|(_, r)| r.contains(&Rule::Monthly))
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(
+            monthly,
+            [
+                "daily-20250131",
+                "daily-20250228",
+                "daily-20250331",
+                "daily-20250430",
+                "daily-20250531",
+                "daily-20250630",
+                "daily-20250731",
+                "daily-20250831",
+                "daily-20250930",
+                "daily-20251031",
+                "daily-20251130",
+                "daily-20251231"
+            ]
+        );
+        assert_eq!(
+            rules_of("daily-20251231").unwrap(),
+            ["last", "daily", "weekly", "monthly", "yearly"]
+        );
+        // Nothing else: 7 days, 2 more Sundays (the 28th is one of the days), 11 more month ends.
+        assert_eq!(kept.len(), 7 + 2 + 11);
+        assert_eq!(rules_of("daily-20250101"), None);
+    }
+
+    #[test]
+    fn backups_of_one_period_count_once_and_the_newest_of_it_is_kept() {
+        let at = |text: &str| text.parse::<Timestamp>().unwrap();
+        let backups = [
+            ("a", at("2026-03-01T01:00:00Z")),
+            ("b", at("2026-03-01T13:00:00Z")),
+            ("c", at("2026-03-02T01:00:00Z")),
+        ];
+        let kept = "daily=2".parse::<Retention>().unwrap().kept(&backups);
+        assert_eq!(kept.keys().copied().collect::<Vec<_>>(), ["b", "c"]);
+        let kept = "last=2".parse::<Retention>().unwrap().kept(&backups);
+        assert_eq!(kept.keys().copied().collect::<Vec<_>>(), ["b", "c"]);
+        let kept = "hourly=5".parse::<Retention>().unwrap().kept(&backups);
+        assert_eq!(kept.len(), 3);
+    }
+}
