@@ -217,13 +217,15 @@ mod tests {
         for day in ["daily-20251231", "daily-20251230", "daily-20251229"] {
             assert_eq!(rules_of(day).unwrap()[..2], ["last", "daily"], "{day}");
         }
+        let kept_by = |rule: Rule| -> Vec<&str> {
+            (kept.iter())
+                .filter(|(_, r)| r.contains(&rule))
+                .map(|(n, _)| *n)
+                .collect()
+        };
         // Seven days: 25 to 31 December.
-        let daily: Vec<&str> = (kept.iter())
-            .filter(|(_, r)| r.contains(&Rule::Daily))
-            .map(|(n, _)| *n)
-            .collect();
         assert_eq!(
-            daily,
+            kept_by(Rule::Daily),
             [
                 "daily-20251225",
                 "daily-20251226",
@@ -236,12 +238,8 @@ mod tests {
         );
         // Four ISO weeks, each's newest day: 31 December is in 2026-W01 (Wednesday); then the
         // Sundays 28, 21 and 14 December.
-        let weekly: Vec<&str> = (kept.iter())
-            .filter(|(_, r)| r.contains(&Rule::Weekly))
-            .map(|(n, _)| *n)
-            .collect();
         assert_eq!(
-            weekly,
+            kept_by(Rule::Weekly),
             [
                 "daily-20251214",
                 "daily-20251221",
@@ -250,12 +248,8 @@ mod tests {
             ]
         );
         // Twelve months, each's last day; the year once (2025 is the only year there is).
-        let monthly: Vec<&str> = (kept.iter())
-            .filter(|(_, r)| r.contains(&Rule::Monthly))
-            .map(|(n, _)| *n)
-            .collect();
         assert_eq!(
-            monthly,
+            kept_by(Rule::Monthly),
             [
                 "daily-20250131",
                 "daily-20250228",

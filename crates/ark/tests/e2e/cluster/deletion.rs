@@ -804,15 +804,9 @@ async fn ark_restore_delete_removes_the_restore_and_its_files_and_keeps_the_back
 #[tokio::test]
 async fn a_schedules_last_good_backup_outlives_its_ttl_until_a_later_one_completes_or_the_schedule_goes()
  {
-    use k8s_openapi::jiff::{SignedDuration, Timestamp};
     let setup = Setup::new(Cluster::get(), None).await;
     let app = setup.app.name.clone();
-    let _server = ArkServer::start_with(
-        ARK,
-        &setup.cluster,
-        setup.ns(),
-        &["--garbage-collection-frequency", "2s"],
-    );
+    let _server = collecting_every_2s(&setup);
     setup.ark(&[
         "schedule",
         "create",
@@ -824,29 +818,8 @@ async fn a_schedules_last_good_backup_outlives_its_ttl_until_a_later_one_complet
         "--paused",
     ]);
     let backups = setup.backups();
-    let hours_ago = |h: i64| (Timestamp::now() - SignedDuration::from_hours(h)).to_string();
-    // A backup made now, then made to look as if `schedule` had made it `started` hours ago,
-    // ending in `phase` and expiring `expired` hours ago (negative: ahead).
     let made = async |name: &str, schedule: Option<&str>, phase: &str, started, expired| {
-        setup.ark(&[
-            "backup",
-            "create",
-            name,
-            "--include-namespaces",
-            &app,
-            "--wait",
-        ]);
-        let labels = schedule.map(|s| serde_json::json!({ labels::SCHEDULE_NAME: s }));
-        let aged = serde_json::json!({
-            "metadata": { "labels": labels },
-            "status": { "phase": phase, "startTimestamp": hours_ago(started),
-                        "expiration": hours_ago(expired) },
-        });
-        let patch = Patch::Merge(&aged);
-        backups
-            .patch(name, &PatchParams::default(), &patch)
-            .await
-            .unwrap()
+        aged_backup(&setup, name, schedule, phase, started, expired).await
     };
     // The newest Completed one first: no older one is ever the newest meanwhile.
     let last_good = made("daily-2", Some("daily"), "Completed", 48, 24).await;
@@ -894,7 +867,8 @@ async fn a_schedules_last_good_backup_outlives_its_ttl_until_a_later_one_complet
     // A later backup completes: the kept one goes, and the later one is kept past its own TTL.
     let later = made("daily-5", Some("daily"), "Completed", 1, -24).await;
     setup.gone(&last_good).await;
-    let expired = serde_json::json!({ "status": { "expiration": hours_ago(0) } });
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let expired = serde_json::json!({ "status": { "expiration": now } });
     backups
         .patch("daily-5", &PatchParams::default(), &Patch::Merge(&expired))
         .await
@@ -916,7 +890,6 @@ async fn a_schedules_last_good_backup_outlives_its_ttl_until_a_later_one_complet
 #[tokio::test]
 async fn a_schedules_retention_rules_keep_exactly_their_backups_and_unreadable_rules_delete_nothing()
  {
-    use k8s_openapi::jiff::{SignedDuration, Timestamp};
     let setup = Setup::new(Cluster::get(), None).await;
     let app = setup.app.name.clone();
     let refused = ark(
@@ -941,12 +914,7 @@ async fn a_schedules_retention_rules_keep_exactly_their_backups_and_unreadable_r
         "{}",
         text(&refused.stderr)
     );
-    let _server = ArkServer::start_with(
-        ARK,
-        &setup.cluster,
-        setup.ns(),
-        &["--garbage-collection-frequency", "2s"],
-    );
+    let _server = collecting_every_2s(&setup);
     setup.ark(&[
         "schedule",
         "create",
@@ -970,26 +938,8 @@ async fn a_schedules_retention_rules_keep_exactly_their_backups_and_unreadable_r
     };
     set_rules("lst=2").await;
     let backups = setup.backups();
-    let hours_ago = |h: i64| (Timestamp::now() - SignedDuration::from_hours(h)).to_string();
-    let made = async |name: &str, phase: &str, started: i64, expired: i64| {
-        setup.ark(&[
-            "backup",
-            "create",
-            name,
-            "--include-namespaces",
-            &app,
-            "--wait",
-        ]);
-        let aged = serde_json::json!({
-            "metadata": { "labels": { labels::SCHEDULE_NAME: "kept" } },
-            "status": { "phase": phase, "startTimestamp": hours_ago(started),
-                        "expiration": hours_ago(expired) },
-        });
-        let patch = Patch::Merge(&aged);
-        backups
-            .patch(name, &PatchParams::default(), &patch)
-            .await
-            .unwrap()
+    let made = async |name: &str, phase: &str, started, expired| {
+        aged_backup(&setup, name, Some("kept"), phase, started, expired).await
     };
     let r5 = made("kept-5", "Completed", 1, -720).await;
     let r4 = made("kept-4", "Failed", 24, -720).await;
@@ -1036,4 +986,45 @@ async fn warning_event_about(setup: &Setup, reason: &str) -> String {
         .await
         .unwrap();
     event.note.unwrap_or_default()
+}
+
+/// A server of `setup`'s namespace whose garbage collection looks every 2 s.
+fn collecting_every_2s(setup: &Setup) -> ArkServer {
+    let every_2s = ["--garbage-collection-frequency", "2s"];
+    ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &every_2s)
+}
+
+/// A backup of `setup`'s application made now (real, in the bucket, so that sync leaves it be),
+/// then made to look as if `schedule` had made it `started` hours ago, ending in `phase` and
+/// expiring `expired` hours ago (negative: ahead).
+async fn aged_backup(
+    setup: &Setup,
+    name: &str,
+    schedule: Option<&str>,
+    phase: &str,
+    started: i64,
+    expired: i64,
+) -> Backup {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    let hours_ago = |h: i64| (Timestamp::now() - SignedDuration::from_hours(h)).to_string();
+    setup.ark(&[
+        "backup",
+        "create",
+        name,
+        "--include-namespaces",
+        &setup.app.name,
+        "--wait",
+    ]);
+    let labels = schedule.map(|s| serde_json::json!({ labels::SCHEDULE_NAME: s }));
+    let aged = serde_json::json!({
+        "metadata": { "labels": labels },
+        "status": { "phase": phase, "startTimestamp": hours_ago(started),
+                    "expiration": hours_ago(expired) },
+    });
+    let patch = Patch::Merge(&aged);
+    let backups = setup.backups();
+    backups
+        .patch(name, &PatchParams::default(), &patch)
+        .await
+        .unwrap()
 }
