@@ -206,7 +206,8 @@ enum Verdict {
     Keep,
     /// Past its TTL, kept as the newest Completed backup of this schedule, which exists.
     KeepAsLastGood(String),
-    /// Its schedule's retention rules do not read: nothing of the schedule's is deleted.
+    /// Past its TTL, but its schedule's retention rules do not read: nothing of the schedule's
+    /// is deleted.
     Held {
         schedule: Box<ark_api::Schedule>,
         error: RetentionError,
@@ -234,26 +235,26 @@ async fn verdict(kube: &Kube, backup: &Backup) -> kube::Result<Verdict> {
     let Some(schedule) = schedule_of(kube, backup).await? else {
         return Ok(at_its_ttl());
     };
-    let policy = schedule.annotations().get(labels::RETENTION);
-    let policy = policy.map(|text| text.parse::<Retention>());
+    let policy = match schedule.annotations().get(labels::RETENTION) {
+        None => None,
+        Some(text) => match text.parse::<Retention>() {
+            Ok(policy) => Some(policy),
+            // Nothing of the schedule's goes; said whenever that holds back what its TTL asks.
+            Err(error) if expired => {
+                let schedule = Box::new(schedule);
+                return Ok(Verdict::Held { schedule, error });
+            }
+            Err(_) => return Ok(Verdict::Keep),
+        },
+    };
     if phase != BackupPhase::Completed || (policy.is_none() && !expired) {
-        return Ok(match policy {
-            Some(Err(error)) => Verdict::Held {
-                schedule: Box::new(schedule),
-                error,
-            },
-            _ => at_its_ttl(),
-        });
+        return Ok(at_its_ttl());
     }
     let made = completed_of(kube, backup).await?;
     let name = backup.name_any();
     Ok(match policy {
-        Some(Err(error)) => Verdict::Held {
-            schedule: Box::new(schedule),
-            error,
-        },
-        Some(Ok(policy)) if policy.kept(&made).contains_key(name.as_str()) => Verdict::Keep,
-        Some(Ok(policy)) => Verdict::Delete(format!(
+        Some(policy) if policy.kept(&made).contains_key(name.as_str()) => Verdict::Keep,
+        Some(policy) => Verdict::Delete(format!(
             "is kept by no retention rule of schedule {} ({policy})",
             schedule.name_any()
         )),
