@@ -67,7 +67,7 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
     let _cleanup = cluster.install_removed_on_drop(&ns);
     let dir = tempfile::tempdir().unwrap();
     install_on_s3(&cluster, &ns, dir.path());
-    let (_server, _) = installed_server(&cluster, &ns, dir.path()).await;
+    let (server, _) = installed_server(&cluster, &ns, dir.path()).await;
     let team_a = cluster.namespace("team-a").await;
     let team_b = cluster.namespace("team-b").await;
     delegate(&cluster, &team_a.name, &ns).await;
@@ -421,4 +421,27 @@ async fn a_namespace_admin_backs_up_restores_reads_and_deletes_their_namespace_a
         .await
         .unwrap();
     assert!(left.is_empty(), "{left:?}");
+
+    // Uninstalled while a restore of hers is held for its mirror: uninstall lets it go, as it
+    // does its own namespace's, so that nothing waits for a server that is no more.
+    ark_ok(&alice, a, &["backup", "create", "last", "--wait"]);
+    ark_ok(
+        &alice,
+        a,
+        &["restore", "create", "last", "--from-backup", "last"],
+    );
+    let requests: Api<Restore> = Api::namespaced(client.clone(), a);
+    let is_held = |r: Option<&Restore>| {
+        r.is_some_and(|r| {
+            r.finalizers()
+                .contains(&"ark.io/mirror-finalizer".to_string())
+        })
+    };
+    let held = wait_for(requests.clone(), "last", is_held, WAIT)
+        .await
+        .unwrap();
+    drop(server);
+    ark_ok(&cluster, &ns, &["uninstall", "--confirm"]);
+    requests.delete("last", &Default::default()).await.unwrap();
+    wait_deleted(requests, &held, WAIT).await;
 }
