@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ark_server::repositories::PASSWORD_SECRET;
-use ark_server::tenants;
 use clap::Args;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -57,10 +56,7 @@ pub async fn run(global: &GlobalArgs, args: UninstallArgs) -> anyhow::Result<Exi
         // namespace goes or stays.
         if manifest.resource.kind == "Namespace" {
             server_gone(&client, namespace).await?;
-            release_restores(&client, namespace, ark_api::RESTORE_FINALIZER).await?;
-            for tenant in delegated(&client, namespace).await? {
-                release_restores(&client, &tenant, tenants::MIRROR_FINALIZER).await?;
-            }
+            release_restores(&client, namespace).await?;
         }
         // Only the namespace and the CRDs can be someone else's too (they may exist before ark
         // is installed, and Velero shares the CRDs); the rest bears ark's names and is ark's,
@@ -130,31 +126,10 @@ async fn server_gone(client: &kube::Client, namespace: &str) -> anyhow::Result<(
     Ok(())
 }
 
-/// The namespaces delegated to the server of `namespace`: their people's Restores carry its
-/// finalizer too.
-async fn delegated(client: &kube::Client, namespace: &str) -> anyhow::Result<Vec<String>> {
-    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
-        kube::Api::all(client.clone());
-    let selector = ListParams::default().labels(&format!("{}={namespace}", tenants::TENANT_OF));
-    let listed = namespaces
-        .list_metadata(&selector)
-        .await
-        .context("cannot list the delegated namespaces")?;
-    Ok(listed
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect())
-}
-
-/// Takes the server's `finalizer` off the namespace's Restores, as `velero uninstall` does: with
-/// the server gone, nothing else would, and the namespace would stay Terminating. Their files stay
-/// in the bucket, as every other byte of it.
-async fn release_restores(
-    client: &kube::Client,
-    namespace: &str,
-    finalizer: &str,
-) -> anyhow::Result<()> {
+/// Takes the server's finalizer off the namespace's Restores, as `velero uninstall` does: with the
+/// server gone, nothing else would, and the namespace would stay Terminating. Their files stay in
+/// the bucket, as every other byte of it.
+async fn release_restores(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
     use kube::api::{Patch, PatchParams};
     let restores: kube::Api<ark_api::Restore> = kube::Api::namespaced(client.clone(), namespace);
     let held = restores
@@ -164,10 +139,13 @@ async fn release_restores(
     for restore in held.items {
         let name = restore.metadata.name.unwrap_or_default();
         let finalizers = restore.metadata.finalizers.unwrap_or_default();
-        if !finalizers.iter().any(|f| f == finalizer) {
+        if !finalizers.iter().any(|f| f == ark_api::RESTORE_FINALIZER) {
             continue;
         }
-        let kept: Vec<&String> = finalizers.iter().filter(|f| *f != finalizer).collect();
+        let kept: Vec<&String> = finalizers
+            .iter()
+            .filter(|f| *f != ark_api::RESTORE_FINALIZER)
+            .collect();
         let patch = serde_json::json!({ "metadata": { "finalizers": kept } });
         match restores
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))

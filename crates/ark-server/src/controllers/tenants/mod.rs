@@ -41,8 +41,6 @@ pub const TENANT_NAME: &str = "ark.io/tenant-name";
 pub const TENANT_UID: &str = "ark.io/tenant-uid";
 /// On a request: its mirror's name in ark's namespace, once made.
 pub const MIRROR: &str = "ark.io/mirror";
-/// On a request whose deletion deletes its mirror (a Restore): kept until the mirror is gone.
-pub const MIRROR_FINALIZER: &str = "ark.io/mirror-finalizer";
 
 /// The name of the mirror of `tenant`'s request `name`. A namespace's name holds no `.`, so no
 /// two tenants' mirrors share a name.
@@ -143,11 +141,6 @@ trait Request:
     /// The fields of the spec the server fills in on the mirror (as Velero's server fills them in
     /// on the object itself), copied back with the status.
     const FILLED_IN: &'static [&'static str] = &[];
-    /// Whether deleting the request deletes its mirror, the request held by [`MIRROR_FINALIZER`]
-    /// until the mirror is gone. A Restore's is (its files go from the bucket, as when Velero's
-    /// server sees a Restore deleted); a Backup's is not (deleting a Backup object deletes no
-    /// backup, in Velero either: a DeleteBackupRequest does).
-    const DELETED_WITH_MIRROR: bool = false;
 }
 
 impl Request for Backup {
@@ -168,7 +161,6 @@ impl Request for Backup {
 
 impl Request for Restore {
     const WHAT: &'static str = "tenant restore";
-    const DELETED_WITH_MIRROR: bool = true;
     fn names(&self) -> Option<Named> {
         Some(Named::Backup(self.spec.backup_name.clone()))
     }
@@ -227,10 +219,9 @@ fn own_labels(request: &impl Resource) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// One tenant request's steps: is it deleted (its mirror goes with it, if its kind's does); is
-/// its namespace delegated to this server; is its mirror there and its own (copy the status
-/// back), gone (the backup was deleted: remove the request), or not made yet (check it, then
-/// mirror it or refuse it).
+/// One tenant request's steps: is its namespace delegated to this server; is its mirror there
+/// and its own (copy the status back), gone (the backup was deleted: remove the request), or
+/// not made yet (check it, then mirror it or refuse it).
 async fn reconcile<K: Request>(
     object: Arc<Readable<K>>,
     tenants: Arc<Ctx>,
@@ -240,7 +231,7 @@ async fn reconcile<K: Request>(
     let (Some(tenant), Some(uid)) = (stored.namespace(), stored.uid()) else {
         return Ok(Action::await_change());
     };
-    if tenant == ctx.namespace {
+    if tenant == ctx.namespace || !tenants.is_delegated(&tenant) {
         return Ok(Action::await_change());
     }
     let name = object.name();
@@ -251,19 +242,8 @@ async fn reconcile<K: Request>(
     );
     let mirrors = objects::api::<K>(&ctx.client, &ctx.namespace);
     let mirror_name = mirror_name(&tenant, &name);
-    // Whether or not its namespace is still delegated: a request this server holds is released.
-    if stored.metadata.deletion_timestamp.is_some() && holds(stored) {
-        return forget(&requests, stored, &mirrors, &mirror_name, &tenant, &uid).await;
-    }
-    if !tenants.is_delegated(&tenant) {
-        return Ok(Action::await_change());
-    }
     match mirrors.get_opt(&mirror_name).await? {
         Some(mirror) if is_mirror_of(&mirror, &tenant, &uid) => {
-            if K::DELETED_WITH_MIRROR && !holds(stored) {
-                // Mirrored by a server from before requests were held.
-                hold(&requests, stored).await?;
-            }
             copy_back::<K>(&requests, stored, &mirror, &mirror_name).await?;
         }
         Some(_) => {
@@ -292,10 +272,6 @@ async fn reconcile<K: Request>(
             };
             match read.mirror(&tenant, owned.as_ref()) {
                 Ok((spec, labels)) => {
-                    // Held before its mirror exists: deleted any time after, the mirror goes too.
-                    if K::DELETED_WITH_MIRROR && !holds(stored) {
-                        hold(&requests, stored).await?;
-                    }
                     let made =
                         make_mirror::<K>(&mirrors, &tenant, stored, &mirror_name, spec, labels);
                     if let Err(invalid) = made.await? {
@@ -308,73 +284,6 @@ async fn reconcile<K: Request>(
         }
     }
     Ok(Action::await_change())
-}
-
-fn holds(request: &DynamicObject) -> bool {
-    request.finalizers().iter().any(|f| f == MIRROR_FINALIZER)
-}
-
-/// Puts [`MIRROR_FINALIZER`] on the request; at the resourceVersion read, so that no finalizer
-/// another controller added meanwhile is dropped.
-async fn hold(
-    requests: &Api<DynamicObject>,
-    request: &DynamicObject,
-) -> Result<(), ReconcileError> {
-    let mut finalizers = request.finalizers().to_vec();
-    finalizers.push(MIRROR_FINALIZER.to_string());
-    set_finalizers(requests, request, finalizers).await
-}
-
-async fn set_finalizers(
-    requests: &Api<DynamicObject>,
-    request: &DynamicObject,
-    finalizers: Vec<String>,
-) -> Result<(), ReconcileError> {
-    let patch = json!({ "metadata": {
-        "finalizers": finalizers,
-        "resourceVersion": request.resource_version(),
-    } });
-    let patched = requests
-        .patch(
-            &request.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(patch),
-        )
-        .await;
-    patch::ignore_not_found(patched)?;
-    Ok(())
-}
-
-/// A deleted request's mirror is deleted (a Restore's own finalizer then removes its files from
-/// the bucket); once it is gone, the request is released. The mirror's going wakes the request.
-async fn forget(
-    requests: &Api<DynamicObject>,
-    request: &DynamicObject,
-    mirrors: &Api<DynamicObject>,
-    mirror_name: &str,
-    tenant: &str,
-    uid: &str,
-) -> Result<Action, ReconcileError> {
-    match mirrors.get_opt(mirror_name).await? {
-        Some(mirror) if is_mirror_of(&mirror, tenant, uid) => {
-            if mirror.metadata.deletion_timestamp.is_none() {
-                let deleted = mirrors
-                    .delete(mirror_name, &DeleteParams::background())
-                    .await;
-                patch::ignore_not_found(deleted)?;
-            }
-            // Looked at again should the mirror's going be missed.
-            Ok(Action::requeue(std::time::Duration::from_secs(30)))
-        }
-        _ => {
-            let kept = (request.finalizers().iter())
-                .filter(|f| *f != MIRROR_FINALIZER)
-                .cloned()
-                .collect();
-            set_finalizers(requests, request, kept).await?;
-            Ok(Action::await_change())
-        }
-    }
 }
 
 impl Ctx {
