@@ -13,7 +13,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::domain::locations::{self, LocationError};
-use crate::domain::retention::{Retention, RetentionError};
+use crate::domain::retention::{self, Retention, RetentionError};
 use crate::runtime::context::Kube;
 use crate::runtime::objects::Readable;
 use crate::runtime::{objects, periodic};
@@ -282,18 +282,7 @@ async fn completed_of(kube: &Kube, backup: &Backup) -> kube::Result<Vec<(String,
     let made = format!("{}={}", labels::SCHEDULE_NAME, label.unwrap_or_default());
     let made = ListParams::default().labels(&made);
     let siblings = objects::list::<Backup>(&kube.client, &kube.namespace, &made).await?;
-    Ok((siblings.iter())
-        .filter(|b| b.phase() == BackupPhase::Completed)
-        .filter_map(|b| Some((b.name_any(), started(b)?)))
-        .collect())
-}
-
-fn started(backup: &Backup) -> Option<Timestamp> {
-    let status = backup.status.as_ref();
-    let start = status.and_then(|s| s.start_timestamp.as_ref());
-    start
-        .or(backup.metadata.creation_timestamp.as_ref())
-        .map(|t| t.0)
+    Ok(retention::completed(&siblings))
 }
 
 /// The newest of `made` (by start, then name: a schedule's names sort by time).

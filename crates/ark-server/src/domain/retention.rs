@@ -153,6 +153,25 @@ impl Retention {
     }
 }
 
+/// The Completed ones of a schedule's `backups`, as [`Retention::kept`] takes them: name and
+/// start (or, without one, creation).
+pub fn completed(backups: &[ark_api::Backup]) -> Vec<(String, Timestamp)> {
+    use kube::ResourceExt;
+    let started = |backup: &ark_api::Backup| {
+        let start = backup
+            .status
+            .as_ref()
+            .and_then(|s| s.start_timestamp.as_ref());
+        start
+            .or(backup.metadata.creation_timestamp.as_ref())
+            .map(|t| t.0)
+    };
+    (backups.iter())
+        .filter(|b| b.phase() == ark_api::BackupPhase::Completed)
+        .filter_map(|b| Some((b.name_any(), started(b)?)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

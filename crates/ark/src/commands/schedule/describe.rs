@@ -195,17 +195,7 @@ fn retention_text(d: &mut Describe, policy: &str, made: &[Backup]) {
         }
     };
     d.field("Retention", &policy.to_string());
-    let completed: Vec<(String, Timestamp)> = (made.iter())
-        .filter(|b| b.phase() == ark_api::BackupPhase::Completed)
-        .filter_map(|b| {
-            let status = b.status.as_ref();
-            let start = status.and_then(|s| s.start_timestamp.as_ref());
-            Some((
-                b.name_any(),
-                start.or(b.metadata.creation_timestamp.as_ref())?.0,
-            ))
-        })
-        .collect();
+    let completed = ark_server::retention::completed(made);
     let kept = policy.kept(&completed);
     d.line("Kept by it:");
     if kept.is_empty() {
