@@ -19,7 +19,9 @@ mod schedule;
 mod schema;
 pub mod selector;
 mod server_status_request;
+pub mod size;
 pub mod uploader;
+pub mod verification;
 mod volume_info;
 
 pub use backup::*;

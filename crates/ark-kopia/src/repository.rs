@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -53,7 +53,10 @@ pub struct Snapshot {
 /// How far a verification got.
 #[derive(Debug, Default)]
 pub struct VerifyProgress {
+    /// Files and directories checked.
     pub objects: AtomicU64,
+    /// Files read whole.
+    pub read: AtomicU64,
     pub bytes: AtomicU64,
 }
 
@@ -358,62 +361,88 @@ impl Repository {
         restorer.entry(entry, target).await
     }
 
-    /// Reads and checks every content `snapshots` need: each decrypts under its ID, hashes to it,
-    /// and has the length its index and its directory entry say. Every failure is reported with
-    /// the path it concerns; the walk goes on past it.
-    pub async fn verify(&self, snapshots: &[Snapshot], progress: &VerifyProgress) -> Vec<String> {
+    /// Checks every content `snapshots` need, as `reading` says, and reports each failure with
+    /// the path it concerns; the walk goes on past it. A content read is decrypted under its ID,
+    /// hashed to it, and has the length its index and its directory entry say; a content only
+    /// looked up must be in the index, in a pack the repository's storage holds at that length.
+    pub async fn verify(
+        &self,
+        snapshots: &[Snapshot],
+        reading: Reading,
+        progress: &VerifyProgress,
+    ) -> Vec<String> {
+        let packs = match reading {
+            Reading::All => None,
+            Reading::Sample { .. } => match self.contents.blobs().list("").await {
+                Ok(blobs) => Some(blobs.into_iter().map(|b| (b.id, b.length)).collect()),
+                Err(e) => return vec![format!("listing the repository's packs: {e}")],
+            },
+        };
+        let mut seed = [0u8; 8];
+        crate::random(&mut seed);
+        let verifier = Verifier {
+            contents: &self.contents,
+            reading,
+            packs,
+            seed: u64::from_le_bytes(seed),
+            seen: Mutex::new(HashSet::new()),
+            progress,
+        };
         let mut errors = Vec::new();
-        let seen = Mutex::new(HashSet::new());
         for s in snapshots {
             match &s.manifest.root_entry {
                 Some(root) => {
                     let path = format!("{}:/", s.id);
-                    errors.extend(self.verify_entry(root.clone(), path, &seen, progress).await);
+                    errors.extend(verifier.entry(root.clone(), path).await);
                 }
                 None => errors.push(format!("snapshot {}: no root entry", s.id)),
             }
         }
         errors
     }
+}
 
+/// How much of a snapshot's data a verification reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Every byte of every file.
+    All,
+    /// Every directory, and one file in `one_in` (chosen anew by each verification); of the other
+    /// files, each content is looked up in the index and its pack in the storage's listing.
+    Sample { one_in: u64 },
+}
+
+/// One verification's walk: what it has seen, and how it reads.
+struct Verifier<'a> {
+    contents: &'a Contents,
+    reading: Reading,
+    /// The storage's blobs and their lengths, when files are not all read.
+    packs: Option<HashMap<String, u64>>,
+    seed: u64,
+    seen: Mutex<HashSet<ObjectId>>,
+    progress: &'a VerifyProgress,
+}
+
+impl Verifier<'_> {
     /// Verifies one entry and what is below it; the errors it finds come back, each naming its
     /// path.
-    fn verify_entry<'a>(
-        &'a self,
-        entry: DirEntry,
-        path: String,
-        seen: &'a Mutex<HashSet<ObjectId>>,
-        progress: &'a VerifyProgress,
-    ) -> BoxFuture<'a, Vec<String>> {
+    fn entry(&self, entry: DirEntry, path: String) -> BoxFuture<'_, Vec<String>> {
         async move {
-            if !seen.lock().unwrap().insert(entry.object) {
+            if !self.seen.lock().unwrap().insert(entry.object) {
                 return Vec::new();
             }
             if entry.entry_type != snapshot::EntryType::Directory {
-                let read = object::read_into(&self.contents, entry.object, &mut |chunk| {
-                    progress
-                        .bytes
-                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                    Ok(())
-                })
-                .await;
-                progress.objects.fetch_add(1, Ordering::Relaxed);
-                return match read {
-                    Err(e) => vec![format!("{path}: {e}")],
-                    Ok(n)
-                        if entry.entry_type == snapshot::EntryType::File
-                            && n != entry.size as u64 =>
-                    {
-                        vec![format!("{path}: {n} bytes, its entry says {}", entry.size)]
-                    }
-                    Ok(_) => Vec::new(),
+                self.progress.objects.fetch_add(1, Ordering::Relaxed);
+                return match self.read_whole(&entry) {
+                    true => self.read(&entry, &path).await,
+                    false => self.look_up(entry.object, &path).await,
                 };
             }
-            let children = match snapshot::read_directory(&self.contents, entry.object).await {
+            let children = match snapshot::read_directory(self.contents, entry.object).await {
                 Ok(c) => c,
                 Err(e) => return vec![format!("{path}: {e}")],
             };
-            progress.objects.fetch_add(1, Ordering::Relaxed);
+            self.progress.objects.fetch_add(1, Ordering::Relaxed);
             // Owned entries: a stream of borrowed ones would make the future not `Send`.
             let results: Vec<Vec<String>> = futures::stream::iter(children)
                 .map(|c| {
@@ -423,7 +452,7 @@ impl Repository {
                         ""
                     };
                     let child = format!("{path}{}{slash}", c.name);
-                    self.verify_entry(c, child, seen, progress)
+                    self.entry(c, child)
                 })
                 .buffer_unordered(4)
                 .collect()
@@ -431,6 +460,67 @@ impl Repository {
             results.into_iter().flatten().collect()
         }
         .boxed()
+    }
+
+    fn read_whole(&self, entry: &DirEntry) -> bool {
+        match self.reading {
+            Reading::All => true,
+            Reading::Sample { one_in } => {
+                let hash = entry.object.content.hash();
+                let picked = u64::from_le_bytes(hash[..8].try_into().unwrap()) ^ self.seed;
+                picked.is_multiple_of(one_in.max(1))
+            }
+        }
+    }
+
+    async fn read(&self, entry: &DirEntry, path: &str) -> Vec<String> {
+        let bytes = &self.progress.bytes;
+        let read = object::read_into(self.contents, entry.object, &mut |chunk| {
+            bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            Ok(())
+        })
+        .await;
+        self.progress.read.fetch_add(1, Ordering::Relaxed);
+        match read {
+            Err(e) => vec![format!("{path}: {e}")],
+            Ok(n) if entry.entry_type == snapshot::EntryType::File && n != entry.size as u64 => {
+                vec![format!("{path}: {n} bytes, its entry says {}", entry.size)]
+            }
+            Ok(_) => Vec::new(),
+        }
+    }
+
+    /// Looks up each content of `object` (reading its chunk lists, not its data).
+    async fn look_up(&self, object: ObjectId, path: &str) -> Vec<String> {
+        let chunks = match object::chunks(self.contents, object).await {
+            Ok(chunks) => chunks,
+            Err(e) => return vec![format!("{path}: {e}")],
+        };
+        let mut errors = Vec::new();
+        for chunk in chunks {
+            if chunk.object.indirection > 0 {
+                errors.extend(Box::pin(self.look_up(chunk.object, path)).await);
+                continue;
+            }
+            let id = chunk.object.content;
+            let Some(info) = self.contents.info(&id) else {
+                errors.push(format!("{path}: content {id} is not in the index"));
+                continue;
+            };
+            let end = u64::from(info.offset) + u64::from(info.packed_length);
+            match self.packs.as_ref().and_then(|p| p.get(&*info.pack)) {
+                None => errors.push(format!(
+                    "{path}: content {id} is in pack {}, which the storage does not hold",
+                    info.pack
+                )),
+                Some(&length) if length < end => errors.push(format!(
+                    "{path}: content {id} ends at byte {end} of pack {}, which holds {length}",
+                    info.pack
+                )),
+                Some(_) => {}
+            }
+        }
+        errors
     }
 }
 
@@ -461,7 +551,7 @@ mod tests {
         let root = snapshot.manifest.root_entry.clone().unwrap();
         assert_send(&repo.entry_at(&snapshot.manifest, ""));
         assert_send(&repo.restore(&root, dir.path(), &RestoreCounts::default()));
-        assert_send(&repo.verify(&[], &VerifyProgress::default()));
+        assert_send(&repo.verify(&[], Reading::All, &VerifyProgress::default()));
         assert_send(&repo.run_maintenance("default@default", crate::maintenance::Safety::Full));
     }
 
@@ -519,6 +609,61 @@ mod tests {
                 assert!(allocated >= 8 << 20, "{allocated} bytes allocated");
             }
         }
+    }
+
+    /// Without reading every file, a verification still finds a pack gone from the storage, and
+    /// reads the files its sample picks.
+    #[tokio::test]
+    async fn a_sampled_verification_finds_a_missing_pack_without_reading_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+        let root = object_store::path::Path::from("r");
+        let repo = Repository::create(store.clone(), root.clone(), "pw")
+            .await
+            .unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        for i in 0..64 {
+            std::fs::write(data.join(format!("f{i}")), format!("file {i}").repeat(100)).unwrap();
+        }
+        let source = SourceInfo {
+            host: "h".into(),
+            user_name: "u".into(),
+            path: "/p".into(),
+        };
+        let (snapshot, _) = repo
+            .create_snapshot(&data, source, SnapshotOptions::default())
+            .await
+            .unwrap();
+        let snapshots = [snapshot];
+        let sample = Reading::Sample { one_in: 8 };
+        let progress = VerifyProgress::default();
+        assert_eq!(
+            repo.verify(&snapshots, sample, &progress).await,
+            Vec::<String>::new()
+        );
+        assert_eq!(progress.objects.load(Ordering::Relaxed), 65);
+        let read = progress.read.load(Ordering::Relaxed);
+        assert!((1..64).contains(&read), "{read} files of 64 read");
+
+        let blobs = repo.contents().blobs().list("p").await.unwrap();
+        for pack in &blobs {
+            repo.contents().blobs().delete(&pack.id).await.unwrap();
+        }
+        let again = Repository::open(store, root, "pw").await.unwrap();
+        let errors = again
+            .verify(&snapshots, sample, &VerifyProgress::default())
+            .await;
+        assert_eq!(errors.len(), 64, "one per file: {errors:?}");
+        let (looked_up, read): (Vec<_>, Vec<_>) = errors
+            .iter()
+            .partition(|e| e.contains("which the storage does not hold"));
+        assert!(
+            read.iter().all(|e| e.contains("does not exist")),
+            "{read:?}"
+        );
+        assert!(looked_up.len() > read.len(), "{looked_up:?} {read:?}");
     }
 
     #[tokio::test]

@@ -80,7 +80,8 @@ async fn ark_lists_and_restores_byte_for_byte_what_kopia_wrote() {
 
     let progress = ark_kopia::repository::VerifyProgress::default();
     assert_eq!(
-        repo.verify(&snapshots, &progress).await,
+        repo.verify(&snapshots, ark_kopia::repository::Reading::All, &progress)
+            .await,
         Vec::<String>::new()
     );
     assert_eq!(
@@ -535,7 +536,11 @@ async fn on_a_filesystem_repository_each_reads_restores_and_verifies_the_other_s
     .unwrap();
     assert_same_tree(&restored, &tree, RestoredBy::Ark);
     let progress = ark_kopia::repository::VerifyProgress::default();
-    assert_eq!(repo.verify(&[found], &progress).await, Vec::<String>::new());
+    assert_eq!(
+        repo.verify(&[found], ark_kopia::repository::Reading::All, &progress)
+            .await,
+        Vec::<String>::new()
+    );
 
     write_volume_tree_scaled(&tree, 1, oracle_scale());
     let (by_ark, _) = repo

@@ -14,6 +14,7 @@ pub mod node_agent;
 mod records;
 mod runtime;
 mod server;
+pub mod verification;
 
 pub use controllers::backup::Config as BackupConfig;
 pub use controllers::deletion::Config as DeletionConfig;

@@ -95,6 +95,17 @@ pub struct BackupRecords {
     pub contents_listed: bool,
 }
 
+impl BackupListing {
+    /// The keys of the backup's folder, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Path> {
+        self.keys.iter()
+    }
+
+    pub fn has(&self, key: &Path) -> bool {
+        self.keys.contains(key)
+    }
+}
+
 impl BackupStore {
     /// Whether the bucket has the backup: its `velero-backup.json`.
     pub async fn backup_exists(&self, name: &str) -> Result<bool, StoreError> {

@@ -134,7 +134,7 @@ impl BackupStore {
 
     /// A file someone else may have written (a backup's metadata, its snapshot lists), read only
     /// up to `max` bytes: a larger one is an error, and no more than that is ever held.
-    pub(crate) async fn get_at_most(&self, key: &Path, max: usize) -> Result<Bytes, StoreError> {
+    pub async fn get_at_most(&self, key: &Path, max: usize) -> Result<Bytes, StoreError> {
         let result = self.store.get(key).await.map_err(object_error(key))?;
         let mut stream = result.into_stream();
         let mut read = Vec::new();
@@ -183,7 +183,7 @@ impl BackupStore {
     /// Downloads an object into a local file, chunk by chunk, and rewinds it for reading.
     /// Writes the file at `key` to `file`, refusing one of more than `max` bytes once that much
     /// is written (a bucket may hold anything: scratch space is not).
-    pub(crate) async fn download_file(
+    pub async fn download_file(
         &self,
         key: &Path,
         file: &std::fs::File,

@@ -600,12 +600,7 @@ async fn recorded_snapshots(
         .backup_records(listing, snapshots::MAX_LIST_BYTES as usize)
         .await
         .map_err(|e| e.to_string())?;
-    let pod_volumes: Vec<PodVolumeBackup> = match &records.pod_volume_backups {
-        Some(bytes) => {
-            snapshots::gunzip_json::<Option<_>>(bytes, "pod volume backups")?.unwrap_or_default()
-        }
-        None => Vec::new(),
-    };
+    let pod_volumes = snapshots::pod_volume_backups(records.pod_volume_backups.as_deref())?;
     let mut recorded = snapshots::parse_recorded(
         records.volume_snapshots.as_deref(),
         records.csi_snapshot_contents.as_deref(),

@@ -251,6 +251,17 @@ pub fn parse_recorded(provider: Option<&[u8]>, csi: Option<&[u8]>) -> Result<Rec
     })
 }
 
+/// The PodVolumeBackups a backup recorded (`<backup>-podvolumebackups.json.gz`; absent or `null`:
+/// none).
+pub fn pod_volume_backups(bytes: Option<&[u8]>) -> Result<Vec<ark_api::PodVolumeBackup>, String> {
+    match bytes {
+        Some(bytes) => {
+            Ok(gunzip_json::<Option<_>>(bytes, "pod volume backups")?.unwrap_or_default())
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Whether the tarball may hold VolumeSnapshotContents or DataUploads, from
 /// `<backup>-volumeinfo.json.gz`: only when a volume was kept as a CSI snapshot or its data was
 /// moved, or when the file is absent (a backup older than Velero v1.13 tells nothing), so that

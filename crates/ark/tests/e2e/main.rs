@@ -30,6 +30,7 @@ mod cluster {
     mod snapshotter;
     mod tenants;
     mod terminal;
+    mod verification;
 }
 
 mod node {

@@ -252,6 +252,26 @@ fn list_or(list: Option<&Vec<String>>, default: &str) -> String {
 }
 
 /// `ark backup describe`, in Velero's layout.
+/// The last verification: its outcome, when, by whom and how deep, and the first defect.
+fn verification_text(verification: Result<ark_api::verification::Verification, String>) -> String {
+    use ark_api::verification::Outcome;
+    let v = match verification {
+        Ok(v) => v,
+        Err(error) => return format!("<unreadable: {error}>"),
+    };
+    let depth = match v.data {
+        true => "every byte of its volume data read",
+        false => "its volume data sampled",
+    };
+    let head = format!("{:?} at {} by {} ({depth})", v.outcome, v.at, v.by);
+    match (v.outcome, v.first_defect) {
+        (Outcome::Failed, Some(first)) => {
+            format!("{head}: {} defects; the first: {first}", v.defects)
+        }
+        _ => head,
+    }
+}
+
 pub fn describe_text(backup: &Backup) -> String {
     let spec = &backup.spec;
     let status = backup.status.clone().unwrap_or_default();
@@ -259,6 +279,9 @@ pub fn describe_text(backup: &Backup) -> String {
     d.metadata(&backup.metadata);
     d.blank();
     d.field("Phase", &format!("{:?}", backup.phase()));
+    if let Some(verification) = ark_api::verification::Verification::of(backup) {
+        d.field("Verified", &verification_text(verification));
+    }
     if let Some(errors) = status.validation_errors.as_ref().filter(|e| !e.is_empty()) {
         d.blank();
         d.line("Validation errors:");

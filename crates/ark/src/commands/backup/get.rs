@@ -24,7 +24,7 @@ fn table(backups: &[Backup], columns: output::ObjectColumns) -> String {
             let status = backup.status.clone().unwrap_or_default();
             let row = vec![
                 backup.metadata.name.clone().unwrap_or_default(),
-                format!("{:?}", backup.phase()),
+                status_text(backup),
                 status.errors.unwrap_or(0).to_string(),
                 status.warnings.unwrap_or(0).to_string(),
                 output::time(backup.metadata.creation_timestamp.as_ref()),
@@ -34,6 +34,17 @@ fn table(backups: &[Backup], columns: output::ObjectColumns) -> String {
             columns.row(&backup.metadata, row)
         }),
     )
+}
+
+/// The phase, and the last verification's outcome when there was one.
+fn status_text(backup: &Backup) -> String {
+    use ark_api::verification::{Outcome, Verification};
+    let phase = format!("{:?}", backup.phase());
+    match Verification::of(backup) {
+        None => phase,
+        Some(Ok(v)) if v.outcome == Outcome::Passed => format!("{phase}, verified"),
+        Some(_) => format!("{phase}, verification failed"),
+    }
 }
 
 #[cfg(test)]
@@ -68,6 +79,13 @@ mod tests {
             expiration: Some(Time(at("2026-03-31T02:00:00Z"))),
             ..Default::default()
         });
+        backup.metadata.annotations = Some(
+            [(
+                ark_api::verification::ANNOTATION.to_string(),
+                r#"{"outcome":"Failed","at":"2026-03-03T05:00:00Z","data":false,"defects":1,"by":"ark-server"}"#.to_string(),
+            )]
+            .into(),
+        );
         let fresh = Backup::new("fresh", BackupSpec::default());
         let columns = output::ObjectColumns {
             now: at("2026-03-03T05:30:00Z"),
@@ -75,18 +93,18 @@ mod tests {
         };
         let backups = [backup, fresh];
         insta::assert_snapshot!(table(&backups, columns), @r"
-        NAME     STATUS           ERRORS  WARNINGS  CREATED                        EXPIRES                        STORAGE LOCATION  AGE
-        nightly  PartiallyFailed  2       0         2026-03-01 02:00:00 +0000 UTC  2026-03-31 02:00:00 +0000 UTC  default           2d3h
-        fresh    New              0       0         <none>                         <none>                                           <none>
+        NAME     STATUS                                ERRORS  WARNINGS  CREATED                        EXPIRES                        STORAGE LOCATION  AGE
+        nightly  PartiallyFailed, verification failed  2       0         2026-03-01 02:00:00 +0000 UTC  2026-03-31 02:00:00 +0000 UTC  default           2d3h
+        fresh    New                                   0       0         <none>                         <none>                                           <none>
         ");
         let columns = output::ObjectColumns {
             show_labels: true,
             ..columns
         };
         insta::assert_snapshot!(table(&backups, columns), @r"
-        NAME     STATUS           ERRORS  WARNINGS  CREATED                        EXPIRES                        STORAGE LOCATION  AGE     LABELS
-        nightly  PartiallyFailed  2       0         2026-03-01 02:00:00 +0000 UTC  2026-03-31 02:00:00 +0000 UTC  default           2d3h    app=shop,schedule=daily
-        fresh    New              0       0         <none>                         <none>                                           <none>  <none>
+        NAME     STATUS                                ERRORS  WARNINGS  CREATED                        EXPIRES                        STORAGE LOCATION  AGE     LABELS
+        nightly  PartiallyFailed, verification failed  2       0         2026-03-01 02:00:00 +0000 UTC  2026-03-31 02:00:00 +0000 UTC  default           2d3h    app=shop,schedule=daily
+        fresh    New                                   0       0         <none>                         <none>                                           <none>  <none>
         ");
     }
 }

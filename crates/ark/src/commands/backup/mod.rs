@@ -7,6 +7,7 @@ mod download;
 mod download_volume;
 mod get;
 mod logs;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,8 @@ pub enum BackupCommand {
     Download(download::BackupDownloadArgs),
     /// Write a pod volume's data in a backup (or one file or directory of it) to the local disk
     DownloadVolume(download_volume::DownloadVolumeArgs),
+    /// Read a backup back from its location and check that it is whole
+    Verify(verify::BackupVerifyArgs),
 }
 
 pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<ExitCode> {
@@ -41,5 +44,6 @@ pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<
         BackupCommand::Delete(args) => delete::run(global, args).await,
         BackupCommand::Download(args) => download::run(global, args).await,
         BackupCommand::DownloadVolume(args) => download_volume::run(global, args).await,
+        BackupCommand::Verify(args) => verify::run(global, args).await,
     }
 }

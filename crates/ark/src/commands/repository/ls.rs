@@ -41,7 +41,7 @@ pub async fn run(global: &GlobalArgs, args: LsArgs) -> anyhow::Result<ExitCode> 
             };
             vec![
                 format!("{kind}{}", permissions(snapshot::mode_to_unix(e.mode.0))),
-                super::size(size as u64),
+                ark_api::size::human(size as u64),
                 super::time(e.mtime),
                 format!("{}{suffix}", e.name.escape_debug()),
             ]

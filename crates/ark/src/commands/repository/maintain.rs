@@ -38,7 +38,7 @@ pub async fn run(global: &GlobalArgs, args: MaintainArgs) -> anyhow::Result<Exit
         report.contents_in_use,
         report.marked_deleted,
         report.deleted_blobs,
-        super::size(report.deleted_bytes),
+        ark_api::size::human(report.deleted_bytes),
         report.kept_blobs,
     );
     Ok(ExitCode::SUCCESS)

@@ -70,22 +70,6 @@ pub async fn run(global: &GlobalArgs, command: RepositoryCommand) -> anyhow::Res
     }
 }
 
-/// A size as people read it: 1.5 GiB.
-fn size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 /// A snapshot time as the other tables print times: UTC, to the second.
 fn time(t: ark_kopia::snapshot::Time) -> String {
     t.timestamp().strftime("%Y-%m-%d %H:%M:%S UTC").to_string()

@@ -68,7 +68,7 @@ pub(crate) async fn write_out(
     println!(
         "Restored {} files ({}), {} directories and {} symlinks of snapshot {} to {}",
         counts.files.load(Ordering::Relaxed),
-        super::size(counts.bytes.load(Ordering::Relaxed)),
+        ark_api::size::human(counts.bytes.load(Ordering::Relaxed)),
         counts.directories.load(Ordering::Relaxed),
         counts.symlinks.load(Ordering::Relaxed),
         found.id,

@@ -63,7 +63,7 @@ pub async fn run(global: &GlobalArgs, args: SnapshotsArgs) -> anyhow::Result<Exi
                         r.id.clone(),
                         r.source.clone(),
                         super::time(r.at),
-                        super::size(r.size as u64),
+                        ark_api::size::human(r.size as u64),
                         r.files.to_string(),
                         r.directories.to_string(),
                     ]

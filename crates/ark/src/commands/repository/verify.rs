@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::RepositoryArgs;
 use crate::cli::args::GlobalArgs;
-use ark_kopia::repository::VerifyProgress;
+use ark_kopia::repository::{Reading, VerifyProgress};
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
@@ -22,7 +22,7 @@ pub async fn run(global: &GlobalArgs, args: VerifyArgs) -> anyhow::Result<ExitCo
         None => repo.snapshots().await?,
     };
     let progress = VerifyProgress::default();
-    let errors = repo.verify(&snapshots, &progress).await;
+    let errors = repo.verify(&snapshots, Reading::All, &progress).await;
     for e in &errors {
         eprintln!("{e}");
     }
@@ -30,7 +30,7 @@ pub async fn run(global: &GlobalArgs, args: VerifyArgs) -> anyhow::Result<ExitCo
         "Verified {} snapshots: {} objects, {} read, {} errors",
         snapshots.len(),
         progress.objects.load(Ordering::Relaxed),
-        super::size(progress.bytes.load(Ordering::Relaxed)),
+        ark_api::size::human(progress.bytes.load(Ordering::Relaxed)),
         errors.len()
     );
     Ok(if errors.is_empty() {

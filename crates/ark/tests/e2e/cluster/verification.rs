@@ -1,0 +1,161 @@
+//! `ark backup verify`: a backup read back from the bucket and checked whole, the outcome on the
+//! Backup (annotation, `get`, `describe`, an event); a damaged one named defect by defect.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+
+use ark_api::verification::{Outcome, Verification};
+use ark_tests::{ArkServer, Cluster};
+use common::setup::Setup;
+use common::{ARK, ark, text};
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+
+/// The backup's last event of `reason`.
+async fn event(setup: &Setup, backup: &str, reason: &str) -> Event {
+    let events: Api<Event> = Api::namespaced(setup.client.clone(), setup.ns());
+    (events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter())
+    .rev()
+    .find(|e| {
+        e.reason.as_deref() == Some(reason)
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(backup)
+    })
+    .unwrap_or_else(|| panic!("no {reason} event on backup {backup}"))
+}
+
+async fn recorded(setup: &Setup, backup: &str) -> Verification {
+    let backup = setup.backups().get(backup).await.unwrap();
+    Verification::of(&backup)
+        .expect("a verification recorded")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_backup_verifies_and_a_damaged_one_names_each_defect() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let (ns, app) = (setup.ns().to_string(), setup.app.name.clone());
+    let _server = ArkServer::start(ARK, &setup.cluster, &ns);
+    setup.backup("b1", None);
+    let verify = |name: &str| ark(Some(&setup.cluster), &["backup", "verify", name, "-n", &ns]);
+
+    // What the bucket holds, as the verification must have read it.
+    let layout = &setup.store.layout;
+    let files = setup.keys(&layout.backup_dir("b1")).await - 1;
+    let list_key = layout.backup_resource_list("b1");
+    let list_bytes = setup.store.get(&list_key).await.unwrap();
+    let list: BTreeMap<String, Vec<String>> =
+        serde_json::from_reader(flate2::read::GzDecoder::new(&list_bytes[..])).unwrap();
+    let items: usize = list.values().map(Vec::len).sum();
+    assert!(
+        list["v1/ConfigMap"].contains(&format!("{app}/settings")),
+        "{list:?}"
+    );
+
+    let whole = verify("b1");
+    assert_eq!(
+        (
+            whole.status.code(),
+            text(&whole.stdout),
+            text(&whole.stderr)
+        ),
+        (
+            Some(0),
+            format!(
+                "Backup b1:\n  Files:        {files} of the backup's folder read and parsed\n  \
+                 Objects:      {items} items in the tarball, against the resource list\n  \
+                 Volume data:  none recorded\nNo defects.\nRecorded on backup b1.\n"
+            ),
+            String::new()
+        )
+    );
+    let passed = recorded(&setup, "b1").await;
+    assert_eq!(
+        (
+            passed.outcome,
+            passed.defects,
+            passed.data,
+            passed.by.as_str()
+        ),
+        (Outcome::Passed, 0, false, "ark backup verify")
+    );
+    assert!(
+        setup
+            .ark(&["backup", "get", "b1"])
+            .contains(" Completed, verified ")
+    );
+    let described = setup.ark(&["backup", "describe", "b1"]);
+    let line = format!(
+        "Verified:  Passed at {} by ark backup verify (its volume data sampled)\n",
+        passed.at
+    );
+    assert!(described.contains(&line), "{described}");
+    let verified = event(&setup, "b1", "Verified").await;
+    assert_eq!(verified.type_.as_deref(), Some("Normal"));
+
+    // The log is lost, and the resource list is rewritten: it names an item the tarball lacks,
+    // and leaves out one it has.
+    setup.store.delete(&layout.backup_log("b1")).await.unwrap();
+    let mut damaged = list.clone();
+    let config_maps = damaged.get_mut("v1/ConfigMap").unwrap();
+    config_maps.retain(|entry| *entry != format!("{app}/settings"));
+    config_maps.push(format!("{app}/ghost"));
+    setup
+        .put_gz(&list_key, &serde_json::to_string(&damaged).unwrap())
+        .await;
+    let failed = verify("b1");
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    let stdout = text(&failed.stdout);
+    let defects = format!(
+        "Defects (3):\n  - b1-logs.gz is missing\n  - the resource list names v1/ConfigMap \
+         {app}/ghost, which the tarball does not hold\n  - the tarball holds v1/ConfigMap \
+         {app}/settings, which the resource list does not name\nRecorded on backup b1.\n"
+    );
+    assert!(stdout.ends_with(&defects), "{stdout}");
+    let record = recorded(&setup, "b1").await;
+    assert_eq!(
+        (
+            record.outcome,
+            record.defects,
+            record.first_defect.as_deref()
+        ),
+        (Outcome::Failed, 3, Some("b1-logs.gz is missing"))
+    );
+    assert!(
+        setup
+            .ark(&["backup", "get", "b1"])
+            .contains(" Completed, verification failed "),
+    );
+    let warning = event(&setup, "b1", "VerificationFailed").await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        warning.note.as_deref(),
+        Some(
+            "verified by ark backup verify, its volume data sampled: 3 defects; the first: \
+             b1-logs.gz is missing"
+        )
+    );
+
+    // A tarball cut short is named, and nothing panics.
+    let tarball = layout.backup_contents("b1");
+    let bytes = setup.store.get(&tarball).await.unwrap();
+    setup
+        .store
+        .put(&tarball, bytes.slice(..bytes.len() / 2))
+        .await
+        .unwrap();
+    let cut = text(&verify("b1").stdout);
+    assert!(cut.contains("  - b1.tar.gz: not a gzip tar"), "{cut}");
+
+    let unknown = verify("nope");
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        text(&unknown.stderr),
+        format!("error: backup \"nope\" not found in namespace \"{ns}\"\n")
+    );
+}
