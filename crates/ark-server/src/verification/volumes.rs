@@ -143,7 +143,7 @@ pub(super) async fn check(
     report.checked(
         "Volume data",
         format!(
-            "{named} snapshots in {} repositories: {} files and directories, {read} ({} read){restic}",
+            "{named} snapshots in {} repositories: {} distinct files and directories, {read} ({} read){restic}",
             by_repository.len(),
             load(&progress.objects),
             ark_api::size::human(load(&progress.bytes)),

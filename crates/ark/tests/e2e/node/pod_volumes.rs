@@ -338,6 +338,59 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     assert!(!restored_volume.join(".velero").exists());
     assert_same_tree(&restored_volume, &original, RestoredBy::Ark);
 
+    // The backup verifies whole, every byte of its volume data read; a pack overwritten in the
+    // bucket is named with the pod's volume, and once the pack is back it verifies again.
+    let verify = |data: bool| {
+        let mut args = vec!["backup", "verify", "b2", "-n", ns];
+        args.extend(data.then_some("--data"));
+        common::ark(Some(&cluster), &args)
+    };
+    let sampled = verify(false);
+    let stdout = common::text(&sampled.stdout);
+    assert_eq!(sampled.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "  Volume data:  1 snapshots in 1 repositories: 7 distinct files and directories, "
+        ),
+        "{stdout}"
+    );
+    let whole = verify(true);
+    let stdout = common::text(&whole.stdout);
+    assert_eq!(whole.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "  Volume data:  1 snapshots in 1 repositories: 7 distinct files and directories, every file \
+             read (2.9 MiB read)\nNo defects.\n"
+        ),
+        "{stdout}"
+    );
+    // The data pack: the largest of the repository's.
+    let root = store.layout.kopia_repository(&app.name);
+    let mut packs = Vec::new();
+    for key in store.keys_under(&root).await.unwrap() {
+        if key.filename().is_some_and(|f| f.starts_with('p')) {
+            let bytes = store.get(&key).await.unwrap();
+            packs.push((key, bytes));
+        }
+    }
+    let largest = packs.into_iter().max_by_key(|(_, bytes)| bytes.len());
+    let (pack, bytes) = largest.unwrap();
+    store
+        .put(&pack, vec![0x5a; bytes.len()].into())
+        .await
+        .unwrap();
+    let damaged = verify(true);
+    let stdout = common::text(&damaged.stdout);
+    assert_eq!(damaged.status.code(), Some(1), "{stdout}");
+    let named = format!(
+        "  - volume data of pod {}/writer: {}:/",
+        app.name, pvr.spec.snapshot_id
+    );
+    assert!(stdout.contains(&named), "{stdout}");
+    assert!(stdout.contains("does not decrypt under its ID"), "{stdout}");
+    store.put(&pack, bytes).await.unwrap();
+    assert_eq!(verify(true).status.code(), Some(0));
+
     // Deleting both backups forgets their snapshots; maintenance then frees the packs nothing
     // references any more (`--safety none` at once, as nothing else writes here; the server's own
     // runs keep kopia's margins and free them a day later).
