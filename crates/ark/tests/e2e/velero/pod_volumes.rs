@@ -209,6 +209,20 @@ async fn ark_s_node_agent_restores_velero_s_volume_backup_and_writes_after_it() 
     )
     .await
     .expect("Velero's backup synced by ark's server");
+    // Velero's backup reads whole under ark's verification: every file of its folder, its
+    // tarball against its resource list, every byte of its volume data.
+    let verified = common::ark(
+        Some(&cluster),
+        &["backup", "verify", "vb1", "--data", "-n", ns],
+    );
+    let stdout = common::text(&verified.stdout);
+    assert_eq!(verified.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("  Volume data:  1 snapshots in 1 repositories: ")
+            && stdout.contains(", every file read (")
+            && stdout.contains("\nNo defects.\n"),
+        "{stdout}"
+    );
     ark_ok(
         &cluster,
         ns,
