@@ -21,6 +21,7 @@ pub use controllers::deletion::Config as DeletionConfig;
 pub use controllers::restore::Config as RestoreConfig;
 pub use controllers::restore::Priorities as RestorePriorities;
 pub use controllers::tenants;
+pub use controllers::verification::NewBackups as VerifyNewBackups;
 pub use domain::snapshots::VolumeSnapshotter;
 pub use domain::{locations, repositories, retention, snapshots};
 pub use server::{ServerError, ServerOptions, run};

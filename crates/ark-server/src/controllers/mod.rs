@@ -16,3 +16,4 @@ pub mod schedule;
 pub mod server_status;
 pub mod sync;
 pub mod tenants;
+pub mod verification;

@@ -102,6 +102,8 @@ pub struct Metrics {
     deletion_attempts: Counters,
     deletion_successes: Counters,
     deletion_failures: Counters,
+    verification_successes: Counters,
+    verification_failures: Counters,
     storage: StorageMetrics,
     pod_volumes: PodVolumeMetrics,
     reconcile_duration: Family<Reconcile, Histogram, fn() -> Histogram>,
@@ -273,7 +275,7 @@ impl std::fmt::Debug for Metrics {
 /// Velero's counters by schedule, as (name, help), in the order they are registered: the order
 /// of the pattern `Metrics::default` binds them to.
 #[rustfmt::skip]
-const COUNTERS: [(&str, &str); 13] = [
+const COUNTERS: [(&str, &str); 15] = [
     ("velero_backup_attempt", "Total number of attempted backups"),
     ("velero_backup_success", "Total number of successful backups"),
     ("velero_backup_partial_failure", "Total number of partially failed backups"),
@@ -287,6 +289,9 @@ const COUNTERS: [(&str, &str); 13] = [
     ("velero_backup_deletion_attempt", "Total number of attempted backup deletions"),
     ("velero_backup_deletion_success", "Total number of successful backup deletions"),
     ("velero_backup_deletion_failure", "Total number of failed backup deletions"),
+    // ark's own: the server's verifications of new backups (`--verify-new-backups`).
+    ("ark_backup_verification_success", "Total number of backups verified without a defect"),
+    ("ark_backup_verification_failure", "Total number of backups whose verification found defects"),
 ];
 
 /// Registers `metric` under `name` and `help`; the handle to update it by.
@@ -326,6 +331,8 @@ impl Default for Metrics {
             deletion_attempts,
             deletion_successes,
             deletion_failures,
+            verification_successes,
+            verification_failures,
         ] = COUNTERS.map(|(name, help)| schedule_counters(r, name, help));
         let backup_duration = registered(
             r,
@@ -387,6 +394,8 @@ impl Default for Metrics {
             deletion_attempts,
             deletion_successes,
             deletion_failures,
+            verification_successes,
+            verification_failures,
             storage,
             pod_volumes,
             reconcile_duration,
@@ -492,6 +501,15 @@ impl Metrics {
         self.deletion_failures
             .get_or_create(&schedule(schedule_name))
             .inc();
+    }
+
+    /// The server verified a backup: without a defect, or not.
+    pub fn backup_verified(&self, schedule_name: &str, passed: bool) {
+        let counter = match passed {
+            true => &self.verification_successes,
+            false => &self.verification_failures,
+        };
+        counter.get_or_create(&schedule(schedule_name)).inc();
     }
 
     /// A backup's CSI snapshots once it ended: attempted, and of those completed (the rest failed).

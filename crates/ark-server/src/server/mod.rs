@@ -16,9 +16,11 @@ use futures::future::BoxFuture;
 use crate::controllers::backup::Config as BackupConfig;
 use crate::controllers::deletion::Config as DeletionConfig;
 use crate::controllers::restore::Config as RestoreConfig;
+use crate::controllers::verification::NewBackups;
 use crate::controllers::{
     backup, backup_operations, deletion, download_requests, gc, location_validation,
     repository_maintenance, restore, restore_finalizer, schedule, server_status, sync, tenants,
+    verification,
 };
 use crate::domain::snapshots::VolumeSnapshotter;
 use crate::runtime::context::Kube;
@@ -59,6 +61,8 @@ pub struct ServerOptions {
     /// Whether a schedule that does not set `skipImmediately` skips the slot due when it is
     /// created or unpaused (Velero's `--schedule-skip-immediately`).
     pub schedule_skip_immediately: bool,
+    /// Which new backups the server reads back and verifies on its own.
+    pub verify_new_backups: NewBackups,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +153,12 @@ fn server_term(
         config: options.restore.clone(),
         scratch: scratch.clone(),
     });
+    let verification = Arc::new(verification::Ctx {
+        kube: kube.clone(),
+        data: options.verify_new_backups == NewBackups::Data,
+        scratch: scratch.clone(),
+        one_at_a_time: tokio::sync::Semaphore::new(1),
+    });
     let (deletion, restores) = deletion::Ctx::new(
         kube.clone(),
         options.deletion.clone(),
@@ -175,6 +185,12 @@ fn server_term(
     ];
     controllers.extend(request_controllers(&kube));
     controllers.extend(periodic_controllers(&kube, options));
+    if options.verify_new_backups != NewBackups::Off {
+        let work = verification::run(verification);
+        let kube = kube.clone();
+        let periodic = async move { kube.until_stopping(work).await }.boxed();
+        controllers.push(("verification", periodic));
+    }
     Term {
         start_up: backup::remove_legacy_finalizer(kube.clone()).boxed(),
         controllers,

@@ -224,6 +224,27 @@ pub struct BucketArgs {
     pub prefix: Option<String>,
 }
 
+/// Which new backups `ark server` reads back and verifies on its own (`--verify-new-backups`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VerifyNewBackups {
+    // None.
+    Off,
+    // Every file and item; the volume data's directories, each content looked up, a sample read.
+    Sampled,
+    // The same, every byte of the volume data read.
+    Data,
+}
+
+impl From<VerifyNewBackups> for ark_server::VerifyNewBackups {
+    fn from(value: VerifyNewBackups) -> Self {
+        match value {
+            VerifyNewBackups::Off => Self::Off,
+            VerifyNewBackups::Sampled => Self::Sampled,
+            VerifyNewBackups::Data => Self::Data,
+        }
+    }
+}
+
 /// Velero's feature flags (`--features`, comma-separated), under Velero's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Feature {

@@ -81,6 +81,11 @@ pub struct ServerArgs {
     /// unpaused, as Velero's flag of that name
     #[arg(long)]
     pub schedule_skip_immediately: bool,
+    /// Read back and verify each backup that ends Completed or PartiallyFailed, one at a time, as
+    /// `ark backup verify` does (sampled) or with every byte of its volume data (data); the
+    /// outcome is recorded on the Backup and counted in ark_backup_verification_* metrics
+    #[arg(long, value_enum, value_name = "DEPTH", default_value = "off")]
+    pub verify_new_backups: crate::cli::args::VerifyNewBackups,
     /// Velero's feature flags, comma-separated: EnableAPIGroupVersions backs up every version the
     /// cluster serves and restores the one Velero's priorities choose (EnableCSI is accepted: ark
     /// always takes CSI snapshots)
@@ -157,6 +162,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
         sync_period: args.backup_sync_period,
         validation_period: args.store_validation_frequency,
         schedule_skip_immediately: args.schedule_skip_immediately,
+        verify_new_backups: args.verify_new_backups.into(),
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)

@@ -98,6 +98,7 @@ fn options(
         sync_period: Duration::from_secs(2),
         validation_period: Duration::from_secs(2),
         schedule_skip_immediately: false,
+        verify_new_backups: ark_server::VerifyNewBackups::Off,
     }
 }
 

@@ -6,8 +6,8 @@ use crate::common;
 use std::collections::BTreeMap;
 
 use ark_api::verification::{Outcome, Verification};
-use ark_tests::{ArkServer, Cluster};
-use common::setup::Setup;
+use ark_tests::{ArkServer, Cluster, wait_for};
+use common::setup::{Setup, WAIT};
 use common::{ARK, ark, text};
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
@@ -158,4 +158,71 @@ async fn a_whole_backup_verifies_and_a_damaged_one_names_each_defect() {
         text(&unknown.stderr),
         format!("error: backup \"nope\" not found in namespace \"{ns}\"\n")
     );
+}
+
+/// `ark server --verify-new-backups sampled`: each backup is verified once it ends, recorded as by
+/// `ark backup verify` (named the server's), and counted; one whose files are damaged before the
+/// server reads it is recorded Failed, with a Warning event and its failure counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_verifies_each_new_backup_once_and_counts_the_outcomes() {
+    let setup = Setup::new(Cluster::get(), None).await;
+    let ns = setup.ns().to_string();
+    let address = ark_tests::free_local_address();
+    let flags = [
+        "--verify-new-backups",
+        "sampled",
+        "--metrics-address",
+        &address,
+    ];
+    let server = ArkServer::start_with(ARK, &setup.cluster, &ns, &flags);
+    setup.backup("b1", None);
+    let by_server = |b: Option<&ark_api::Backup>| {
+        b.and_then(Verification::of)
+            .is_some_and(|v| v.is_ok_and(|v| v.by == "ark-server"))
+    };
+    wait_for(setup.backups(), "b1", by_server, WAIT)
+        .await
+        .unwrap();
+    let record = recorded(&setup, "b1").await;
+    assert_eq!(
+        (record.outcome, record.defects, record.data),
+        (Outcome::Passed, 0, false)
+    );
+    assert_eq!(
+        event(&setup, "b1", "Verified").await.note.as_deref(),
+        Some("verified by ark-server, its volume data sampled: no defect")
+    );
+    let scraped = ark_tests::scrape(&address, "/metrics");
+    let line = "ark_backup_verification_success_total{schedule=\"\"} 1\n";
+    assert!(scraped.contains(line), "{line} not in:\n{scraped}");
+    drop(server);
+
+    // The next backup is made by a server that verifies nothing, and its log is lost before a
+    // server that verifies reads it back.
+    let plain = ArkServer::start(ARK, &setup.cluster, &ns);
+    setup.backup("b2", None);
+    drop(plain);
+    let log = setup.store.layout.backup_log("b2");
+    setup.store.delete(&log).await.unwrap();
+    let first = recorded(&setup, "b1").await;
+    let _server = ArkServer::start_with(ARK, &setup.cluster, &ns, &flags);
+    wait_for(setup.backups(), "b2", by_server, WAIT)
+        .await
+        .unwrap();
+    let record = recorded(&setup, "b2").await;
+    assert_eq!(
+        (record.outcome, record.first_defect.as_deref()),
+        (Outcome::Failed, Some("b2-logs.gz is missing"))
+    );
+    let warning = event(&setup, "b2", "VerificationFailed").await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    // b1 was verified by the first server: the second leaves it as it is.
+    assert_eq!(recorded(&setup, "b1").await, first);
+    let scraped = ark_tests::scrape(&address, "/metrics");
+    for line in [
+        "ark_backup_verification_success_total{schedule=\"\"} 0\n",
+        "ark_backup_verification_failure_total{schedule=\"\"} 1\n",
+    ] {
+        assert!(scraped.contains(line), "{line} not in:\n{scraped}");
+    }
 }
