@@ -120,6 +120,23 @@ impl CsiContent {
     /// its source, `Delete` as its policy, no class, and a reference to a VolumeSnapshot that
     /// cannot exist (as Velero builds it), under a name the API server picks.
     pub fn for_deletion(&self) -> Option<Value> {
+        self.recreated("vsc-", "Delete", Some(CONTENT_FINALIZER))
+    }
+
+    /// A content that asks the driver whether this snapshot still exists (the csi-snapshotter
+    /// looks a pre-provisioned content's handle up, and says ready or not found), and keeps it
+    /// when the content goes (`Retain`).
+    pub fn probe(&self) -> Option<Value> {
+        self.recreated("ark-verify-", "Retain", None)
+    }
+
+    /// The recorded content, bound to nothing, with the handle as its source.
+    fn recreated(
+        &self,
+        generate_name: &str,
+        policy: &str,
+        finalizer: Option<&str>,
+    ) -> Option<Value> {
         let handle = self.snapshot_handle.as_ref()?;
         let uid = self
             .object
@@ -134,7 +151,7 @@ impl CsiContent {
         if !spec.is_object() {
             spec = json!({});
         }
-        spec["deletionPolicy"] = json!("Delete");
+        spec["deletionPolicy"] = json!(policy);
         spec["source"] = json!({ "snapshotHandle": handle });
         spec["volumeSnapshotRef"] = json!({
             "apiVersion": "snapshot.storage.k8s.io/v1",
@@ -150,11 +167,11 @@ impl CsiContent {
             "apiVersion": "snapshot.storage.k8s.io/v1",
             "kind": "VolumeSnapshotContent",
             "metadata": {
-                "generateName": "vsc-",
+                "generateName": generate_name,
                 "labels": metadata.get("labels").cloned().unwrap_or(Value::Null),
                 "annotations": metadata.get("annotations").cloned().unwrap_or(Value::Null),
                 // This one only, whatever the backup recorded: no other finalizer may hold it.
-                "finalizers": [CONTENT_FINALIZER],
+                "finalizers": finalizer.into_iter().collect::<Vec<_>>(),
             },
             "spec": spec,
         }))

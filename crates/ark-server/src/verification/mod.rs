@@ -1,10 +1,11 @@
 //! A backup read back from its location and checked whole, by `ark backup verify` and by the
 //! server after each backup when it is told to: every file of Velero's layout present and
-//! parseable, the tarball's items matching the resource list, and each kopia snapshot of its
-//! volume data found in its repository and checked there (every byte with `data`, else the
-//! directories, every content looked up and a sample of files read). The outcome is recorded on
-//! the Backup ([`record`]).
+//! parseable, the tarball's items matching the resource list, each kopia snapshot of its volume
+//! data found in its repository and checked there (every byte with `data`, else the directories,
+//! every content looked up and a sample of files read), and each CSI snapshot still there, as its
+//! driver says. The outcome is recorded on the Backup ([`record`]).
 
+mod csi;
 mod files;
 mod volumes;
 
@@ -88,6 +89,7 @@ pub async fn verify(
         &mut report,
     )
     .await;
+    csi::check(client, &found, &mut report).await;
     Ok(report)
 }
 

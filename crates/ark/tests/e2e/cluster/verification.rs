@@ -67,9 +67,10 @@ async fn a_whole_backup_verifies_and_a_damaged_one_names_each_defect() {
         (
             Some(0),
             format!(
-                "Backup b1:\n  Files:        {files} of the backup's folder read and parsed\n  \
-                 Objects:      {items} items in the tarball, against the resource list\n  \
-                 Volume data:  none recorded\nNo defects.\nRecorded on backup b1.\n"
+                "Backup b1:\n  Files:          {files} of the backup's folder read and parsed\n  \
+                 Objects:        {items} items in the tarball, against the resource list\n  \
+                 Volume data:    none recorded\n  CSI snapshots:  none recorded\nNo defects.\n\
+                 Recorded on backup b1.\n"
             ),
             String::new()
         )

@@ -230,6 +230,40 @@ async fn a_database_on_a_csi_claim_comes_back_from_its_snapshot_with_its_rows() 
         "{described}"
     );
 
+    // Verification asks the driver whether the snapshot is there: it is; while the storage
+    // system has lost it, verification says so; no probe is left behind either way.
+    let verify = || common::ark(Some(cluster), &["backup", "verify", "b1", "-n", setup.ns()]);
+    let whole = verify();
+    let stdout = common::text(&whole.stdout);
+    assert_eq!(whole.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("  CSI snapshots:  1 of 1 present and ready, as their drivers say\n"),
+        "{stdout}"
+    );
+    let kept = ark_tests::state_dir().join("csi/data/snapshots");
+    let record = kept.join(format!("{}.json", csi.snapshot_handle));
+    let aside = kept.join("aside.json.moved");
+    std::fs::rename(&record, &aside).unwrap();
+    let lost = verify();
+    std::fs::rename(&aside, &record).unwrap();
+    let stdout = common::text(&lost.stdout);
+    assert_eq!(lost.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "  - CSI snapshot {} (VolumeSnapshotContent ",
+            csi.snapshot_handle
+        )) && stdout.contains("its driver says: "),
+        "{stdout}"
+    );
+    let contents: Api<DynamicObject> =
+        Api::all_with(client.clone(), &snapshot_api("VolumeSnapshotContent"));
+    let probes: Vec<String> = (contents.list(&ListParams::default()).await.unwrap().items)
+        .iter()
+        .map(|c| c.name_any())
+        .filter(|name| name.starts_with("ark-verify-"))
+        .collect();
+    assert_eq!(probes, Vec::<String>::new());
+
     let volumes = Api::<PersistentVolume>::all(client.clone());
     let pv = volumes.get(&volume).await.unwrap();
     common::node_agent::lose(cluster, app).await;

@@ -350,7 +350,7 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     assert_eq!(sampled.status.code(), Some(0), "{stdout}");
     assert!(
         stdout.contains(
-            "  Volume data:  1 snapshots in 1 repositories: 7 distinct files and directories, "
+            "  Volume data:    1 snapshots in 1 repositories: 7 distinct files and directories, "
         ),
         "{stdout}"
     );
@@ -359,8 +359,8 @@ async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_sta
     assert_eq!(whole.status.code(), Some(0), "{stdout}");
     assert!(
         stdout.contains(
-            "  Volume data:  1 snapshots in 1 repositories: 7 distinct files and directories, every file \
-             read (2.9 MiB read)\nNo defects.\n"
+            "  Volume data:    1 snapshots in 1 repositories: 7 distinct files and directories, every file \
+             read (2.9 MiB read)\n  CSI snapshots:  none recorded\nNo defects.\n"
         ),
         "{stdout}"
     );

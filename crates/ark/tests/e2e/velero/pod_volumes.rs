@@ -218,7 +218,7 @@ async fn ark_s_node_agent_restores_velero_s_volume_backup_and_writes_after_it() 
     let stdout = common::text(&verified.stdout);
     assert_eq!(verified.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("  Volume data:  1 snapshots in 1 repositories: ")
+        stdout.contains("  Volume data:    1 snapshots in 1 repositories: ")
             && stdout.contains(", every file read (")
             && stdout.contains("\nNo defects.\n"),
         "{stdout}"
