@@ -530,21 +530,35 @@ mod tests {
 
     fn assert_send<T: Send>(_: &T) {}
 
-    #[tokio::test]
-    async fn snapshots_restores_verification_and_maintenance_may_run_on_any_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
-        let repo = Repository::create(store, object_store::path::Path::from("r"), "pw")
+    /// A new repository at `root` in `dir` on the local disk, and the store it is in.
+    async fn local_repository(
+        dir: &Path,
+        root: &str,
+    ) -> (Arc<dyn ObjectStore>, object_store::path::Path, Repository) {
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap());
+        let root = object_store::path::Path::from(root);
+        let repo = Repository::create(store.clone(), root.clone(), "pw")
             .await
             .unwrap();
-        let data = dir.path().join("data");
-        std::fs::create_dir(&data).unwrap();
-        let source = SourceInfo {
+        (store, root, repo)
+    }
+
+    fn source() -> SourceInfo {
+        SourceInfo {
             host: "h".into(),
             user_name: "u".into(),
             path: "/p".into(),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn snapshots_restores_verification_and_maintenance_may_run_on_any_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, repo) = local_repository(dir.path(), "r").await;
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let source = source();
         let create = repo.create_snapshot(&data, source, SnapshotOptions::default());
         assert_send(&create);
         let (snapshot, _) = create.await.unwrap();
@@ -562,11 +576,7 @@ mod tests {
         use std::io::{Seek as _, SeekFrom, Write as _};
         use std::os::unix::fs::MetadataExt as _;
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let store =
-            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
-        let repo = Repository::create(store, object_store::path::Path::from("r"), "pw")
-            .await
-            .unwrap();
+        let (_, _, repo) = local_repository(dir.path(), "r").await;
         let data = dir.path().join("data");
         std::fs::create_dir(&data).unwrap();
         let mut file = std::fs::File::create(data.join("holes")).unwrap();
@@ -575,11 +585,7 @@ mod tests {
         file.seek(SeekFrom::Start((8 << 20) - 3)).unwrap();
         file.write_all(b"end").unwrap();
         drop(file);
-        let source = SourceInfo {
-            host: "h".into(),
-            user_name: "u".into(),
-            path: "/p".into(),
-        };
+        let source = source();
         let (snapshot, _) = repo
             .create_snapshot(&data, source, SnapshotOptions::default())
             .await
@@ -616,22 +622,13 @@ mod tests {
     #[tokio::test]
     async fn a_sampled_verification_finds_a_missing_pack_without_reading_every_file() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
-        let root = object_store::path::Path::from("r");
-        let repo = Repository::create(store.clone(), root.clone(), "pw")
-            .await
-            .unwrap();
+        let (store, root, repo) = local_repository(dir.path(), "r").await;
         let data = dir.path().join("data");
         std::fs::create_dir(&data).unwrap();
         for i in 0..64 {
             std::fs::write(data.join(format!("f{i}")), format!("file {i}").repeat(100)).unwrap();
         }
-        let source = SourceInfo {
-            host: "h".into(),
-            user_name: "u".into(),
-            path: "/p".into(),
-        };
+        let source = source();
         let (snapshot, _) = repo
             .create_snapshot(&data, source, SnapshotOptions::default())
             .await
@@ -669,12 +666,7 @@ mod tests {
     #[tokio::test]
     async fn a_new_repository_has_velero_s_maintenance_owner() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
-        let root = object_store::path::Path::from("kopia/ns");
-        let repo = Repository::create(store.clone(), root.clone(), "pw")
-            .await
-            .unwrap();
+        let (store, root, repo) = local_repository(dir.path(), "kopia/ns").await;
         assert_eq!(
             repo.maintenance_owner().await.unwrap().as_deref(),
             Some("default@default")
