@@ -23,6 +23,35 @@ where
         .unwrap_or_default()
 }
 
+/// The object `name` (a `kind`: "backup") in `namespace`, or an error naming it, the namespace and
+/// the closest existing name.
+pub async fn get<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    kind: &str,
+) -> anyhow::Result<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    use anyhow::Context as _;
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    match api
+        .get_opt(name)
+        .await
+        .with_context(|| format!("cannot look up {kind} {name:?}"))?
+    {
+        Some(object) => Ok(object),
+        None => anyhow::bail!(
+            "{kind} {name:?} not found in namespace {namespace:?}{}",
+            suggestion(&api, name).await
+        ),
+    }
+}
+
 /// The candidate closest to `name` by edit distance, if it is close enough to be a typo: at most
 /// one edit per four characters, and two at most.
 pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use ark_api::Backup;
 use clap::Args;
-use kube::Api;
 
 use crate::cli::args::{GlobalArgs, Names};
 
@@ -27,16 +26,8 @@ pub struct BackupDownloadArgs {
 
 pub async fn run(global: &GlobalArgs, args: BackupDownloadArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let backup = Api::<Backup>::namespaced(client.clone(), &global.namespace)
-        .get_opt(&args.name)
-        .await?
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "backup {:?} not found in namespace {:?}",
-                args.name,
-                global.namespace
-            )
-        })?;
+    let backup: Backup =
+        crate::commands::missing::get(&client, &global.namespace, &args.name, "backup").await?;
     let output = args
         .output
         .clone()

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use ark_api::{Backup, PodVolumeBackup};
 use clap::Args;
-use kube::Api;
 
 use crate::cli::args::GlobalArgs;
 use crate::commands::repository::RepositoryArgs;
@@ -36,19 +35,8 @@ pub async fn run(global: &GlobalArgs, args: DownloadVolumeArgs) -> anyhow::Resul
         anyhow::bail!("--pod {:?}: give it as NAMESPACE/NAME", args.pod);
     };
     let client = crate::context::client(global).await?;
-    let backups: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
-    let Some(backup) = backups
-        .get_opt(&args.backup)
-        .await
-        .with_context(|| format!("cannot look up backup {:?}", args.backup))?
-    else {
-        anyhow::bail!(
-            "backup {:?} not found in namespace {:?}{}",
-            args.backup,
-            global.namespace,
-            crate::commands::missing::suggestion(&backups, &args.backup).await
-        );
-    };
+    let backup: Backup =
+        crate::commands::missing::get(&client, &global.namespace, &args.backup, "backup").await?;
     let location = backup.spec.storage_location.clone().unwrap_or_default();
     let opened = ark_server::locations::open_named(&client, &global.namespace, &location)
         .await

@@ -1,21 +1,14 @@
 use std::process::ExitCode;
 
 use ark_api::Backup;
-use kube::Api;
 
 use crate::cli::args::{GlobalArgs, LogsArgs};
 use crate::commands::bucket;
 
 pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let api: Api<Backup> = Api::namespaced(client.clone(), &global.namespace);
-    let backup = api.get_opt(&args.name).await?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "backup {:?} not found in namespace {:?}",
-            args.name,
-            global.namespace
-        )
-    })?;
+    let backup: Backup =
+        crate::commands::missing::get(&client, &global.namespace, &args.name, "backup").await?;
     let location = backup.spec.storage_location.clone().unwrap_or_default();
     bucket::print_log(
         &client,

@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use ark_api::Backup;
 use ark_server::verification::{self, Options, Report};
 use clap::Args;
-use kube::Api;
 
 use crate::cli::args::{GlobalArgs, Names};
 
@@ -28,15 +27,8 @@ pub struct BackupVerifyArgs {
 
 pub async fn run(global: &GlobalArgs, args: BackupVerifyArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let backup = Api::<Backup>::namespaced(client.clone(), &global.namespace)
-        .get_opt(&args.name)
-        .await?
-        .with_context(|| {
-            format!(
-                "backup {:?} not found in namespace {:?}",
-                args.name, global.namespace
-            )
-        })?;
+    let backup: Backup =
+        crate::commands::missing::get(&client, &global.namespace, &args.name, "backup").await?;
     let options = Options {
         data: args.data,
         scratch: std::env::temp_dir(),

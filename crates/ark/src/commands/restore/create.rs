@@ -166,18 +166,8 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         (Some(backup), None) => backup.clone(),
         (None, None) => anyhow::bail!("--from-backup or --from-schedule is required"),
     };
-    let found = backups
-        .get_opt(&from_backup)
-        .await
-        .with_context(|| format!("cannot look up backup {from_backup:?}"))?;
-    if found.is_none() {
-        anyhow::bail!(
-            "backup {:?} not found in namespace {:?}{}",
-            from_backup,
-            global.namespace,
-            crate::commands::missing::suggestion(&backups, &from_backup).await
-        );
-    }
+    let _: Backup =
+        crate::commands::missing::get(&client, &global.namespace, &from_backup, "backup").await?;
     let name = args.name.unwrap_or_else(|| {
         let stamp = k8s_openapi::jiff::Timestamp::now().strftime("%Y%m%d%H%M%S");
         let of = args.from_schedule.as_deref().unwrap_or(&from_backup);

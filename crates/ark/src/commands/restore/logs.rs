@@ -8,16 +8,8 @@ use crate::commands::bucket;
 
 pub async fn run(global: &GlobalArgs, args: LogsArgs) -> anyhow::Result<ExitCode> {
     let client = crate::context::client(global).await?;
-    let restore = Api::<Restore>::namespaced(client.clone(), &global.namespace)
-        .get_opt(&args.name)
-        .await?
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "restore {:?} not found in namespace {:?}",
-                args.name,
-                global.namespace
-            )
-        })?;
+    let restore: Restore =
+        crate::commands::missing::get(&client, &global.namespace, &args.name, "restore").await?;
     let backup = Api::<Backup>::namespaced(client.clone(), &global.namespace)
         .get_opt(&restore.spec.backup_name)
         .await?

@@ -159,6 +159,10 @@ async fn a_whole_backup_verifies_and_a_damaged_one_names_each_defect() {
         text(&unknown.stderr),
         format!("error: backup \"nope\" not found in namespace \"{ns}\"\n")
     );
+    assert_eq!(
+        text(&verify("b").stderr),
+        format!("error: backup \"b\" not found in namespace \"{ns}\"; did you mean \"b1\"?\n")
+    );
 }
 
 /// `ark server --verify-new-backups sampled`: each backup is verified once it ends, recorded as by
