@@ -12,7 +12,8 @@ use kube::api::ApiResource;
 use serde_json::{Value, json};
 
 use super::{CREDENTIALS_SECRET, roles};
-use crate::cli::args::Feature;
+use crate::cli::args::{Feature, VerifyNewBackups};
+use clap::ValueEnum as _;
 
 /// The field manager of every object ark installs: `ark uninstall` removes what only it manages.
 pub const FIELD_MANAGER: &str = "ark-install";
@@ -79,6 +80,8 @@ pub struct Plan {
     pub node_agent_configmap: Option<String>,
     /// Velero's feature flags the server runs with.
     pub features: Vec<Feature>,
+    /// Which new backups the server verifies on its own.
+    pub verify_new_backups: VerifyNewBackups,
     /// The most the server's scratch volume may hold (a Kubernetes quantity): past it the kubelet
     /// evicts the server, which another replica or its restart takes over, rather than fill the
     /// node's disk.
@@ -447,6 +450,7 @@ pub fn installed(namespace: &str) -> Vec<Manifest> {
         node_agent_configmap: None,
         features: Vec::new(),
         scratch_size: SCRATCH_SIZE.into(),
+        verify_new_backups: VerifyNewBackups::Off,
     });
     // Roles an earlier install wrote under their former names, removed before the namespace.
     let namespace_at = installed
@@ -503,6 +507,13 @@ pub fn server_args(plan: &Plan) -> Vec<String> {
         format!("--restore-helper-image={}", plan.image),
     ];
     args.extend(Feature::flag(&plan.features));
+    if plan.verify_new_backups != VerifyNewBackups::Off {
+        let depth = plan
+            .verify_new_backups
+            .to_possible_value()
+            .expect("every value is named");
+        args.push(format!("--verify-new-backups={}", depth.get_name()));
+    }
     args
 }
 
@@ -587,7 +598,24 @@ mod tests {
             node_agent_configmap: None,
             features: vec![Feature::EnableApiGroupVersions, Feature::EnableCsi],
             scratch_size: SCRATCH_SIZE.into(),
+            verify_new_backups: VerifyNewBackups::Off,
         }
+    }
+
+    #[test]
+    fn the_server_verifies_new_backups_only_when_the_install_says_so() {
+        let flag = |plan: &Plan| {
+            (server_args(plan).into_iter()).find(|a| a.starts_with("--verify-new-backups"))
+        };
+        assert_eq!(flag(&plan()), None);
+        let verifying = Plan {
+            verify_new_backups: VerifyNewBackups::Data,
+            ..plan()
+        };
+        assert_eq!(
+            flag(&verifying).as_deref(),
+            Some("--verify-new-backups=data")
+        );
     }
 
     #[test]

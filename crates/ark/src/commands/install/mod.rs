@@ -61,6 +61,10 @@ pub struct InstallArgs {
     /// (see `ark server --help`)
     #[arg(long, value_delimiter = ',', value_name = "FEATURES")]
     pub features: Vec<Feature>,
+    /// Have the server read back and verify each new backup (`sampled`, or `data` to read every
+    /// byte of its volume data), as `ark server --verify-new-backups`
+    #[arg(long, value_enum, value_name = "DEPTH", default_value = "off")]
+    pub verify_new_backups: crate::cli::args::VerifyNewBackups,
     /// The password of the kopia repositories that hold volume data, for the Secret
     /// `velero-repo-credentials` (which Velero's node agent reads too); without it, a random one.
     /// An existing Secret is never replaced: the repositories already written need its password
@@ -116,6 +120,7 @@ pub async fn run(global: &GlobalArgs, args: InstallArgs) -> anyhow::Result<ExitC
         node_agent: args.use_node_agent.then_some(args.kubelet_pods_dir),
         node_agent_configmap: args.node_agent_configmap,
         features: args.features,
+        verify_new_backups: args.verify_new_backups,
         scratch_size: args.scratch_size,
     };
     let all = manifests::manifests(&plan);
