@@ -1,12 +1,14 @@
 //! Volume data in kopia's format, by ark (crates/ark-kopia) and by the kopia CLI v0.16.0 (the
 //! one Velero v1.18 links), one after the other into the same SeaweedFS, on the same trees:
 //! - 1 GiB in 4 files of random bytes, and 100,000 files of 4 KiB;
-//! - the first snapshot, a second one of the unchanged tree, and a restore to an empty directory;
+//! - the first snapshot, a second one of the unchanged tree, a restore to an empty directory, and
+//!   a verification of the latest snapshot: sampled (ark: every content looked up, one file in
+//!   64 read; kopia: `--verify-files-percent=0`) and reading every byte (`=100`);
 //! - wall time, CPU seconds and peak RSS of each command, under GNU time;
 //! - the bytes the second snapshot added to the bucket;
 //! - the floor, in the same run: reading the tree (`tar cf /dev/null`) and writing its bytes to
 //!   S3 in 20 MiB objects (kopia's pack size), two at a time; for restores, reading those objects
-//!   back and writing them to files.
+//!   back and writing them to files; for verifications, reading them back only.
 //!
 //! Each ark operation runs as a process of its own (this program, `--op ...`), so that its peak
 //! RSS is its own. kopia keeps its caches in a fresh directory per tree, as a new node would.
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ark_kopia::Repository;
-use ark_kopia::repository::SnapshotOptions;
+use ark_kopia::repository::{Reading, SnapshotOptions, VerifyProgress};
 use ark_kopia::snapshot::{RestoreCounts, SourceInfo};
 use ark_tests::bench::make_tree;
 use ark_tests::kopia::{Kopia, repository_store};
@@ -75,7 +77,8 @@ fn source(kind: &str) -> SourceInfo {
     }
 }
 
-/// `--op snapshot|restore|upload PREFIX DIR`: one ark operation, in a process of its own.
+/// `--op snapshot|restore|verify-sampled|verify-data|upload|download|read PREFIX DIR`: one ark
+/// operation, in a process of its own.
 async fn op(args: &[String]) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (what, prefix, dir) = (&args[0], &args[1], PathBuf::from(&args[2]));
@@ -107,6 +110,18 @@ async fn op(args: &[String]) {
             repo.restore(&entry, &dir, &RestoreCounts::default())
                 .await
                 .unwrap();
+        }
+        "verify-sampled" | "verify-data" => {
+            let repo = Repository::open(store, root, PASSWORD).await.unwrap();
+            let latest = repo.snapshots().await.unwrap().pop().unwrap();
+            let reading = match what.as_str() {
+                "verify-data" => Reading::All,
+                _ => Reading::Sample { one_in: 64 },
+            };
+            let errors = repo
+                .verify(&[latest], reading, &VerifyProgress::default())
+                .await;
+            assert_eq!(errors, Vec::<String>::new());
         }
         "upload" => {
             use futures::StreamExt as _;
@@ -142,10 +157,12 @@ async fn op(args: &[String]) {
                 .await;
             reader.join().unwrap();
         }
-        "download" => {
+        "download" | "read" => {
             use futures::{StreamExt as _, TryStreamExt as _};
             use object_store::ObjectStoreExt as _;
-            // The floor's objects back, each written to a file of DIR, two at a time.
+            // The floor's objects back, each written to a file of DIR (`read`: not written), two
+            // at a time.
+            let write = what == "download";
             std::fs::create_dir_all(&dir).unwrap();
             let objects: Vec<_> = store.list(Some(&root)).try_collect().await.unwrap();
             futures::stream::iter(objects)
@@ -160,6 +177,9 @@ async fn op(args: &[String]) {
                             .await
                             .unwrap();
                         let name = meta.location.filename().unwrap().to_string();
+                        if !write {
+                            return;
+                        }
                         tokio::task::spawn_blocking(move || {
                             std::fs::write(dir.join(name), bytes).unwrap()
                         })
@@ -208,6 +228,8 @@ struct Run {
     second: Cost,
     restore: Cost,
     second_bytes: u64,
+    verify_sampled: Cost,
+    verify_data: Cost,
 }
 
 #[tokio::main]
@@ -253,6 +275,8 @@ async fn main() {
         let downloaded = work.path().join(format!("{kind}-floor"));
         let download_floor = floor_op("download", &downloaded);
         std::fs::remove_dir_all(&downloaded).unwrap();
+        let read_back_floor = floor_op("read", &downloaded);
+        std::fs::remove_dir_all(&downloaded).unwrap();
 
         let ark_prefix = unique_name("bench-repository/ark");
         let ark_op = |what: &str, dir: &Path| {
@@ -274,6 +298,8 @@ async fn main() {
             second,
             restore,
             second_bytes,
+            verify_sampled: ark_op("verify-sampled", &tree),
+            verify_data: ark_op("verify-data", &tree),
         };
 
         let kopia_prefix = unique_name("bench-repository/kopia");
@@ -310,6 +336,8 @@ async fn main() {
             second,
             restore,
             second_bytes,
+            verify_sampled: kopia_op(&["snapshot", "verify", "--verify-files-percent=0"]),
+            verify_data: kopia_op(&["snapshot", "verify", "--verify-files-percent=100"]),
         };
 
         let label = format!("{kind} ({} MiB)", size >> 20);
@@ -339,6 +367,23 @@ async fn main() {
             cell(ark.restore),
             cell(kopia_run.restore),
             download_floor.wall
+        ));
+        lines.push(format!(
+            "| {label} | verify, sampled (kopia: `--verify-files-percent=0`) | {} | {} | ark's restore {:.1} s |",
+            cell(ark.verify_sampled),
+            cell(kopia_run.verify_sampled),
+            ark.restore.wall
+        ));
+        lines.push(format!(
+            "| {label} | verify, every byte (kopia: `=100`) | {} | {} | read back {:.1} s |",
+            cell(ark.verify_data),
+            cell(kopia_run.verify_data),
+            read_back_floor.wall
+        ));
+        lines.push(format!(
+            "| {label} | ark's verify ÷ ark's restore (sampled), ÷ floor (every byte) | {:.2}, {:.2} | | |",
+            ark.verify_sampled.wall / ark.restore.wall.max(0.001),
+            ark.verify_data.wall / read_back_floor.wall.max(0.001)
         ));
         lines.push(format!(
             "| {label} | ark ÷ kopia (first, unchanged, restore) | {:.2}, {:.2}, {:.2} | | ark ÷ floor (first): {:.2} |",
