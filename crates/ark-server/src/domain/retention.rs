@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::jiff::tz::TimeZone;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// A rule of a retention policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -153,6 +153,93 @@ impl Retention {
     }
 }
 
+impl Retention {
+    /// When each backup the policy keeps would go, if each of the schedule's `next` runs (in
+    /// order) made a Completed backup: the first run after which no rule keeps it. None when it
+    /// outlives every run given.
+    pub fn goes_at<'a, N: AsRef<str>>(
+        &self,
+        backups: &'a [(N, Timestamp)],
+        next: &[Timestamp],
+    ) -> BTreeMap<&'a str, Option<Timestamp>> {
+        let kept = self.kept(backups);
+        let starts: BTreeMap<&str, Timestamp> =
+            (backups.iter()).map(|(n, at)| (n.as_ref(), *at)).collect();
+        let mut goes = BTreeMap::new();
+        for (name, rules) in kept {
+            let started = starts[name];
+            let newer: Vec<Timestamp> = (backups.iter())
+                .map(|(n, at)| (*at, n.as_ref()))
+                .filter(|newer| *newer > (started, name))
+                .map(|(at, _)| at)
+                .collect();
+            // The last rule to let it go decides; one that never does keeps it.
+            let each = rules
+                .iter()
+                .map(|&rule| self.dropped_by(rule, started, &newer, next));
+            goes.insert(
+                name,
+                each.collect::<Option<Vec<_>>>()
+                    .and_then(|t| t.into_iter().max()),
+            );
+        }
+        goes
+    }
+
+    /// How many of a schedule's next runs [`Self::goes_at`] needs to say when each kept backup
+    /// goes: those of the span of the longest period rule (its count and one more of its
+    /// periods), and at least as many as `last` counts.
+    pub fn look_ahead(&self) -> (usize, SignedDuration) {
+        let hours = |rule: Rule| match rule {
+            Rule::Last => 0,
+            Rule::Hourly => 1,
+            Rule::Daily => 24,
+            Rule::Weekly => 7 * 24,
+            Rule::Monthly => 31 * 24,
+            Rule::Yearly => 366 * 24,
+        };
+        let span = (self.0.iter())
+            .map(|(&rule, &count)| hours(rule) * (i64::from(count) + 1))
+            .max()
+            .unwrap_or(0);
+        let last = self.0.get(&Rule::Last).map_or(0, |&n| n as usize);
+        (last, SignedDuration::from_hours(span))
+    }
+
+    /// The run after which `rule` no longer keeps a backup that started at `started`, with
+    /// `newer` backups after it.
+    fn dropped_by(
+        &self,
+        rule: Rule,
+        started: Timestamp,
+        newer: &[Timestamp],
+        next: &[Timestamp],
+    ) -> Option<Timestamp> {
+        let count = self.0[&rule] as usize;
+        let Some(period) = rule.period(started) else {
+            // `last`: once `count` backups are newer.
+            return next
+                .get(count.checked_sub(newer.len())?.checked_sub(1)?)
+                .copied();
+        };
+        // A period rule: once a later backup of its period is its newest, or `count` newer
+        // periods have a backup.
+        let mut periods: std::collections::BTreeSet<_> =
+            newer.iter().filter_map(|at| rule.period(*at)).collect();
+        for &run in next {
+            let of = rule.period(run);
+            if of == Some(period) {
+                return Some(run);
+            }
+            periods.extend(of);
+            if periods.len() >= count {
+                return Some(run);
+            }
+        }
+        None
+    }
+}
+
 /// The Completed ones of a schedule's `backups`, as [`Retention::kept`] takes them: name and
 /// start (or, without one, creation).
 pub fn completed(backups: &[ark_api::Backup]) -> Vec<(String, Timestamp)> {
@@ -291,6 +378,51 @@ mod tests {
         // Nothing else: 7 days, 2 more Sundays (the 28th is one of the days), 11 more month ends.
         assert_eq!(kept.len(), 7 + 2 + 11);
         assert_eq!(rules_of("daily-20250101"), None);
+    }
+
+    /// Each kept backup goes at the run after which the policy, worked again with that run's
+    /// backup added, no longer keeps it: checked against `kept` itself, run by run.
+    #[test]
+    fn each_kept_backup_goes_at_the_first_run_after_which_no_rule_keeps_it() {
+        let first: Timestamp = "2026-01-01T02:00:00Z".parse().unwrap();
+        let every_6h = |n: i64| first + SignedDuration::from_hours(6 * n);
+        let names: Vec<String> = (0..40).map(|n| format!("b{n:03}")).collect();
+        let mut backups: Vec<(String, Timestamp)> = (0..40)
+            .map(|n| (names[n as usize].clone(), every_6h(n)))
+            .collect();
+        let next: Vec<Timestamp> = (40..400).map(every_6h).collect();
+        let policy: Retention = "last=3,daily=4,weekly=2".parse().unwrap();
+        let goes: BTreeMap<String, Option<Timestamp>> = (policy.goes_at(&backups, &next))
+            .into_iter()
+            .map(|(name, at)| (name.to_string(), at))
+            .collect();
+        let kept: Vec<String> = policy
+            .kept(&backups)
+            .keys()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(goes.len(), kept.len());
+        // The simulation: each run's backup added in turn, the first run without it is when it
+        // goes.
+        let mut gone: BTreeMap<String, Timestamp> = BTreeMap::new();
+        for (i, run) in next.iter().enumerate() {
+            backups.push((format!("n{i:04}"), *run));
+            let still = policy.kept(&backups);
+            for name in &kept {
+                if !still.contains_key(name.as_str()) {
+                    gone.entry(name.clone()).or_insert(*run);
+                }
+            }
+        }
+        for name in &kept {
+            assert_eq!(goes[name], gone.get(name).copied(), "{name}");
+        }
+        // The newest (Saturday 10 January, 20:00): last=3 lets it go after three runs, its ISO
+        // week's newer backup (Sunday 11th, 02:00) at once, but daily=4 only once four newer
+        // days have a backup: at 14 January, 02:00.
+        assert!(goes.values().all(Option::is_some));
+        assert_eq!(goes["b039"], Some("2026-01-14T02:00:00Z".parse().unwrap()));
+        assert_eq!(every_6h(39), "2026-01-10T20:00:00Z".parse().unwrap());
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub fn describe_text(
     }
     d.fields(&made_fields);
     if let Some(policy) = schedule.annotations().get(labels::RETENTION) {
-        retention_text(&mut d, policy, made);
+        retention_text(&mut d, schedule, policy, made, now);
     }
     if !missed.is_empty() {
         d.blank();
@@ -182,9 +182,39 @@ pub fn describe_text(
     d.finish()
 }
 
-/// The schedule's retention rules, and which of its Completed backups they keep, by which rules
-/// (as garbage collection decides: the others go at its next look).
-fn retention_text(d: &mut Describe, policy: &str, made: &[Backup]) {
+/// The most of the schedule's next runs retention looks at to say when a kept backup goes: an
+/// hourly schedule's 4 years under `yearly=3`.
+const RUNS_AHEAD: usize = 40_000;
+
+/// The schedule's next runs, as many as `policy` needs to say when each kept backup goes (none
+/// while it is paused).
+fn runs_ahead(schedule: &Schedule, policy: &Retention, now: Timestamp) -> Vec<Timestamp> {
+    let (Ok(cron), Some(first)) = (
+        Cron::parse(&schedule.spec.schedule),
+        next_run(schedule, now),
+    ) else {
+        return Vec::new();
+    };
+    let (runs, span) = policy.look_ahead();
+    let until = now.saturating_add(span).unwrap_or(now);
+    std::iter::successors(Some(first), |run| cron.next(*run))
+        .enumerate()
+        .take_while(|(i, run)| *i < runs || *run <= until)
+        .map(|(_, run)| run)
+        .take(RUNS_AHEAD)
+        .collect()
+}
+
+/// The schedule's retention rules, which of its Completed backups they keep, by which rules (as
+/// garbage collection decides: the others go at its next look), and when each goes if every run
+/// from `now` on makes a Completed backup.
+fn retention_text(
+    d: &mut Describe,
+    schedule: &Schedule,
+    policy: &str,
+    made: &[Backup],
+    now: Timestamp,
+) {
     d.blank();
     let policy = match policy.parse::<Retention>() {
         Ok(policy) => policy,
@@ -197,13 +227,20 @@ fn retention_text(d: &mut Describe, policy: &str, made: &[Backup]) {
     d.field("Retention", &policy.to_string());
     let completed = ark_server::retention::completed(made);
     let kept = policy.kept(&completed);
-    d.line("Kept by it:");
+    let ahead = runs_ahead(schedule, &policy, now);
+    let goes = policy.goes_at(&completed, &ahead);
+    d.line("Kept by it (and when each goes, if every run until then completes):");
     if kept.is_empty() {
         d.line("  <none>");
     }
     for (name, rules) in kept.iter().rev() {
         let rules: Vec<String> = rules.iter().map(ToString::to_string).collect();
-        d.line(&format!("  {name}  ({})", rules.join(", ")));
+        let when = match goes.get(name).copied().flatten() {
+            Some(at) => format!("goes after the run of {}", output::time(Some(&Time(at)))),
+            None if ahead.is_empty() => "kept until later backups are made".to_string(),
+            None => format!("kept past the next {} runs", ahead.len()),
+        };
+        d.line(&format!("  {name}  ({}; {when})", rules.join(", ")));
     }
 }
 
@@ -214,6 +251,56 @@ mod tests {
 
     fn at(text: &str) -> Timestamp {
         text.parse().unwrap()
+    }
+
+    /// Under `last=2,daily=3`, a daily schedule's three Completed backups are kept, and each goes
+    /// at the run that makes it neither one of the two newest nor one of the three newest days.
+    #[test]
+    fn retention_says_which_backups_it_keeps_by_which_rule_and_when_each_goes() {
+        let schedule = Schedule::new(
+            "daily",
+            ScheduleSpec {
+                schedule: "0 2 * * *".into(),
+                ..Default::default()
+            },
+        );
+        let made: Vec<Backup> = ["2026-03-04", "2026-03-05", "2026-03-06"]
+            .iter()
+            .map(|day| {
+                let mut backup = Backup::new(&format!("daily-{day}"), BackupSpec::default());
+                backup.metadata.creation_timestamp = Some(Time(at(&format!("{day}T02:00:00Z"))));
+                backup.status = Some(BackupStatus {
+                    phase: Some(ark_api::BackupPhase::Completed),
+                    ..Default::default()
+                });
+                backup
+            })
+            .collect();
+        let mut d = Describe::default();
+        let now = at("2026-03-06T12:00:00Z");
+        retention_text(&mut d, &schedule, "last=2,daily=3", &made, now);
+        insta::assert_snapshot!(d.finish(), @r"
+
+        Retention:  last=2,daily=3
+        Kept by it (and when each goes, if every run until then completes):
+          daily-2026-03-06  (last, daily; goes after the run of 2026-03-09 02:00:00 +0000 UTC)
+          daily-2026-03-05  (last, daily; goes after the run of 2026-03-08 02:00:00 +0000 UTC)
+          daily-2026-03-04  (daily; goes after the run of 2026-03-07 02:00:00 +0000 UTC)
+        ");
+        let mut paused = Describe::default();
+        let schedule = Schedule {
+            spec: ScheduleSpec {
+                paused: true,
+                ..schedule.spec
+            },
+            ..schedule
+        };
+        retention_text(&mut paused, &schedule, "last=1", &made, now);
+        assert!(
+            paused
+                .finish()
+                .ends_with("daily-2026-03-06  (last; kept until later backups are made)\n")
+        );
     }
 
     #[test]

@@ -975,7 +975,11 @@ async fn a_schedules_retention_rules_keep_exactly_their_backups_and_unreadable_r
     }
     let described = setup.ark(&["schedule", "describe", "kept"]);
     assert!(
-        described.contains("Retention:  last=2\nKept by it:\n  kept-5  (last)\n  kept-3  (last)\n"),
+        described.contains(
+            "Retention:  last=2\nKept by it (and when each goes, if every run until then \
+             completes):\n  kept-5  (last; kept until later backups are made)\n  kept-3  (last; \
+             kept until later backups are made)\n"
+        ),
         "{described}"
     );
 }
