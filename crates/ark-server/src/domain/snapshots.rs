@@ -308,6 +308,31 @@ pub struct TarballContents {
     pub unreadable: Vec<String>,
 }
 
+impl TarballContents {
+    /// Whether a tarball item is one this collects: a VolumeSnapshotContent or a DataUpload.
+    pub fn holds(item: &ark_storage::tarball::ItemEntry) -> bool {
+        matches!(
+            (item.group_resource.as_str(), &item.namespace),
+            (VOLUME_SNAPSHOT_CONTENTS, None) | (DATA_UPLOADS, Some(_))
+        )
+    }
+
+    /// Keeps the item at `path`, read as `object`, if it is one this collects.
+    pub fn add(&mut self, path: &str, item: &ark_storage::tarball::ItemEntry, object: Value) {
+        if !Self::holds(item) {
+            return;
+        }
+        if item.group_resource == VOLUME_SNAPSHOT_CONTENTS {
+            self.contents.extend(CsiContent::from_object(object));
+            return;
+        }
+        match serde_json::from_value::<ark_api::DataUpload>(object) {
+            Ok(upload) => self.moved.extend(MovedSnapshot::of(upload)),
+            Err(e) => self.unreadable.push(format!("tarball entry {path:?}: {e}")),
+        }
+    }
+}
+
 /// The VolumeSnapshotContents and DataUploads among a backup tarball's items. Streams the tarball:
 /// nothing but those items is kept.
 pub fn snapshots_in_tarball(tarball: impl Read) -> TarballContents {
@@ -333,16 +358,14 @@ pub fn snapshots_in_tarball(tarball: impl Read) -> TarballContents {
         let Some(item) = ark_storage::tarball::parse_item_path(&path) else {
             continue;
         };
-        let content = match (item.group_resource.as_str(), &item.namespace) {
-            (VOLUME_SNAPSHOT_CONTENTS, None) => true,
-            (DATA_UPLOADS, Some(_)) => false,
-            _ => continue,
-        };
+        if !TarballContents::holds(&item) {
+            continue;
+        }
         if entry.size() > MAX_CONTENT_BYTES {
             found.unreadable.push(format!(
                 "tarball entry {path:?}: {} bytes, more than a {} can be",
                 entry.size(),
-                if content {
+                if item.group_resource == VOLUME_SNAPSHOT_CONTENTS {
                     "VolumeSnapshotContent"
                 } else {
                     "DataUpload"
@@ -350,17 +373,11 @@ pub fn snapshots_in_tarball(tarball: impl Read) -> TarballContents {
             ));
             continue;
         }
-        let entry = entry.take(MAX_CONTENT_BYTES);
-        let read = match content {
-            true => serde_json::from_reader::<_, Value>(entry)
-                .map(|object| found.contents.extend(CsiContent::from_object(object))),
-            false => serde_json::from_reader::<_, ark_api::DataUpload>(entry)
-                .map(|upload| found.moved.extend(MovedSnapshot::of(upload))),
-        };
-        if let Err(e) = read {
-            found
+        match serde_json::from_reader::<_, Value>(entry.take(MAX_CONTENT_BYTES)) {
+            Ok(object) => found.add(&path, &item, object),
+            Err(e) => found
                 .unreadable
-                .push(format!("tarball entry {path:?}: {e}"));
+                .push(format!("tarball entry {path:?}: {e}")),
         }
     }
     found

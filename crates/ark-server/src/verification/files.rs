@@ -176,25 +176,16 @@ async fn tarball(
     {
         return report.defect(format!("{what}: {error}"));
     }
-    let read = tokio::task::spawn_blocking(move || {
-        use std::io::Seek as _;
-        let mut again = file.try_clone()?;
-        let items = items(std::io::BufReader::new(file));
-        again.rewind()?;
-        let held = snapshots::snapshots_in_tarball(std::io::BufReader::new(again));
-        Ok::<_, std::io::Error>((items, held))
-    })
-    .await;
-    let (items, held) = match read {
-        Ok(Ok(read)) => read,
-        Ok(Err(error)) => return report.defect(format!("{what}: {error}")),
+    let read = tokio::task::spawn_blocking(move || items(std::io::BufReader::new(file))).await;
+    let items = match read {
+        Ok(items) => items,
         Err(error) => return report.defect(format!("{what}: {error}")),
     };
-    for defect in items.defects.into_iter().chain(held.unreadable) {
+    for defect in items.defects.into_iter().chain(items.held.unreadable) {
         report.defect(format!("{what}: {defect}"));
     }
-    found.recorded.add_csi(held.contents);
-    found.recorded.moved = held.moved;
+    found.recorded.add_csi(items.held.contents);
+    found.recorded.moved = items.held.moved;
     let count: usize = items.listed.values().map(BTreeSet::len).sum();
     let Some(list) = list else {
         return report.checked("Objects", format!("{count} items in the tarball"));
@@ -214,6 +205,8 @@ struct Items {
     /// `apps/v1/Deployment` → `shop/web`, of each item's main copy.
     listed: BTreeMap<String, BTreeSet<String>>,
     defects: Vec<String>,
+    /// Its VolumeSnapshotContents and DataUploads, read in the same pass.
+    held: snapshots::TarballContents,
 }
 
 fn items(tarball: impl Read) -> Items {
@@ -288,6 +281,7 @@ fn items(tarball: impl Read) -> Items {
                 None => expected.name.clone(),
             };
             items.listed.entry(key).or_default().insert(named);
+            items.held.add(&path, &expected, item);
         }
     }
     if !version {
@@ -381,6 +375,24 @@ mod tests {
             items.defects[1]
                 .starts_with("resources/pods/namespaces/shop/p.json: not an object's JSON")
         );
+    }
+
+    #[test]
+    fn snapshot_contents_are_read_in_the_same_pass_as_the_items() {
+        const VSC: &str = r#"{"apiVersion":"snapshot.storage.k8s.io/v1","kind":"VolumeSnapshotContent","metadata":{"name":"vsc"},"status":{"snapshotHandle":"h"}}"#;
+        let bytes = tarball(&[
+            ("metadata/version", "1.1.0"),
+            (
+                "resources/volumesnapshotcontents.snapshot.storage.k8s.io/cluster/vsc.json",
+                VSC,
+            ),
+        ]);
+        let items = items(bytes.as_slice());
+        let held: Vec<&str> = (items.held.contents.iter())
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(held, ["vsc"]);
+        assert_eq!(items.defects, Vec::<String>::new());
     }
 
     #[test]
