@@ -20,6 +20,7 @@ pub use controllers::backup::Config as BackupConfig;
 pub use controllers::deletion::Config as DeletionConfig;
 pub use controllers::restore::Config as RestoreConfig;
 pub use controllers::restore::Priorities as RestorePriorities;
+pub use controllers::restore::preview as restore_preview;
 pub use controllers::tenants;
 pub use controllers::verification::NewBackups as VerifyNewBackups;
 pub use domain::snapshots::VolumeSnapshotter;

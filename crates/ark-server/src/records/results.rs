@@ -66,6 +66,21 @@ impl Result {
     pub fn count(&self) -> i64 {
         self.listed() as i64 + self.omitted as i64
     }
+
+    /// Every message, as a reader sees them: the general ones, the cluster's, then each
+    /// namespace's prefixed with it, and how many more there were.
+    pub fn messages(&self) -> Vec<String> {
+        let namespaced = self.namespaces.iter().flat_map(|(namespace, messages)| {
+            messages.iter().map(move |m| format!("{namespace}: {m}"))
+        });
+        let mut all: Vec<String> = (self.velero.iter().chain(&self.cluster).cloned())
+            .chain(namespaced)
+            .collect();
+        if self.omitted > 0 {
+            all.push(format!("... and {} more", self.omitted));
+        }
+        all
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

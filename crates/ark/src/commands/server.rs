@@ -120,6 +120,7 @@ pub(crate) fn log_to_stderr() {
 pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCode> {
     log_to_stderr();
     let every_api_version = args.features.contains(&Feature::EnableApiGroupVersions);
+    let restore = restore_config(&args);
     let client = crate::context::client(global).await?;
     let options = ark_server::ServerOptions {
         namespace: global.namespace.clone(),
@@ -141,17 +142,7 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
             pod_volume_timeout: args.fs_backup_timeout,
             every_api_version,
         },
-        restore: ark_server::RestoreConfig {
-            workers: args.workers,
-            default_item_operation_timeout: args.default_item_operation_timeout,
-            hooks_timeout: args.restore_hooks_timeout,
-            hook_execs_at_once: args.restore_hook_execs_at_once,
-            items_at_once: args.restore_items_at_once,
-            helper_image: args.restore_helper_image,
-            pod_volume_timeout: args.fs_backup_timeout,
-            priorities: args.restore_resource_priorities.unwrap_or_default(),
-            every_api_version,
-        },
+        restore,
         deletion: ark_server::DeletionConfig {
             workers: args.deletion_workers,
             request_ttl: args.deletion_request_ttl,
@@ -166,6 +157,65 @@ pub async fn run(global: &GlobalArgs, args: ServerArgs) -> anyhow::Result<ExitCo
     };
     ark_server::run(client, options).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The restore controller's settings, as the server's command line makes them.
+pub(crate) fn restore_config(args: &ServerArgs) -> ark_server::RestoreConfig {
+    ark_server::RestoreConfig {
+        workers: args.workers,
+        default_item_operation_timeout: args.default_item_operation_timeout,
+        hooks_timeout: args.restore_hooks_timeout,
+        hook_execs_at_once: args.restore_hook_execs_at_once,
+        items_at_once: args.restore_items_at_once,
+        helper_image: args.restore_helper_image.clone(),
+        pod_volume_timeout: args.fs_backup_timeout,
+        priorities: args.restore_resource_priorities.clone().unwrap_or_default(),
+        every_api_version: args.features.contains(&Feature::EnableApiGroupVersions),
+    }
+}
+
+/// The restore settings of the server `ark install` deployed in `namespace`, read from its
+/// Deployment's command line; a default server's, with the reason, when that cannot be read (no
+/// right to read Deployments, a server ark did not install).
+pub(crate) async fn deployed_restore_config(
+    client: &kube::Client,
+    namespace: &str,
+) -> (ark_server::RestoreConfig, Option<String>) {
+    use clap::Parser as _;
+    let deployment = crate::commands::install::manifests::SERVER;
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let args = match api.get_opt(deployment).await {
+        Ok(Some(found)) => (found.spec.and_then(|s| s.template.spec))
+            .and_then(|pod| pod.containers.into_iter().find(|c| c.name == deployment))
+            .and_then(|container| container.args)
+            .ok_or_else(|| format!("Deployment {namespace}/{deployment} runs no ark server")),
+        Ok(None) => Err(format!("Deployment {namespace}/{deployment} not found")),
+        Err(error) => Err(format!("Deployment {namespace}/{deployment}: {error}")),
+    };
+    let parsed = args.and_then(|args| {
+        let line = std::iter::once("ark".to_string()).chain(args);
+        match crate::cli::Cli::try_parse_from(line) {
+            Ok(crate::cli::Cli {
+                command: crate::cli::Command::Server(server),
+                ..
+            }) => Ok(server),
+            Ok(_) => Err(format!(
+                "Deployment {namespace}/{deployment} runs no ark server"
+            )),
+            Err(error) => Err(format!("the server's command line: {}", error.kind())),
+        }
+    });
+    match parsed {
+        Ok(server) => (restore_config(&server), None),
+        Err(reason) => {
+            let default = crate::cli::Cli::parse_from(["ark", "server"]);
+            let crate::cli::Command::Server(server) = default.command else {
+                unreachable!("parsed as the server command")
+            };
+            (restore_config(&server), Some(reason))
+        }
+    }
 }
 
 /// `<pod or host name>-<pid>`: unique among replicas, recognisable in the Lease. The Deployment

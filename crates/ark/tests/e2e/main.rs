@@ -25,6 +25,7 @@ mod cluster {
     mod providers;
     mod reliability;
     mod repository;
+    mod restore_preview;
     mod schedules;
     mod snapshots;
     mod snapshotter;

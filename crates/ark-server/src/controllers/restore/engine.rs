@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use ark_api::RestoreSpec;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::{ApiCapabilities, Scope};
 use kube::{Api, Client, ResourceExt as _};
@@ -18,7 +17,8 @@ use super::api_versions::{self, USER_PRIORITIES_CONFIG_MAP, UserPriorities};
 use super::extract::{child_dirs, json_files};
 use super::order::{Priorities, is_restorable};
 use super::pod_volumes::{PodWithVolumeData, VolumeData};
-use super::transform::{self, differs};
+use super::preview::{Action, PlannedItem};
+use super::transform::{self, differences};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
 use crate::domain::csi;
 use crate::domain::discovery::GroupVersions;
@@ -41,6 +41,8 @@ pub struct Restored {
     pub claims_from_snapshots: Vec<(String, String, String)>,
     /// Restored claims whose data a data mover moved: a DataDownload writes it into their volume.
     pub claims_with_moved_data: Vec<MovedClaim>,
+    /// A dry run's: what would become of each item, in restore order.
+    pub planned: Vec<PlannedItem>,
 }
 
 /// A restored claim whose data a data mover moved into the backup location.
@@ -115,6 +117,9 @@ pub struct RestoreInput<'a> {
     pub resource_modifiers: Option<&'a ResourceModifiers>,
     /// The pod volume data the backup holds.
     pub volume_data: Option<&'a VolumeData<'a>>,
+    /// Nothing is changed: each create and patch is the API server's dry run (admission and
+    /// quotas included), and what would become of each item is planned rather than recorded.
+    pub dry_run: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +147,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
         items_at_once,
         resource_modifiers,
         volume_data,
+        dry_run,
     } = input;
     for warning in hooks::ignored_resource_filters(spec.hooks.as_ref()) {
         record.warning(None, warning);
@@ -197,6 +203,7 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             namespaces: EnsuredNamespaces::default(),
             in_flight: Semaphore::new(BYTES_IN_FLIGHT),
             items_at_once: items_at_once.max(1),
+            dry_run,
         },
         served,
         record: Record {
@@ -206,6 +213,8 @@ pub async fn restore(input: RestoreInput<'_>) -> Result<Restored, EngineError> {
             total,
             restored: Restored::default(),
             definitions_created: false,
+            definitions_planned: BTreeSet::new(),
+            dry_run,
         },
     };
     for (gr, items) in plan.resources {
@@ -367,6 +376,7 @@ struct Shared<'a> {
     namespaces: EnsuredNamespaces,
     in_flight: Semaphore,
     items_at_once: usize,
+    dry_run: bool,
 }
 
 /// A restore under way: what it restores with, what the cluster serves, and its record.
@@ -388,6 +398,10 @@ impl Run<'_> {
                 served_once_defined(self.shared.client, &gr, served, self.record.record).await;
         }
         let Some((resource, caps)) = self.served.get(&gr) else {
+            if self.record.definitions_planned.contains(&gr) {
+                self.plan_undefined(&gr, items);
+                return Ok(());
+            }
             self.record.record.general_error(format!(
                 "{gr}: the cluster does not serve this resource; {} items not restored",
                 items.len()
@@ -420,6 +434,27 @@ impl Run<'_> {
         self.record.record.info(&format!("restored {gr}"));
         Ok(())
     }
+
+    /// A dry run's items of a custom resource whose definition the restore would create first:
+    /// planned as created, without asking the API server, which cannot serve them yet.
+    fn plan_undefined(&mut self, gr: &str, items: Vec<Item>) {
+        for item in items {
+            let name = item.path.file_stem().and_then(|s| s.to_str());
+            self.record.restored.planned.push(PlannedItem {
+                resource: gr.to_string(),
+                namespace: (item.namespace.as_deref())
+                    .map(|ns| self.shared.restore.target_namespace(ns).to_string()),
+                name: name.unwrap_or_default().to_string(),
+                action: Action::Create,
+                fields: Vec::new(),
+                messages: vec![format!(
+                    "not checked: the cluster serves {gr} only once the restore creates its \
+                     definition"
+                )],
+            });
+            self.record.done(1);
+        }
+    }
 }
 
 /// What a restore writes down of each item, in order: the log and results, the resource list, the
@@ -431,6 +466,9 @@ struct Record<'a> {
     total: i64,
     restored: Restored,
     definitions_created: bool,
+    /// A dry run's custom resource definitions it would create, by name (their resources').
+    definitions_planned: BTreeSet<String>,
+    dry_run: bool,
 }
 
 impl Record<'_> {
@@ -467,17 +505,18 @@ impl Record<'_> {
             action_errors,
             action_warnings,
         } = attempt;
-        for error in namespace_error.into_iter().chain(action_errors) {
-            self.record.error(target_ns.as_deref(), error);
-        }
-        for warning in action_warnings {
-            self.record.warning(target_ns.as_deref(), warning);
-        }
-        if let Some(warning) = created.warning {
-            self.record.warning(target_ns.as_deref(), warning);
-        }
-        if let Some(error) = created.error {
-            self.record.error(target_ns.as_deref(), error);
+        let errors = namespace_error.into_iter().chain(action_errors);
+        if self.dry_run {
+            let messages = errors.chain(action_warnings).collect();
+            let planned = planned(gr, &target_ns, &name, &created, messages);
+            self.restored.planned.push(planned);
+        } else {
+            for error in errors.chain(created.error.clone()) {
+                self.record.error(target_ns.as_deref(), error);
+            }
+            for warning in action_warnings.into_iter().chain(created.warning.clone()) {
+                self.record.warning(target_ns.as_deref(), warning);
+            }
         }
         self.resource_list
             .add(
@@ -488,10 +527,14 @@ impl Record<'_> {
         if created.outcome != CreateOutcome::Created {
             return Ok(());
         }
-        if gr == "namespaces" {
-            namespaces.created(&name);
+        match (self.dry_run, gr) {
+            (false, "namespaces") => namespaces.created(&name),
+            (false, CUSTOM_RESOURCE_DEFINITIONS) => self.definitions_created = true,
+            (true, CUSTOM_RESOURCE_DEFINITIONS) => {
+                self.definitions_planned.insert(name.clone());
+            }
+            _ => {}
         }
-        self.definitions_created |= gr == CUSTOM_RESOURCE_DEFINITIONS;
         let restored = &mut self.restored;
         let namespace = target_ns.unwrap_or_default();
         match claim_volume {
@@ -523,6 +566,32 @@ impl Record<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// What a dry run's create or patch of an item came to, as the plan shows it.
+fn planned(
+    gr: &str,
+    namespace: &Option<String>,
+    name: &str,
+    created: &Created,
+    mut messages: Vec<String>,
+) -> PlannedItem {
+    let action = match created.outcome {
+        CreateOutcome::Created => Action::Create,
+        CreateOutcome::Updated => Action::Update,
+        CreateOutcome::Skipped if created.warning.is_some() => Action::Conflict,
+        CreateOutcome::Skipped => Action::Skip,
+        CreateOutcome::Failed => Action::Refused,
+    };
+    messages.extend(created.error.iter().chain(&created.warning).cloned());
+    PlannedItem {
+        resource: gr.to_string(),
+        namespace: namespace.clone(),
+        name: name.to_string(),
+        action,
+        fields: created.changes.clone(),
+        messages,
     }
 }
 
@@ -643,11 +712,19 @@ async fn restore_item(item: Item, cx: &ItemContext<'_>) -> Outcome {
             };
         }
     };
-    let namespace_error = match &prepared.target_ns {
-        Some(ns) => cx.shared.namespaces.ensure(cx.shared.client, ns).await,
-        None => None,
+    let (namespace, namespace_error) = match &prepared.target_ns {
+        Some(ns) => {
+            let shared = cx.shared;
+            (shared.namespaces)
+                .ensure(shared.client, ns, shared.dry_run)
+                .await
+        }
+        None => (Namespace::Exists, None),
     };
-    let created = create(cx, &prepared).await;
+    let created = match namespace {
+        Namespace::Exists => create(cx, &prepared).await,
+        Namespace::Absent => not_asked(cx, &prepared),
+    };
     Outcome::Attempted(Box::new(Attempt {
         target_ns: prepared.target_ns,
         name: prepared.name,
@@ -666,10 +743,19 @@ async fn restore_item(item: Item, cx: &ItemContext<'_>) -> Outcome {
 /// once: created when neither it nor its backed-up object exists (a mapped namespace, or a backup
 /// without Namespace objects).
 #[derive(Default)]
-struct EnsuredNamespaces(std::sync::Mutex<BTreeMap<String, Arc<OnceCell<()>>>>);
+struct EnsuredNamespaces(std::sync::Mutex<BTreeMap<String, Arc<OnceCell<Namespace>>>>);
+
+/// A namespace items go into, once made ready.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Namespace {
+    Exists,
+    /// A dry run's namespace that does not exist: the API server refuses even a dry run of an
+    /// item in it, so its items are planned without being asked.
+    Absent,
+}
 
 impl EnsuredNamespaces {
-    fn cell(&self, name: &str) -> Arc<OnceCell<()>> {
+    fn cell(&self, name: &str) -> Arc<OnceCell<Namespace>> {
         let mut cells = self.0.locked();
         // Looked up first: every item asks, and only the first of a namespace adds it.
         if let Some(cell) = cells.get(name) {
@@ -680,18 +766,27 @@ impl EnsuredNamespaces {
 
     /// A namespace this restore created: nothing to check.
     fn created(&self, name: &str) {
-        let _ = self.cell(name).set(());
+        let _ = self.cell(name).set(Namespace::Exists);
     }
 
-    /// Makes `name` ready on the first call; the error, to that first caller only.
-    async fn ensure(&self, client: &Client, name: &str) -> Option<String> {
+    /// Makes `name` ready on the first call (in a dry run, asks whether it could be); the error,
+    /// to that first caller only.
+    async fn ensure(
+        &self,
+        client: &Client,
+        name: &str,
+        dry_run: bool,
+    ) -> (Namespace, Option<String>) {
         let mut error = None;
-        self.cell(name)
+        let cell = self.cell(name);
+        let ready = cell
             .get_or_init(|| async {
-                error = ensure_namespace(client, name).await;
+                let (ready, failed) = ensure_namespace(client, name, dry_run).await;
+                error = failed;
+                ready
             })
             .await;
-        error
+        (*ready, error)
     }
 }
 
@@ -897,6 +992,29 @@ struct Created {
     error: Option<String>,
     /// When the create was sent: a pod's hooks' wait timeouts count from here.
     at: tokio::time::Instant,
+    /// Of an item that exists and differs: the fields that differ.
+    changes: Vec<String>,
+}
+
+/// A dry run's item in a namespace that does not exist yet, planned as created: the API server
+/// refuses to consider it until its namespace exists.
+fn not_asked(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
+    let resource = at_version(
+        cx.resource,
+        prepared.candidate.get("apiVersion").and_then(Value::as_str),
+    );
+    let namespace = prepared.target_ns.as_deref().unwrap_or_default();
+    Created {
+        outcome: CreateOutcome::Created,
+        key: crate::records::resource_list::key(&resource),
+        warning: Some(format!(
+            "not checked: the API server considers items of namespace {namespace} only once the \
+             restore creates it"
+        )),
+        error: None,
+        at: tokio::time::Instant::now(),
+        changes: Vec::new(),
+    }
 }
 
 /// Creates the item; one that exists already is left, or patched under the `update` policy.
@@ -907,7 +1025,12 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         gr,
         ..
     } = cx;
-    let (client, update_existing) = (cx.shared.client, cx.shared.update_existing);
+    let Shared {
+        client,
+        update_existing,
+        dry_run,
+        ..
+    } = *cx.shared;
     let resource = &at_version(
         served,
         prepared.candidate.get("apiVersion").and_then(Value::as_str),
@@ -925,8 +1048,14 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         warning,
         error,
         at,
+        changes: Vec::new(),
     };
-    match api.create(&PostParams::default(), &prepared.object).await {
+    let post = PostParams {
+        dry_run,
+        ..Default::default()
+    };
+    match api.create(&post, &prepared.object).await {
+        Ok(_) if dry_run => created(CreateOutcome::Created, None, None),
         Ok(made) => {
             let warning = match &prepared.status {
                 Some(status) => put_status(&api, made, status)
@@ -949,11 +1078,20 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         Err(kube::Error::Api(status)) if status.code == 409 => match api.get(name).await {
             Ok(existing) => {
                 let existing_value = serde_json::to_value(&existing).unwrap_or_default();
-                if !differs(&existing_value, &prepared.candidate) {
+                let changes = differences(&existing_value, &prepared.candidate);
+                let created = |outcome, warning, error| Created {
+                    changes: changes.clone(),
+                    ..created(outcome, warning, error)
+                };
+                if changes.is_empty() {
                     created(CreateOutcome::Skipped, None, None)
                 } else if update_existing {
                     let patch = Patch::Merge(&prepared.candidate);
-                    match api.patch(name, &PatchParams::default(), &patch).await {
+                    let params = PatchParams {
+                        dry_run,
+                        ..Default::default()
+                    };
+                    match api.patch(name, &params, &patch).await {
                         Ok(_) => created(CreateOutcome::Updated, None, None),
                         Err(error) => created(
                             CreateOutcome::Failed,
@@ -1052,21 +1190,35 @@ fn at_version(resource: &ApiResource, api_version: Option<&str>) -> ApiResource 
     }
 }
 
-/// Creates namespace `name` unless it exists; why it cannot take items, if so.
-async fn ensure_namespace(client: &Client, name: &str) -> Option<String> {
-    let api: Api<Namespace> = Api::all(client.clone());
+/// Creates namespace `name` unless it exists (a dry run only asks whether it could); why it
+/// cannot take items, if so.
+async fn ensure_namespace(
+    client: &Client,
+    name: &str,
+    dry_run: bool,
+) -> (Namespace, Option<String>) {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     if let Ok(Some(existing)) = api.get_opt(name).await {
-        return existing.metadata.deletion_timestamp.map(|_| {
+        let deleting = existing.metadata.deletion_timestamp.map(|_| {
             format!("namespace {name} is being deleted; its items cannot be restored yet")
         });
+        return (Namespace::Exists, deleting);
     }
-    let mut namespace = Namespace::default();
+    let mut namespace = k8s_openapi::api::core::v1::Namespace::default();
     namespace.metadata.name = Some(name.to_string());
-    match api.create(&PostParams::default(), &namespace).await {
+    let params = PostParams {
+        dry_run,
+        ..Default::default()
+    };
+    let error = match api.create(&params, &namespace).await {
         Err(error) if !matches!(&error, kube::Error::Api(s) if s.code == 409) => {
             Some(format!("creating namespace {name}: {error}"))
         }
         _ => None,
+    };
+    match dry_run {
+        true => (Namespace::Absent, error),
+        false => (Namespace::Exists, error),
     }
 }
 

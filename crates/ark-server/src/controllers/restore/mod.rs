@@ -9,6 +9,7 @@ mod order;
 pub use order::Priorities;
 mod data_downloads;
 mod pod_volumes;
+pub mod preview;
 mod requests;
 mod transform;
 mod validate;
@@ -112,7 +113,9 @@ async fn process(restore: &Restore, ctx: &Ctx) -> Result<(), kube::Error> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let validated = match validate::validate(restore, kube, &ctx.config).await {
+    let validated = match validate::validate(restore, &kube.client, &kube.namespace, &ctx.config)
+        .await
+    {
         Ok(validated) => validated,
         Err(Rejected::Invalid(errors)) => {
             let status = <Restore as operation::Operation>::failed_validation(errors);
@@ -192,11 +195,10 @@ async fn restore_from(
         "starting restore from backup {backup_name} in location {}",
         open.name()
     ));
-    let extracted = download(open, backup_name, &ctx.scratch).await?;
-    let backed_up = pod_volumes::BackedUp::new(pod_volume_backups(open, backup_name).await?);
+    let unpacked = unpack(open, backup_name, &ctx.scratch).await?;
     let restore_uid = restore.metadata.uid.clone().unwrap_or_default();
     let volume_data = pod_volumes::VolumeData {
-        backed_up: &backed_up,
+        backed_up: &unpacked.pod_volumes,
         helper_image: ctx.config.helper_image.as_deref(),
         restore_uid: &restore_uid,
     };
@@ -210,21 +212,22 @@ async fn restore_from(
         selection: &validated.selection,
         restore_name: &name,
         restore_uid: &restore_uid,
-        unpacked: extracted.dir.path(),
+        unpacked: unpacked.extracted.dir.path(),
         resource_list: &mut resource_list,
         record: &mut record,
         progress: &progress,
         items_at_once: ctx.config.items_at_once.max(1).into(),
         resource_modifiers: validated.resource_modifiers.as_ref(),
         volume_data: Some(&volume_data),
+        dry_run: false,
     })
     .await;
     drop(reporter);
     let restored = restored.map_err(|e| format!("restoring: {e}"))?;
-    for rejected in &extracted.rejected.velero {
+    for rejected in &unpacked.extracted.rejected.velero {
         record.general_error(rejected.clone());
     }
-    record.omitted_errors(extracted.rejected.omitted);
+    record.omitted_errors(unpacked.extracted.rejected.omitted);
     let items = restored.items;
     let (hook_results, downloads) =
         after_items(ctx, restore, validated, open, restored, &mut record).await;
@@ -247,6 +250,23 @@ async fn restore_from(
     }
     upload(open, &name, record, resource_list, &hook_results).await?;
     Ok(final_status)
+}
+
+/// A backup as a restore reads it: its tarball unpacked, and its pod volume backups.
+struct Unpacked {
+    extracted: extract::Extracted,
+    pod_volumes: pod_volumes::BackedUp,
+}
+
+async fn unpack(
+    open: &OpenLocation,
+    backup_name: &str,
+    scratch: &std::path::Path,
+) -> Result<Unpacked, String> {
+    Ok(Unpacked {
+        extracted: download(open, backup_name, scratch).await?,
+        pod_volumes: pod_volumes::BackedUp::new(pod_volume_backups(open, backup_name).await?),
+    })
 }
 
 /// The backup's tarball, downloaded to scratch and unpacked there (safely: see `extract`).

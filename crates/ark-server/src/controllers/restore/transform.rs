@@ -73,48 +73,69 @@ pub fn label(item: &mut Value, backup_name: &str, restore_name: &str) {
     }
 }
 
-/// Whether the object in the cluster differs from the one the restore would create, in what users
-/// care about (labels other than ark's, annotations, spec, data); server fields are ignored.
-pub fn differs(existing: &Value, candidate: &Value) -> bool {
-    let relevant = |v: &Value| {
-        let mut labels = v
-            .pointer("/metadata/labels")
-            .cloned()
-            .unwrap_or(Value::Null);
-        if let Some(map) = labels.as_object_mut() {
+/// The fields in which the object in the cluster differs from the one the restore would create,
+/// in what users care about (server fields are ignored), as paths (`metadata.labels.app`, `spec.containers[0].image`): labels other than ark's and
+/// annotations key by key, and in the body (spec, data, rules...) what the backup sets and the
+/// cluster has otherwise (the API server's defaults are not differences).
+pub fn differences(existing: &Value, candidate: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    for map in ["labels", "annotations"] {
+        let keyed = |v: &Value| {
+            let mut map = v
+                .pointer(&format!("/metadata/{map}"))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
             map.remove(labels::BACKUP_NAME);
             map.remove(labels::RESTORE_NAME);
-            if map.is_empty() {
-                labels = Value::Null;
+            map
+        };
+        let (e, c) = (keyed(existing), keyed(candidate));
+        let keys: std::collections::BTreeSet<&String> = e.keys().chain(c.keys()).collect();
+        for key in keys {
+            if e.get(key) != c.get(key) {
+                found.push(format!("metadata.{map}.{key}"));
             }
         }
-        let annotations = v
-            .pointer("/metadata/annotations")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let body: Vec<Value> = [
-            "spec",
-            "data",
-            "binaryData",
-            "stringData",
-            "rules",
-            "subjects",
-            "roleRef",
-        ]
-        .iter()
-        .map(|k| v.get(*k).cloned().unwrap_or(Value::Null))
-        .collect();
-        (labels, annotations, body)
-    };
-    let (l1, a1, b1) = relevant(existing);
-    let (l2, a2, b2) = relevant(candidate);
-    // The API server fills defaults into specs; compare only what the backup sets.
-    l1 != l2
-        || a1 != a2
-        || b1
-            .iter()
-            .zip(&b2)
-            .any(|(e, c)| !c.is_null() && !contains(e, c))
+    }
+    for key in [
+        "spec",
+        "data",
+        "binaryData",
+        "stringData",
+        "rules",
+        "subjects",
+        "roleRef",
+    ] {
+        // The API server fills defaults into specs; compare only what the backup sets.
+        if let Some(wanted) = candidate.get(key).filter(|c| !c.is_null()) {
+            let actual = existing.get(key).unwrap_or(&Value::Null);
+            mismatches(actual, wanted, key.to_string(), &mut found);
+        }
+    }
+    found
+}
+
+/// The paths under `path` where `actual` does not contain `wanted` (as [`contains`] decides).
+fn mismatches(actual: &Value, wanted: &Value, path: String, found: &mut Vec<String>) {
+    match (actual, wanted) {
+        (Value::Object(a), Value::Object(w)) => {
+            for (key, value) in w {
+                let path = format!("{path}.{key}");
+                match a.get(key) {
+                    Some(actual) => mismatches(actual, value, path, found),
+                    None => found.push(path),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(w)) if a.len() == w.len() => {
+            for (index, (actual, value)) in a.iter().zip(w).enumerate() {
+                mismatches(actual, value, format!("{path}[{index}]"), found);
+            }
+        }
+        _ if contains(actual, wanted) => {}
+        _ => found.push(path),
+    }
 }
 
 /// Whether every field set in `wanted` has the same value in `actual` (defaults in `actual` allowed,
@@ -183,7 +204,36 @@ mod tests {
                            "spec": { "replicas": 1 } });
         let other =
             json!({ "metadata": { "labels": { "app": "web" } }, "spec": { "replicas": 3 } });
-        assert!(!differs(&existing, &same));
-        assert!(differs(&existing, &other));
+        assert_eq!(differences(&existing, &same), Vec::<String>::new());
+        assert_eq!(differences(&existing, &other), ["spec.replicas"]);
+    }
+
+    #[test]
+    fn differences_name_each_field_that_differs() {
+        let existing = json!({
+            "metadata": { "labels": { "app": "web", "tier": "front" }, "annotations": { "a": "1" } },
+            "spec": { "replicas": 1, "revisionHistoryLimit": 10,
+                      "template": { "spec": { "containers": [{ "name": "c", "image": "web:1" }] } } },
+            "data": { "k": "v" },
+        });
+        let candidate = json!({
+            "metadata": { "labels": { "app": "shop", "velero.io/restore-name": "r" }, "annotations": { "a": "1" } },
+            "spec": { "replicas": 1, "paused": true,
+                      "template": { "spec": { "containers": [{ "name": "c", "image": "web:2" }] } } },
+            "data": { "k": "v", "extra": "x" },
+            "rules": [{ "verbs": ["get"] }],
+        });
+        assert_eq!(
+            differences(&existing, &candidate),
+            [
+                "metadata.labels.app",
+                "metadata.labels.tier",
+                "spec.paused",
+                "spec.template.spec.containers[0].image",
+                "data.extra",
+                "rules",
+            ]
+        );
+        assert_eq!(differences(&existing, &existing), Vec::<String>::new());
     }
 }

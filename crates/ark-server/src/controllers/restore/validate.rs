@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use ark_api::{Backup, BackupPhase, Restore, RestoreSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
+use kube::{Api, Client};
 
 use super::Config;
 use super::actions::ResourceModifiers;
 use super::api_versions::{USER_PRIORITIES_CONFIG_MAP, USER_PRIORITIES_KEY, UserPriorities};
 use super::engine::{ExistingResourcePolicy, Selection};
 use crate::domain::filter::{IncludesExcludes, LabelSelection};
-use crate::runtime::context::Kube;
 use crate::runtime::objects;
 use crate::runtime::operation::Rejected;
 
@@ -30,7 +29,8 @@ pub(super) struct ValidatedRestore {
 /// backup and its resource modifiers against the cluster. Every reason found is given at once.
 pub(super) async fn validate(
     restore: &Restore,
-    kube: &Kube,
+    client: &Client,
+    namespace: &str,
     config: &Config,
 ) -> Result<ValidatedRestore, Rejected> {
     let spec = &restore.spec;
@@ -39,13 +39,13 @@ pub(super) async fn validate(
     if !errors.is_empty() {
         return Err(Rejected::Invalid(errors));
     }
-    let resource_modifiers = read_resource_modifiers(spec, kube)
+    let resource_modifiers = read_resource_modifiers(spec, client, namespace)
         .await?
         .map_err(|error| errors.push(error))
         .ok()
         .flatten();
     let backup_name = &spec.backup_name;
-    let backup = match objects::get::<Backup>(&kube.client, &kube.namespace, backup_name).await? {
+    let backup = match objects::get::<Backup>(client, namespace, backup_name).await? {
         None => Err(format!("backup {backup_name:?} not found")),
         Some(Err(unfit)) => Err(format!("backup {backup_name:?} cannot be read: {unfit}")),
         Some(Ok(found))
@@ -64,7 +64,7 @@ pub(super) async fn validate(
     let backup = backup.map_err(|error| errors.push(error)).ok();
     match (read, backup) {
         (Some((mut selection, item_operation_timeout)), Some(backup)) if errors.is_empty() => {
-            selection.api_versions = api_versions(&backup, kube, config).await?;
+            selection.api_versions = api_versions(&backup, client, namespace, config).await?;
             Ok(ValidatedRestore {
                 selection,
                 item_operation_timeout,
@@ -152,7 +152,8 @@ fn read_spec(
 /// does not choose.
 async fn api_versions(
     backup: &Backup,
-    kube: &Kube,
+    client: &Client,
+    namespace: &str,
     config: &Config,
 ) -> Result<Option<UserPriorities>, kube::Error> {
     let format = backup
@@ -163,7 +164,7 @@ async fn api_versions(
     if !config.every_api_version || format.unwrap_or_default() < "1.1.0" {
         return Ok(None);
     }
-    let api: Api<ConfigMap> = Api::namespaced(kube.client.clone(), &kube.namespace);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let config_map = api.get_opt(USER_PRIORITIES_CONFIG_MAP).await?;
     let data = config_map.and_then(|c| c.data).unwrap_or_default();
     let user = data.get(USER_PRIORITIES_KEY).map(String::as_str);
@@ -174,19 +175,20 @@ async fn api_versions(
 /// checked; the validation error, in Velero's words, when they cannot be used.
 async fn read_resource_modifiers(
     spec: &RestoreSpec,
-    kube: &Kube,
+    client: &Client,
+    namespace: &str,
 ) -> Result<Result<Option<ResourceModifiers>, String>, kube::Error> {
     let Some(reference) = &spec.resource_modifier else {
         return Ok(Ok(None));
     };
-    let shown = format!("{}/{}", kube.namespace, reference.name);
+    let shown = format!("{namespace}/{}", reference.name);
     if !reference.kind.eq_ignore_ascii_case("configmap") {
         return Ok(Err(format!(
             "resourceModifier: kind {:?} is not supported: resource modifiers are read from a ConfigMap",
             reference.kind
         )));
     }
-    let api: Api<ConfigMap> = Api::namespaced(kube.client.clone(), &kube.namespace);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let config_map = match api.get_opt(&reference.name).await {
         Ok(Some(config_map)) => config_map,
         Ok(None) => {

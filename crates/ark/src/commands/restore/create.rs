@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::cli::args::{FilterArgs, GlobalArgs, WaitArgs, parse_mapping, parse_name};
+use crate::cli::args::{FilterArgs, GlobalArgs, OutputFormat, WaitArgs, parse_mapping, parse_name};
 use crate::commands::wait;
 
 #[derive(Debug, Args)]
@@ -65,6 +65,14 @@ pub struct RestoreCreateArgs {
     /// Files of a pod volume the node agent writes at once (default: its own)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
     pub parallel_files_download: Option<i64>,
+    /// Create nothing: print what the restore would do to each item (create, update with the
+    /// fields that change, skip, conflict, or refused, as the API server's dry run answers), the
+    /// volumes it would restore and the hooks it would run; exit 1 if anything would fail
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
+    /// With --dry-run: the plan as a table, JSON or YAML
+    #[arg(short = 'o', long, value_enum, requires = "dry_run", default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
     #[command(flatten)]
     pub wait: WaitArgs,
 }
@@ -224,6 +232,10 @@ pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result
         }),
         ..Default::default()
     };
+    if args.dry_run {
+        let restore = Restore::new(&name, spec);
+        return super::preview::run(&client, global, &restore, args.output).await;
+    }
     let api: Api<Restore> = Api::namespaced(client, &global.namespace);
     api.create(&PostParams::default(), &Restore::new(&name, spec))
         .await

@@ -5,6 +5,7 @@ mod delete;
 mod describe;
 mod get;
 mod logs;
+mod preview;
 
 use std::process::ExitCode;
 
