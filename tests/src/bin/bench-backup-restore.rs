@@ -29,6 +29,9 @@ use kube::{Api, Client};
 struct Measured {
     backup: Duration,
     restore: Duration,
+    /// ark's: `ark restore create --dry-run` of the same backup once restored (every item is
+    /// asked of the API server, found, compared and planned as skipped).
+    dry_run: Option<Duration>,
     peak_mib: f64,
 }
 
@@ -186,8 +189,32 @@ async fn delete_namespaces(client: &Client, names: &[String]) {
     .await;
 }
 
+/// `ark restore create --dry-run` of backup `bench` in `ns`, by the CLI `binary`: how long it took;
+/// every item must be planned as skipped (the restore put them all back).
+fn dry_run(cluster: &Cluster, binary: &str, ns: &str) -> Duration {
+    let started = Instant::now();
+    let mut command = std::process::Command::new(binary);
+    command
+        .args(["restore", "create", "--from-backup", "bench", "--dry-run"])
+        .args(["-o", "json", "-n", ns])
+        .env("KUBECONFIG", &cluster.kubeconfig);
+    let output = ark_tests::output_within(&mut command, Duration::from_secs(600));
+    let took = started.elapsed();
+    assert!(
+        output.status.success(),
+        "the dry run: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let items = plan["items"].as_array().unwrap();
+    let not_skipped: Vec<_> = items.iter().filter(|i| i["action"] != "skip").collect();
+    assert!(not_skipped.is_empty(), "planned otherwise: {not_skipped:?}");
+    took
+}
+
 /// Backs the application namespaces up, deletes them and restores them, with the server `start`
-/// starts in a namespace of its own; checks that every object is back.
+/// starts in a namespace of its own; checks that every object is back. With `preview` (ark's CLI),
+/// previews the same restore once it is done.
 async fn measure(
     cluster: &Cluster,
     client: &Client,
@@ -195,6 +222,7 @@ async fn measure(
     namespaces: &[String],
     run: &str,
     start: impl AsyncFnOnce(&str) -> Server,
+    preview: Option<&str>,
 ) -> Measured {
     let (tool_ns, server) = tool(cluster, client, start).await;
     let ns = tool_ns.name.as_str();
@@ -224,6 +252,7 @@ async fn measure(
         .items
         .len();
     assert_eq!(restored, workload.objects(), "every object restored");
+    let dry_run = preview.map(|binary| dry_run(cluster, binary, ns));
     let peak_mib = server.peak_rss_mib();
     // Once the server is stopped, Velero's finalizer would keep the tool's namespace Terminating
     // (and the next runs busier).
@@ -232,6 +261,7 @@ async fn measure(
     Measured {
         backup,
         restore,
+        dry_run,
         peak_mib,
     }
 }
@@ -257,9 +287,9 @@ async fn main() {
     let client = cluster.client().await;
     println!(
         "| workload | floor: create them, 32 at a time, first / after a deletion (s) | ark backup (s) | Velero backup (s) \
-         | ark restore (s) | Velero restore (s) | server peak RSS ark / Velero (MiB) |"
+         | ark restore (s) | Velero restore (s) | ark restore --dry-run (s) | server peak RSS ark / Velero (MiB) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for workload in workloads {
         let run = unique_name("bench-app");
         let namespaces: Vec<String> = (0..workload.namespaces())
@@ -275,6 +305,7 @@ async fn main() {
             &namespaces,
             &run,
             async |ns: &str| Server::Ark(ArkServer::start(&binary, &cluster, ns)),
+            Some(&binary),
         )
         .await;
         // The floor in a restore's conditions: right after the namespaces' deletion (the API
@@ -294,6 +325,7 @@ async fn main() {
                     async |ns: &str| {
                         Server::Velero(VeleroServer::start_from(dir, &cluster, ns).await)
                     },
+                    None,
                 )
                 .await,
             ),
@@ -302,7 +334,7 @@ async fn main() {
         delete_namespaces(&client, &namespaces).await;
         let seconds = |d: Duration| format!("{:.2}", d.as_secs_f64());
         println!(
-            "| {} | {} / {} | {} | {} | {} | {} | {:.0} / {} |",
+            "| {} | {} / {} | {} | {} | {} | {} | {} | {:.0} / {} |",
             workload.describe(),
             seconds(first),
             seconds(floor),
@@ -310,6 +342,7 @@ async fn main() {
             velero.as_ref().map_or("-".into(), |v| seconds(v.backup)),
             seconds(ark.restore),
             velero.as_ref().map_or("-".into(), |v| seconds(v.restore)),
+            ark.dry_run.map_or("-".into(), seconds),
             ark.peak_mib,
             velero
                 .as_ref()

@@ -28,6 +28,7 @@ use crate::domain::filter::{
 use crate::hooks::{self, PodHooks};
 use crate::records::recorder::Recorder;
 use crate::records::resource_list::ResourceListWriter;
+use crate::runtime::objects::reason;
 use crate::runtime::sync::Locked;
 
 #[derive(Default)]
@@ -1058,10 +1059,12 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         Ok(_) if dry_run => created(CreateOutcome::Created, None, None),
         Ok(made) => {
             let warning = match &prepared.status {
-                Some(status) => put_status(&api, made, status)
-                    .await
-                    .err()
-                    .map(|error| format!("could not restore the status of {gr} {shown}: {error}")),
+                Some(status) => put_status(&api, made, status).await.err().map(|error| {
+                    format!(
+                        "could not restore the status of {gr} {shown}: {}",
+                        reason(&error)
+                    )
+                }),
                 None => None,
             };
             let error = match &prepared.managed_fields {
@@ -1069,7 +1072,10 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
                     .await
                     .err()
                     .map(|error| {
-                        format!("could not restore the field managers of {gr} {shown}: {error}")
+                        format!(
+                            "could not restore the field managers of {gr} {shown}: {}",
+                            reason(&error)
+                        )
                     }),
                 None => None,
             };
@@ -1095,7 +1101,7 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
                         Ok(_) => created(CreateOutcome::Updated, None, None),
                         Err(error) => created(
                             CreateOutcome::Failed,
-                            Some(format!("could not update {gr} {shown}: {error}")),
+                            Some(format!("could not update {gr} {shown}: {}", reason(&error))),
                             None,
                         ),
                     }
@@ -1110,7 +1116,7 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
             Err(error) => created(
                 CreateOutcome::Failed,
                 None,
-                Some(format!("error restoring {gr} {shown}: {error}")),
+                Some(format!("error restoring {gr} {shown}: {}", reason(&error))),
             ),
         },
         // A 404 that names no object (a missing namespace would be named) is the endpoint's: the
@@ -1132,7 +1138,7 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         Err(error) => created(
             CreateOutcome::Failed,
             None,
-            Some(format!("error restoring {gr} {shown}: {error}")),
+            Some(format!("error restoring {gr} {shown}: {}", reason(&error))),
         ),
     }
 }
@@ -1212,7 +1218,7 @@ async fn ensure_namespace(
     };
     let error = match api.create(&params, &namespace).await {
         Err(error) if !matches!(&error, kube::Error::Api(s) if s.code == 409) => {
-            Some(format!("creating namespace {name}: {error}"))
+            Some(format!("creating namespace {name}: {}", reason(&error)))
         }
         _ => None,
     };

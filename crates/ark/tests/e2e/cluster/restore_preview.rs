@@ -63,10 +63,30 @@ impl Refusing {
             .create(&create, &binding)
             .await
             .unwrap();
-        Refusing {
+        let refusing = Refusing {
             client: client.clone(),
             name,
+        };
+        // A new policy is in force once the API server has compiled it: until it refuses a dry
+        // run of what it forbids.
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        let forbidden = serde_json::from_value(json!({
+            "metadata": { "name": "probe" }, "data": { "forbidden": "yes" },
+        }))
+        .unwrap();
+        let dry_run = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        let deadline = std::time::Instant::now() + common::setup::WAIT;
+        while config_maps.create(&dry_run, &forbidden).await.is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the policy never came into force"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+        refusing
     }
 }
 
@@ -159,6 +179,41 @@ async fn a_dry_run_plans_each_item_names_what_admission_refuses_and_changes_noth
     };
 
     let planned = dry_run(&[]);
+    let row = |name: &str, action: &str, detail: &str| {
+        let width = app.len().max("NAMESPACE".len());
+        format!("configmaps  {app:<width$}  {name:<16}  {action:<8}  {detail}")
+            .trim_end()
+            .to_string()
+    };
+    let width = app.len().max("NAMESPACE".len());
+    let table = [
+        format!(
+            "{:<10}  {:<width$}  {:<16}  {:<8}  DETAIL",
+            "RESOURCE", "NAMESPACE", "NAME", "ACTION"
+        ),
+        row(
+            "changed",
+            "conflict",
+            &format!(
+                "fields: data.a; could not restore, ConfigMap {app}/changed already exists. \
+                 Warning: the in-cluster version is different than the backed-up version"
+            ),
+        ),
+        row("gone", "create", ""),
+        row("kube-root-ca.crt", "skip", ""),
+        row(
+            "refused",
+            "refused",
+            &format!(
+                "error restoring configmaps {app}/refused: configmaps \"refused\" is forbidden: \
+                 ValidatingAdmissionPolicy \
+                 'refuse-forbidden-{app}' with binding 'refuse-forbidden-{app}' denied request: \
+                 ConfigMaps may not hold a key forbidden"
+            ),
+        ),
+        row("settings", "skip", ""),
+        format!("{:<10}  {app:<width$}  {:<16}  create", "pods", "web"),
+    ];
     assert_eq!(
         (
             planned.status.code(),
@@ -168,18 +223,16 @@ async fn a_dry_run_plans_each_item_names_what_admission_refuses_and_changes_noth
         (
             Some(1),
             format!(
-                "Restore of backup b1 (a dry run: nothing was changed):\n\n\
-                 RESOURCE    NAMESPACE  NAME              ACTION    DETAIL\n\
-                 configmaps  {app}  changed           conflict  fields: data.a; could not restore, ConfigMap {app}/changed already exists. Warning: the in-cluster version is different than the backed-up version\n\
-                 configmaps  {app}  gone              create\n\
-                 configmaps  {app}  kube-root-ca.crt  skip\n\
-                 configmaps  {app}  refused           refused   error restoring configmaps {app}/refused: ValidatingAdmissionPolicy 'refuse-forbidden-{app}' with binding 'refuse-forbidden-{app}' denied request: ConfigMaps may not hold a key forbidden\n\
-                 configmaps  {app}  settings          skip\n\
-                 pods        {app}  web               create\n\n\
-                 Hooks (1):\n  {app}/web: exec container app: [\"sh\", \"-c\", \"echo ready\"] (annotations)\n\n\
-                 6 items: 2 create, 0 update, 2 skip, 1 conflict, 1 refused.\n"
+                "Restore of backup b1 (a dry run: nothing was changed):\n\n{}\n\n\
+                 Hooks (1):\n  {app}/web: exec container app: [\"sh\", \"-c\", \"echo ready\"] \
+                 (annotations)\n\n\
+                 6 items: 2 create, 0 update, 2 skip, 1 conflict, 1 refused.\n",
+                table.join("\n")
             ),
-            String::new()
+            format!(
+                "note: the server's restore settings are not known (Deployment {ns}/ark not \
+                 found): its defaults are assumed\n"
+            )
         )
     );
 
