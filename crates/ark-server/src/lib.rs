@@ -6,6 +6,7 @@
 //! Velero's concepts), `records` (what a backup or a restore writes about itself), then `hooks`,
 //! the `controllers` and the `node_agent`, and `server`, which runs the controllers.
 
+pub mod backup_diff;
 mod controllers;
 mod domain;
 pub mod fuzz;

@@ -174,50 +174,6 @@ pub(crate) fn restore_config(args: &ServerArgs) -> ark_server::RestoreConfig {
     }
 }
 
-/// The restore settings of the server `ark install` deployed in `namespace`, read from its
-/// Deployment's command line; a default server's, with the reason, when that cannot be read (no
-/// right to read Deployments, a server ark did not install).
-pub(crate) async fn deployed_restore_config(
-    client: &kube::Client,
-    namespace: &str,
-) -> (ark_server::RestoreConfig, Option<String>) {
-    use clap::Parser as _;
-    let deployment = crate::commands::install::manifests::SERVER;
-    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
-        kube::Api::namespaced(client.clone(), namespace);
-    let args = match api.get_opt(deployment).await {
-        Ok(Some(found)) => (found.spec.and_then(|s| s.template.spec))
-            .and_then(|pod| pod.containers.into_iter().find(|c| c.name == deployment))
-            .and_then(|container| container.args)
-            .ok_or_else(|| format!("Deployment {namespace}/{deployment} runs no ark server")),
-        Ok(None) => Err(format!("Deployment {namespace}/{deployment} not found")),
-        Err(error) => Err(format!("Deployment {namespace}/{deployment}: {error}")),
-    };
-    let parsed = args.and_then(|args| {
-        let line = std::iter::once("ark".to_string()).chain(args);
-        match crate::cli::Cli::try_parse_from(line) {
-            Ok(crate::cli::Cli {
-                command: crate::cli::Command::Server(server),
-                ..
-            }) => Ok(server),
-            Ok(_) => Err(format!(
-                "Deployment {namespace}/{deployment} runs no ark server"
-            )),
-            Err(error) => Err(format!("the server's command line: {}", error.kind())),
-        }
-    });
-    match parsed {
-        Ok(server) => (restore_config(&server), None),
-        Err(reason) => {
-            let default = crate::cli::Cli::parse_from(["ark", "server"]);
-            let crate::cli::Command::Server(server) = default.command else {
-                unreachable!("parsed as the server command")
-            };
-            (restore_config(&server), Some(reason))
-        }
-    }
-}
-
 /// `<pod or host name>-<pid>`: unique among replicas, recognisable in the Lease. The Deployment
 /// gives each replica its pod's name (`POD_NAME`): a pod on the host's network has the host's
 /// name, and every container's process is pid 1.

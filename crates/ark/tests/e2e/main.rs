@@ -10,6 +10,7 @@
 mod common;
 
 mod cluster {
+    mod backup_diff;
     mod backup_restore;
     mod cli;
     mod debug;

@@ -17,7 +17,6 @@ use super::api_versions::{self, USER_PRIORITIES_CONFIG_MAP, UserPriorities};
 use super::extract::{child_dirs, json_files};
 use super::order::{Priorities, is_restorable};
 use super::pod_volumes::{PodWithVolumeData, VolumeData};
-use super::preview::{Action, PlannedItem};
 use super::transform::{self, differences};
 use super::volume_snapshots::{BackedUpSnapshots, snapshot_classes};
 use crate::domain::csi;
@@ -44,6 +43,52 @@ pub struct Restored {
     pub claims_with_moved_data: Vec<MovedClaim>,
     /// A dry run's: what would become of each item, in restore order.
     pub planned: Vec<PlannedItem>,
+}
+
+/// What a dry run would do to one item (`ark restore create --dry-run`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PlannedItem {
+    /// `configmaps`, `deployments.apps`.
+    pub resource: String,
+    /// Where it would go (the mapping applied); none for a cluster-scoped item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub action: Action,
+    /// Of an item that exists and differs: the fields that differ (an update changes them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// Why it is refused, why it is a conflict, or what was not checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// It does not exist and would be created.
+    Create,
+    /// It exists, differs, and would be patched to the backup's (`existingResourcePolicy:
+    /// update`).
+    Update,
+    /// It exists as the backup has it.
+    Skip,
+    /// It exists, differs, and would be left as it is, with a warning.
+    Conflict,
+    /// The API server (admission, a policy, a quota, validation) or the restore itself says no.
+    Refused,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Skip => "skip",
+            Action::Conflict => "conflict",
+            Action::Refused => "refused",
+        }
+    }
 }
 
 /// A restored claim whose data a data mover moved into the backup location.
@@ -1027,10 +1072,7 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         ..
     } = cx;
     let Shared {
-        client,
-        update_existing,
-        dry_run,
-        ..
+        client, dry_run, ..
     } = *cx.shared;
     let resource = &at_version(
         served,
@@ -1083,34 +1125,12 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
         }
         Err(kube::Error::Api(status)) if status.code == 409 => match api.get(name).await {
             Ok(existing) => {
-                let existing_value = serde_json::to_value(&existing).unwrap_or_default();
-                let changes = differences(&existing_value, &prepared.candidate);
-                let created = |outcome, warning, error| Created {
-                    changes: changes.clone(),
-                    ..created(outcome, warning, error)
-                };
-                if changes.is_empty() {
-                    created(CreateOutcome::Skipped, None, None)
-                } else if update_existing {
-                    let patch = Patch::Merge(&prepared.candidate);
-                    let params = PatchParams {
-                        dry_run,
-                        ..Default::default()
-                    };
-                    match api.patch(name, &params, &patch).await {
-                        Ok(_) => created(CreateOutcome::Updated, None, None),
-                        Err(error) => created(
-                            CreateOutcome::Failed,
-                            Some(format!("could not update {gr} {shown}: {}", reason(&error))),
-                            None,
-                        ),
-                    }
-                } else {
-                    let message = format!(
-                        "could not restore, {} {shown} already exists. Warning: the in-cluster version is different than the backed-up version",
-                        resource.kind
-                    );
-                    created(CreateOutcome::Skipped, Some(message), None)
+                let existing = serde_json::to_value(&existing).unwrap_or_default();
+                let changes = differences(&existing, &prepared.candidate);
+                let (outcome, warning) = exists_already(cx, prepared, &api, &changes).await;
+                Created {
+                    changes,
+                    ..created(outcome, warning, None)
                 }
             }
             Err(error) => created(
@@ -1139,6 +1159,40 @@ async fn create(cx: &ItemContext<'_>, prepared: &Prepared) -> Created {
             CreateOutcome::Failed,
             None,
             Some(format!("error restoring {gr} {shown}: {}", reason(&error))),
+        ),
+    }
+}
+
+/// What becomes of an item that exists already and differs from the backup's by `changes`: skipped
+/// when it does not differ, patched to the backup's under the `update` policy, else left as it is
+/// with a warning.
+async fn exists_already(
+    cx: &ItemContext<'_>,
+    prepared: &Prepared,
+    api: &Api<DynamicObject>,
+    changes: &[String],
+) -> (CreateOutcome, Option<String>) {
+    let (gr, shown) = (cx.gr, &prepared.shown);
+    if changes.is_empty() {
+        return (CreateOutcome::Skipped, None);
+    }
+    if !cx.shared.update_existing {
+        let message = format!(
+            "could not restore, {} {shown} already exists. Warning: the in-cluster version is different than the backed-up version",
+            cx.resource.kind
+        );
+        return (CreateOutcome::Skipped, Some(message));
+    }
+    let params = PatchParams {
+        dry_run: cx.shared.dry_run,
+        ..Default::default()
+    };
+    let patch = Patch::Merge(&prepared.candidate);
+    match api.patch(&prepared.name, &params, &patch).await {
+        Ok(_) => (CreateOutcome::Updated, None),
+        Err(error) => (
+            CreateOutcome::Failed,
+            Some(format!("could not update {gr} {shown}: {}", reason(&error))),
         ),
     }
 }

@@ -160,7 +160,7 @@ pub fn extract(tarball: File, scratch: &Path, limits: Limits) -> Result<Extracte
 }
 
 /// The item files (`*.json`) directly in `dir` of an unpacked backup, sorted.
-pub(super) fn json_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -173,7 +173,7 @@ pub(super) fn json_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The folders directly in `dir` of an unpacked backup, sorted by name.
-pub(super) fn child_dirs(dir: &Path) -> Vec<String> {
+pub(crate) fn child_dirs(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

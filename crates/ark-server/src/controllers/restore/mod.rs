@@ -270,7 +270,7 @@ async fn unpack(
 }
 
 /// The backup's tarball, downloaded to scratch and unpacked there (safely: see `extract`).
-async fn download(
+pub(crate) async fn download(
     open: &OpenLocation,
     backup_name: &str,
     scratch: &std::path::Path,

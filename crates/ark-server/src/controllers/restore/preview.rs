@@ -16,56 +16,11 @@ use crate::domain::locations;
 use crate::records::recorder::Recorder;
 use crate::records::resource_list::ResourceListWriter;
 use crate::runtime::operation::Rejected;
+pub use engine::{Action, PlannedItem};
 
 /// The uid the restore's own names are made with (of the snapshots it creates again, its pods'
 /// helper containers): a restore not created has none.
 const PREVIEW_UID: &str = "00000000-0000-0000-0000-000000000000";
-
-/// What would become of one item.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PlannedItem {
-    /// `configmaps`, `deployments.apps`.
-    pub resource: String,
-    /// Where it would go (the mapping applied); none for a cluster-scoped item.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    pub name: String,
-    pub action: Action,
-    /// Of an item that exists and differs: the fields that differ (an update changes them).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub fields: Vec<String>,
-    /// Why it is refused, why it is a conflict, or what was not checked.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub messages: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// It does not exist and would be created.
-    Create,
-    /// It exists, differs, and would be patched to the backup's (`existingResourcePolicy:
-    /// update`).
-    Update,
-    /// It exists as the backup has it.
-    Skip,
-    /// It exists, differs, and would be left as it is, with a warning.
-    Conflict,
-    /// The API server (admission, a policy, a quota, validation) or the restore itself says no.
-    Refused,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Create => "create",
-            Action::Update => "update",
-            Action::Skip => "skip",
-            Action::Conflict => "conflict",
-            Action::Refused => "refused",
-        }
-    }
-}
 
 /// A volume whose data the restore would put back, and from where.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -3,6 +3,7 @@
 mod create;
 mod delete;
 mod describe;
+mod diff;
 mod download;
 mod download_volume;
 mod get;
@@ -33,6 +34,9 @@ pub enum BackupCommand {
     DownloadVolume(download_volume::DownloadVolumeArgs),
     /// Read a backup back from its location and check that it is whole
     Verify(verify::BackupVerifyArgs),
+    /// Show what changed between two backups, or between a backup and the cluster now: objects
+    /// added, removed and changed, with the fields that changed
+    Diff(diff::BackupDiffArgs),
 }
 
 pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<ExitCode> {
@@ -45,5 +49,6 @@ pub async fn run(global: &GlobalArgs, command: BackupCommand) -> anyhow::Result<
         BackupCommand::Download(args) => download::run(global, args).await,
         BackupCommand::DownloadVolume(args) => download_volume::run(global, args).await,
         BackupCommand::Verify(args) => verify::run(global, args).await,
+        BackupCommand::Diff(args) => diff::run(global, args).await,
     }
 }

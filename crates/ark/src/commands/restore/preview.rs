@@ -7,7 +7,10 @@ use anyhow::Context as _;
 use ark_api::Restore;
 use ark_server::restore_preview::{self, Action, Preview};
 
+use k8s_openapi::api::apps::v1::Deployment;
+
 use crate::cli::args::{GlobalArgs, OutputFormat};
+use crate::commands::server::{ServerArgs, restore_config};
 
 pub async fn run(
     client: &kube::Client,
@@ -16,8 +19,7 @@ pub async fn run(
     output: OutputFormat,
 ) -> anyhow::Result<ExitCode> {
     let namespace = &global.namespace;
-    let (config, not_read) =
-        crate::commands::server::deployed_restore_config(client, namespace).await;
+    let (config, not_read) = deployed_restore_config(client, namespace).await;
     if let Some(reason) = not_read {
         eprintln!(
             "note: the server's restore settings are not known ({reason}): its defaults are assumed"
@@ -47,6 +49,57 @@ pub async fn run(
         true => ExitCode::FAILURE,
         false => ExitCode::SUCCESS,
     })
+}
+
+/// The server's command line after `server`, with the global flags it carries.
+#[derive(clap::Parser)]
+#[command(name = "ark server")]
+struct ServerLine {
+    #[command(flatten)]
+    _global: GlobalArgs,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// The restore settings of the server `ark install` deployed in `namespace`, read from its
+/// Deployment's command line; a default server's, with the reason, when that cannot be read (no
+/// right to read Deployments, a server ark did not install).
+async fn deployed_restore_config(
+    client: &kube::Client,
+    namespace: &str,
+) -> (ark_server::RestoreConfig, Option<String>) {
+    use clap::Parser as _;
+    let deployment = crate::commands::install::manifests::SERVER;
+    let shown = format!("Deployment {namespace}/{deployment}");
+    let api: kube::Api<Deployment> = kube::Api::namespaced(client.clone(), namespace);
+    let args = match api.get_opt(deployment).await {
+        Ok(Some(found)) => (found.spec.and_then(|s| s.template.spec))
+            .and_then(|pod| pod.containers.into_iter().find(|c| c.name == deployment))
+            .and_then(|container| container.args)
+            .filter(|args| args.first().map(String::as_str) == Some("server"))
+            .ok_or_else(|| format!("{shown} runs no ark server")),
+        Ok(None) => Err(format!("{shown} not found")),
+        Err(error) => {
+            let error = anyhow::Error::from(error);
+            let explained = crate::errors::explain(&error, namespace);
+            Err(format!(
+                "{shown}: {}",
+                explained.unwrap_or(error.to_string())
+            ))
+        }
+    };
+    let parsed = args.and_then(|args| {
+        let line = std::iter::once("ark".to_string()).chain(args.into_iter().skip(1));
+        ServerLine::try_parse_from(line)
+            .map_err(|error| format!("{shown}: the server's command line: {}", error.kind()))
+    });
+    match parsed {
+        Ok(line) => (restore_config(&line.server), None),
+        Err(reason) => {
+            let defaults = ServerLine::parse_from(["ark"]);
+            (restore_config(&defaults.server), Some(reason))
+        }
+    }
 }
 
 /// The plan as people read it: the items, the volumes, the hooks, what would go wrong, a summary.
