@@ -304,4 +304,23 @@ async fn a_dry_run_plans_each_item_names_what_admission_refuses_and_changes_noth
     assert!(pods.get_opt("web").await.unwrap().is_none());
     let changed = config_maps.get("changed").await.unwrap();
     assert_eq!(changed.data.unwrap()["a"], "2");
+
+    // A backup whose tarball is cut short: the preview names it, and plans nothing.
+    let tarball = setup.store.layout.backup_contents("b1");
+    let bytes = setup.store.get(&tarball).await.unwrap();
+    let half = bytes.slice(..bytes.len() / 2);
+    setup.store.put(&tarball, half).await.unwrap();
+    let cut = dry_run(&[]);
+    let stderr = text(&cut.stderr);
+    assert_eq!(
+        (cut.status.code(), text(&cut.stdout)),
+        (Some(1), String::new())
+    );
+    assert!(
+        stderr.contains(
+            "error: cannot preview a restore of backup \"b1\": backup b1: the backup tarball is \
+             not a valid gzip tar"
+        ),
+        "{stderr}"
+    );
 }
