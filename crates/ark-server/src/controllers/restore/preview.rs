@@ -86,6 +86,8 @@ pub enum PreviewError {
     /// The backup could not be read from its location.
     #[error("{0}")]
     Backup(String),
+    #[error("scratch file: {0}")]
+    Scratch(#[from] std::io::Error),
 }
 
 /// Previews `restore` (not created: its spec as the CLI would create it) in `namespace`, the
@@ -115,10 +117,8 @@ pub async fn preview(
         restore_uid: PREVIEW_UID,
     };
     let name = restore.metadata.name.as_deref();
-    let mut record = Recorder::create(&scratch, format!("restore preview={namespace}"))
-        .map_err(|e| PreviewError::Backup(format!("scratch file: {e}")))?;
-    let mut resource_list = ResourceListWriter::create(&scratch)
-        .map_err(|e| PreviewError::Backup(format!("scratch file: {e}")))?;
+    let mut record = Recorder::create(&scratch, format!("restore preview={namespace}"))?;
+    let mut resource_list = ResourceListWriter::create(&scratch)?;
     let (progress, _) = tokio::sync::watch::channel((0, 0));
     let restored = engine::restore(engine::RestoreInput {
         client,
@@ -141,9 +141,7 @@ pub async fn preview(
         record.general_error(rejected.clone());
     }
     record.omitted_errors(unpacked.extracted.rejected.omitted);
-    let (_, results) = record
-        .finish()
-        .map_err(|e| PreviewError::Backup(format!("scratch file: {e}")))?;
+    let (_, results) = record.finish()?;
     Ok(plan_of(&validated, restored, results))
 }
 
