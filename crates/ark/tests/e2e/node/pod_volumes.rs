@@ -878,7 +878,9 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
     let repository = ark_kopia::Repository::open(store, root, &installed.password)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
+    // 200 MB through the agent takes about 15 s alone, and beside the other groups of the test
+    // command (Velero's node agent uploading, the fuzz build) took over a minute once.
+    let deadline = tokio::time::Instant::now() + BIG_UPLOAD_WAIT;
     loop {
         repository.contents().refresh().await.unwrap();
         let snapshots = repository.snapshots().await.unwrap();
@@ -920,6 +922,9 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         Some(ark_api::BackupPhase::Completed)
     );
 }
+
+/// How long the big pod's 200 MB may take to reach the repository.
+const BIG_UPLOAD_WAIT: Duration = Duration::from_secs(180);
 
 /// The keys of the repository of namespace `app` at `prefix`, with their sizes and entity tags.
 async fn blobs_of(
