@@ -181,13 +181,8 @@ pub async fn with_cluster(
     from: &str,
     earlier: &BTreeMap<Key, PathBuf>,
 ) -> Result<Diff, DiffError> {
-    let served = crate::domain::discovery::discover(client).await?;
-    let served: BTreeMap<String, (ApiResource, Scope)> = (served.resources.into_iter())
-        .map(|(resource, caps)| {
-            let gr = ark_storage::tarball::group_resource(&resource.group, &resource.plural);
-            (gr, (resource, caps.scope))
-        })
-        .collect();
+    let discovered = crate::domain::discovery::discover(client).await?;
+    let served = crate::domain::discovery::by_group_resource(discovered.resources);
     let mut diff = Diff {
         from: format!("backup {from}"),
         to: "the cluster".to_string(),
@@ -200,8 +195,8 @@ pub async fn with_cluster(
     }
     for ((resource, namespace), keys) in groups {
         let live = match served.get(resource) {
-            Some((api_resource, scope)) => {
-                live_objects(client, api_resource, scope, namespace).await?
+            Some((api_resource, caps)) => {
+                live_objects(client, api_resource, &caps.scope, namespace).await?
             }
             None => BTreeMap::new(),
         };

@@ -37,6 +37,19 @@ pub struct GroupVersions {
 /// for a group it will skip anyway.
 const GROUP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Served resources keyed as a backup's folders name them (`deployments.apps`).
+pub fn by_group_resource(
+    resources: Vec<(ApiResource, ApiCapabilities)>,
+) -> BTreeMap<String, (ApiResource, ApiCapabilities)> {
+    resources
+        .into_iter()
+        .map(|(resource, caps)| {
+            let gr = ark_storage::tarball::group_resource(&resource.group, &resource.plural);
+            (gr, (resource, caps))
+        })
+        .collect()
+}
+
 /// Discovers every group in parallel. Only the list of groups itself must answer.
 pub async fn discover(client: &Client) -> kube::Result<Served> {
     let groups = client.list_api_groups().await?;

@@ -662,19 +662,10 @@ async fn served(
     for skipped in discovered.skipped {
         record.warning(None, skipped);
     }
-    Ok((by_group_resource(discovered.resources), discovered.groups))
-}
-
-fn by_group_resource(
-    resources: Vec<(ApiResource, ApiCapabilities)>,
-) -> BTreeMap<String, (ApiResource, ApiCapabilities)> {
-    resources
-        .into_iter()
-        .map(|(resource, caps)| {
-            let gr = ark_storage::tarball::group_resource(&resource.group, &resource.plural);
-            (gr, (resource, caps))
-        })
-        .collect()
+    Ok((
+        crate::domain::discovery::by_group_resource(discovered.resources),
+        discovered.groups,
+    ))
 }
 
 /// The served resources once `gr` is among them, after this restore created custom resource
@@ -691,7 +682,7 @@ async fn served_once_defined(
     let mut latest = served;
     loop {
         if let Ok(discovered) = crate::domain::discovery::discover(client).await {
-            latest = by_group_resource(discovered.resources);
+            latest = crate::domain::discovery::by_group_resource(discovered.resources);
             if latest.contains_key(gr) {
                 record.info(&format!("{gr} is served: its definition was restored"));
                 return latest;
