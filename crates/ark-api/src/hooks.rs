@@ -289,15 +289,32 @@ fn path_at(
 /// Parses and checks a hooks file (YAML or JSON): the `spec.hooks` of a Restore. Every error names
 /// its field path, line and column.
 pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
+    let (hooks, index) = parse_located::<RestoreHooks>(text)?;
+    let errors = locate(validate(&hooks, Rules::Strict), &index);
+    if errors.is_empty() {
+        Ok(hooks)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Where each field path of a parsed file is: its line and column.
+pub type Positions = BTreeMap<String, (usize, usize)>;
+
+/// Parses a file (YAML or JSON) of at most [`MAX_FILE_BYTES`] as `T`, with the position of each
+/// field path; an error names its field path, line and column.
+pub fn parse_located<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<(T, Positions), Vec<HookError>> {
     if text.len() > MAX_FILE_BYTES {
         return Err(vec![HookError {
             path: String::new(),
-            message: format!("larger than the {MAX_FILE_BYTES} bytes a hooks file may have"),
+            message: format!("larger than the {MAX_FILE_BYTES} bytes the file may have"),
             position: None,
         }]);
     }
     let index = positions(text).map_err(|e| vec![e])?;
-    let hooks: RestoreHooks = serde_saphyr::from_str(text).map_err(|e| {
+    let parsed: T = serde_saphyr::from_str(text).map_err(|e| {
         let position = e
             .location()
             .map(|l| (l.line() as usize, l.column() as usize));
@@ -321,11 +338,16 @@ pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
             position,
         }]
     })?;
-    let errors: Vec<HookError> = validate(&hooks, Rules::Strict)
+    Ok((parsed, index))
+}
+
+/// `errors` found by checking a parsed file, each given the position of its field, or of the
+/// closest enclosing field that is there when it is absent.
+pub fn locate(errors: Vec<HookError>, index: &Positions) -> Vec<HookError> {
+    errors
         .into_iter()
         .map(|mut e| {
             e.position = index.get(&e.path).copied().or_else(|| {
-                // A field that is absent: point at the closest enclosing one that is there.
                 let mut path = e.path.as_str();
                 loop {
                     let cut = path.rfind(['.', '['])?;
@@ -337,12 +359,7 @@ pub fn parse_file(text: &str) -> Result<RestoreHooks, Vec<HookError>> {
             });
             e
         })
-        .collect();
-    if errors.is_empty() {
-        Ok(hooks)
-    } else {
-        Err(errors)
-    }
+        .collect()
 }
 
 /// What one hook came to, as recorded in the restore's results and shown by describe.

@@ -15,6 +15,7 @@ mod node_agent_config;
 mod pod_volume;
 pub mod read;
 mod restore;
+pub mod restore_test;
 mod schedule;
 mod schema;
 pub mod selector;

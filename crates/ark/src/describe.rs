@@ -71,6 +71,30 @@ pub fn selector(selector: Option<&ark_api::LabelSelector>) -> String {
         .unwrap_or_else(|| "<none>".to_string())
 }
 
+/// A restore test's result in a line: its outcome, when it ended, the backup and the restore, and
+/// why it failed.
+pub fn restore_test_text(result: Result<ark_api::restore_test::TestResult, String>) -> String {
+    let result = match result {
+        Ok(result) => result,
+        Err(error) => return format!("<unreadable: {error}>"),
+    };
+    let mut text = format!(
+        "{:?} at {} (backup {}, restore {})",
+        result.outcome,
+        result.ended,
+        result.backup,
+        if result.restore.is_empty() {
+            "<none>"
+        } else {
+            &result.restore
+        }
+    );
+    if let Some(reason) = &result.reason {
+        text.push_str(&format!(": {reason}"));
+    }
+    text
+}
+
 /// Each pod's hooks, as a backup or restore recorded them: init containers injected, and every
 /// exec hook with its phase (backups), container, result, exit code, duration and error or why it
 /// was skipped, and a pod the backup left out; with `details`, the end of each hook's output.

@@ -12,6 +12,7 @@ pub mod location_validation;
 pub mod repository_maintenance;
 pub mod restore;
 pub mod restore_finalizer;
+pub mod restore_tests;
 pub mod schedule;
 pub mod server_status;
 pub mod sync;

@@ -104,6 +104,9 @@ pub struct Metrics {
     deletion_failures: Counters,
     verification_successes: Counters,
     verification_failures: Counters,
+    restore_test_successes: Counters,
+    restore_test_failures: Counters,
+    restore_test_failing: Family<Schedule, Gauge>,
     storage: StorageMetrics,
     pod_volumes: PodVolumeMetrics,
     reconcile_duration: Family<Reconcile, Histogram, fn() -> Histogram>,
@@ -275,7 +278,7 @@ impl std::fmt::Debug for Metrics {
 /// Velero's counters by schedule, as (name, help), in the order they are registered: the order
 /// of the pattern `Metrics::default` binds them to.
 #[rustfmt::skip]
-const COUNTERS: [(&str, &str); 15] = [
+const COUNTERS: [(&str, &str); 17] = [
     ("velero_backup_attempt", "Total number of attempted backups"),
     ("velero_backup_success", "Total number of successful backups"),
     ("velero_backup_partial_failure", "Total number of partially failed backups"),
@@ -292,6 +295,9 @@ const COUNTERS: [(&str, &str); 15] = [
     // ark's own: the server's verifications of new backups (`--verify-new-backups`).
     ("ark_backup_verification_success", "Total number of backups verified without a defect"),
     ("ark_backup_verification_failure", "Total number of backups whose verification found defects"),
+    // ark's own: schedules' restore tests.
+    ("ark_restore_test_success", "Total number of restore tests that passed"),
+    ("ark_restore_test_failure", "Total number of restore tests that failed"),
 ];
 
 /// Registers `metric` under `name` and `help`; the handle to update it by.
@@ -333,6 +339,8 @@ impl Default for Metrics {
             deletion_failures,
             verification_successes,
             verification_failures,
+            restore_test_successes,
+            restore_test_failures,
         ] = COUNTERS.map(|(name, help)| schedule_counters(r, name, help));
         let backup_duration = registered(
             r,
@@ -357,6 +365,12 @@ impl Default for Metrics {
             "velero_backup_last_successful_timestamp",
             "Last time a backup ran successfully, Unix timestamp in seconds",
             Family::<Schedule, Gauge<f64, AtomicU64>>::default(),
+        );
+        let restore_test_failing = registered(
+            r,
+            "ark_restore_test_failing",
+            "1 when a schedule's latest restore test failed or is older than its test allows",
+            Family::<Schedule, Gauge>::default(),
         );
         let storage = StorageMetrics::register(r);
         let pod_volumes = PodVolumeMetrics::register(r);
@@ -396,6 +410,9 @@ impl Default for Metrics {
             deletion_failures,
             verification_successes,
             verification_failures,
+            restore_test_successes,
+            restore_test_failures,
+            restore_test_failing,
             storage,
             pod_volumes,
             reconcile_duration,
@@ -510,6 +527,30 @@ impl Metrics {
             false => &self.verification_failures,
         };
         counter.get_or_create(&schedule(schedule_name)).inc();
+    }
+
+    /// A schedule's restore test ended: passed, or not.
+    pub fn restore_tested(&self, schedule_name: &str, passed: bool) {
+        let counter = match passed {
+            true => &self.restore_test_successes,
+            false => &self.restore_test_failures,
+        };
+        counter.get_or_create(&schedule(schedule_name)).inc();
+    }
+
+    /// Whether a schedule's latest restore test failed or is overdue; None: it has no test.
+    pub fn restore_test_failing(&self, schedule_name: &str, failing: Option<bool>) {
+        let labels = schedule(schedule_name);
+        match failing {
+            Some(failing) => {
+                self.restore_test_failing
+                    .get_or_create(&labels)
+                    .set(i64::from(failing));
+            }
+            None => {
+                self.restore_test_failing.remove(&labels);
+            }
+        }
     }
 
     /// A backup's CSI snapshots once it ended: attempted, and of those completed (the rest failed).

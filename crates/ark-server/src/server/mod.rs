@@ -19,8 +19,8 @@ use crate::controllers::restore::Config as RestoreConfig;
 use crate::controllers::verification::NewBackups;
 use crate::controllers::{
     backup, backup_operations, deletion, download_requests, gc, location_validation,
-    repository_maintenance, restore, restore_finalizer, schedule, server_status, sync, tenants,
-    verification,
+    repository_maintenance, restore, restore_finalizer, restore_tests, schedule, server_status,
+    sync, tenants, verification,
 };
 use crate::domain::snapshots::VolumeSnapshotter;
 use crate::runtime::context::Kube;
@@ -170,6 +170,7 @@ fn server_term(
         kube: kube.clone(),
         skip_immediately: options.schedule_skip_immediately,
     });
+    let restore_tests = Arc::new(restore_tests::Ctx::new(kube.clone()));
     let mut controllers: Vec<(&'static str, BoxFuture<'static, ()>)> = vec![
         ("backup", backup::run(backup).boxed()),
         (
@@ -182,6 +183,7 @@ fn server_term(
             deletion::run(Arc::new(deletion), restores).boxed(),
         ),
         ("schedule", schedule::run(schedule).boxed()),
+        ("restore tests", restore_tests::run(restore_tests).boxed()),
     ];
     controllers.extend(request_controllers(&kube));
     controllers.extend(periodic_controllers(&kube, options));

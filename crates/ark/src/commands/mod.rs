@@ -21,6 +21,7 @@ pub mod restore;
 pub mod restore_helper;
 pub mod schedule;
 pub mod server;
+mod spec_file;
 pub mod uninstall;
 pub mod version;
 mod wait;

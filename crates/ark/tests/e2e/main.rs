@@ -41,6 +41,7 @@ mod node {
     mod demo;
     mod pod_volumes;
     mod real_node;
+    mod restore_tests;
     mod volume_policies;
 }
 

@@ -282,6 +282,9 @@ pub fn describe_text(backup: &Backup) -> String {
     if let Some(verification) = ark_api::verification::Verification::of(backup) {
         d.field("Verified", &verification_text(verification));
     }
+    if let Some(result) = ark_api::restore_test::TestResult::of_backup(backup) {
+        d.field("Restore test", &crate::describe::restore_test_text(result));
+    }
     if let Some(errors) = status.validation_errors.as_ref().filter(|e| !e.is_empty()) {
         d.blank();
         d.line("Validation errors:");

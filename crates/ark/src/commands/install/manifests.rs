@@ -340,9 +340,10 @@ pub fn server_requests_policy_name(namespace: &str) -> String {
 /// What the server never asks for and its ClusterRole's `*` still grants (RBAC cannot name every
 /// resource but some subresources): a ServiceAccount's token, a proxy to a node, pod or service
 /// (a node's is its kubelet's whole API), attaching to or port-forwarding into a pod, an
-/// ephemeral container; and Velero's requests deleted anywhere but in its namespace and those
-/// delegated to it (its ClusterRole deletes tenants' requests, `controllers::tenants`). Refused by
-/// the API server (a ValidatingAdmissionPolicy) for the server's ServiceAccount only.
+/// ephemeral container; Velero's requests deleted anywhere but in its namespace and those
+/// delegated to it (its ClusterRole deletes tenants' requests, `controllers::tenants`); and any
+/// namespace deleted but a restore test's throwaway one (labelled as such). Refused by the API
+/// server (a ValidatingAdmissionPolicy) for the server's ServiceAccount only.
 fn server_requests_policy(plan: &Plan) -> Value {
     let server = format!("system:serviceaccount:{}:{SERVER}", plan.namespace);
     let rule = |group: &str, version: &str, operation: &str, resources: &[&str]| json!({ "apiGroups": [group], "apiVersions": [version], "operations": [operation], "resources": resources });
@@ -353,6 +354,11 @@ fn server_requests_policy(plan: &Plan) -> Value {
          (has({labels}) && {TENANT_OF:?} in {labels} && {labels}[{TENANT_OF:?}] == {ns:?})",
         TENANT_OF = ark_server::tenants::TENANT_OF,
     );
+    let throwaway = format!(
+        "request.resource.resource != 'namespaces' || (has(oldObject.metadata.labels) && \
+         {OF:?} in oldObject.metadata.labels)",
+        OF = ark_api::restore_test::OF_LABEL,
+    );
     json!({
         "metadata": metadata(&server_requests_policy_name(&plan.namespace), plan),
         "spec": {
@@ -362,11 +368,12 @@ fn server_requests_policy(plan: &Plan) -> Value {
                 rule("", "v1", "CONNECT", &["nodes/proxy", "pods/proxy", "services/proxy", "pods/attach", "pods/portforward"]),
                 rule("", "v1", "UPDATE", &["pods/ephemeralcontainers"]),
                 rule("velero.io", "v1", "DELETE", &["backups", "restores", "deletebackuprequests", "downloadrequests"]),
+                rule("", "v1", "DELETE", &["namespaces"]),
             ] },
             "matchConditions": [{ "name": "by-the-server", "expression": format!("request.userInfo.username == {server:?}") }],
             "validations": [
                 {
-                    "expression": "request.resource.group == 'velero.io'",
+                    "expression": "request.resource.group == 'velero.io' || request.resource.resource == 'namespaces'",
                     "reason": "Forbidden",
                     "message": "ark's server never asks for a token, a proxy, an attach, a port-forward or an ephemeral container",
                 },
@@ -374,6 +381,11 @@ fn server_requests_policy(plan: &Plan) -> Value {
                     "expression": delegated,
                     "reason": "Forbidden",
                     "message": format!("ark's server deletes Velero's requests only in namespace {ns} and the namespaces delegated to it"),
+                },
+                {
+                    "expression": throwaway,
+                    "reason": "Forbidden",
+                    "message": "ark's server deletes no namespace but a restore test's throwaway one",
                 },
             ],
         },

@@ -8,7 +8,7 @@ use kube::Api;
 use kube::api::PostParams;
 
 use crate::cli::args::{FilterArgs, GlobalArgs, OutputFormat, WaitArgs, parse_mapping, parse_name};
-use crate::commands::wait;
+use crate::commands::{spec_file, wait};
 
 #[derive(Debug, Args)]
 pub struct RestoreCreateArgs {
@@ -124,40 +124,12 @@ async fn newest_of_schedule(
         })
 }
 
-/// Reads and checks a hooks file; every error with its path, line and column.
-fn read_hooks_file(path: &std::path::Path) -> anyhow::Result<ark_api::RestoreHooks> {
-    use std::io::Read;
-    let shown = path.display().to_string();
-    // No more than one byte past the limit is read: parse_file refuses a longer file by its size.
-    let limit = ark_api::hooks::MAX_FILE_BYTES as u64 + 1;
-    let text = if shown == "-" {
-        std::io::read_to_string(std::io::stdin().take(limit))
-            .context("cannot read hooks from standard input")?
-    } else {
-        std::fs::File::open(path)
-            .and_then(|file| std::io::read_to_string(file.take(limit)))
-            .with_context(|| format!("cannot read hooks file {shown}"))?
-    };
-    let name = if shown == "-" {
-        "<stdin>"
-    } else {
-        shown.as_str()
-    };
-    ark_api::hooks::parse_file(&text).map_err(|errors| {
-        let lines: Vec<String> = errors.iter().map(|e| format!("  {name}:{e}")).collect();
-        anyhow::anyhow!(
-            "invalid hooks file {name}; nothing was created:\n{}",
-            lines.join("\n")
-        )
-    })
-}
-
 pub async fn run(global: &GlobalArgs, args: RestoreCreateArgs) -> anyhow::Result<ExitCode> {
     // The hooks file first: a broken file fails fast, even when the cluster is out of reach.
     let hooks = args
         .hooks_file
         .as_deref()
-        .map(read_hooks_file)
+        .map(|path| spec_file::read(path, "hooks", ark_api::hooks::parse_file))
         .transpose()?;
     let allow_partially_failed = args.allow_partially_failed == Some(true);
     if allow_partially_failed && args.from_schedule.is_none() {

@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -8,6 +10,7 @@ use kube::Api;
 use kube::api::PostParams;
 
 use crate::cli::args::{BackupTemplateArgs, GlobalArgs, parse_name};
+use crate::commands::spec_file;
 
 #[derive(Debug, Args)]
 pub struct ScheduleCreateArgs {
@@ -34,6 +37,36 @@ pub struct ScheduleCreateArgs {
     /// 'last=7,daily=14,weekly=8,monthly=12,yearly=3' (ark's own: the annotation ark.io/retention)
     #[arg(long, value_name = "RULES", value_parser = parse_retention)]
     pub retention: Option<String>,
+    /// Test the schedule's backups by restoring them into throwaway namespaces and running a
+    /// check: a restore test file, YAML or JSON, '-' for standard input (ark's own: the annotation
+    /// ark.io/restore-test; docs/verifying.md#restore-tests-on-a-schedule)
+    #[arg(long, value_name = "FILE")]
+    pub restore_test_file: Option<PathBuf>,
+    /// The restore hooks of the test's restores, as `ark restore create --hooks-file` takes
+    /// them, naming the namespaces as backed up (for a test file without `hooks`)
+    #[arg(long, value_name = "FILE", requires = "restore_test_file")]
+    pub restore_test_hooks_file: Option<PathBuf>,
+}
+
+/// The restore test of `--restore-test-file`, with the hooks of `--restore-test-hooks-file`, as
+/// its annotation holds it; refused with every error at its place.
+fn restore_test(file: &Path, hooks_file: Option<&Path>) -> anyhow::Result<String> {
+    let mut test = spec_file::read(file, "restore test", ark_api::restore_test::parse)?;
+    if let Some(hooks_file) = hooks_file {
+        if test.hooks.is_some() {
+            anyhow::bail!(
+                "restore test file {} has hooks already: leave out --restore-test-hooks-file, or \
+                 the file's `hooks`",
+                file.display()
+            );
+        }
+        test.hooks = Some(spec_file::read(
+            hooks_file,
+            "hooks",
+            ark_api::hooks::parse_file,
+        )?);
+    }
+    Ok(serde_json::to_string(&test)?)
 }
 
 /// A retention policy as ark's server reads it, refused here with the rule at fault.
@@ -47,6 +80,9 @@ pub async fn run(global: &GlobalArgs, args: ScheduleCreateArgs) -> anyhow::Resul
     if let Err(error) = Cron::parse(&args.schedule) {
         anyhow::bail!("{}\n{}", error, error.pointing_into(&args.schedule));
     }
+    let test = (args.restore_test_file.as_deref())
+        .map(|file| restore_test(file, args.restore_test_hooks_file.as_deref()))
+        .transpose()?;
     let spec = ScheduleSpec {
         template: args.template.spec(),
         schedule: args.schedule,
@@ -56,9 +92,13 @@ pub async fn run(global: &GlobalArgs, args: ScheduleCreateArgs) -> anyhow::Resul
         ..Default::default()
     };
     let mut schedule = Schedule::new(&args.name, spec);
-    if let Some(policy) = args.retention {
-        schedule.metadata.annotations = Some([(labels::RETENTION.to_string(), policy)].into());
-    }
+    let annotations = [
+        args.retention
+            .map(|policy| (labels::RETENTION.to_string(), policy)),
+        test.map(|test| (ark_api::restore_test::ANNOTATION.to_string(), test)),
+    ];
+    let annotations: BTreeMap<String, String> = annotations.into_iter().flatten().collect();
+    schedule.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
     let client = crate::context::client(global).await?;
     let api: Api<Schedule> = Api::namespaced(client, &global.namespace);
     api.create(&PostParams::default(), &schedule)

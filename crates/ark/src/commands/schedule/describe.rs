@@ -172,6 +172,12 @@ pub fn describe_text(
     if let Some(policy) = schedule.annotations().get(labels::RETENTION) {
         retention_text(&mut d, schedule, policy, made, now);
     }
+    if schedule
+        .annotations()
+        .contains_key(ark_api::restore_test::ANNOTATION)
+    {
+        restore_test_text(&mut d, schedule, made);
+    }
     if !missed.is_empty() {
         d.blank();
         d.line("Missed runs:");
@@ -180,6 +186,67 @@ pub fn describe_text(
         }
     }
     d.finish()
+}
+
+/// How many of the schedule's tested backups are listed.
+const TESTS_SHOWN: usize = 5;
+
+/// The schedule's restore test (how often, what it restores and checks), its last result, with
+/// the check's output, and those of its backups still there, newest first.
+fn restore_test_text(d: &mut Describe, schedule: &Schedule, made: &[Backup]) {
+    use ark_api::restore_test::{Cadence, RestoreTest, TestResult};
+    d.blank();
+    let test = match RestoreTest::of(schedule) {
+        Some(Ok(test)) => test,
+        Some(Err(error)) => return d.field("Restore test", &format!("<unreadable: {error}>")),
+        None => return,
+    };
+    let every = match test.every {
+        Cadence::Backups(1) => "every Completed backup".to_string(),
+        Cadence::Backups(n) => format!("every {n} Completed backups"),
+        Cadence::Period(period) => format!("every {}", ark_api::duration::format(period)),
+    };
+    let check = &test.check;
+    let expect = match &check.expect {
+        Some(expect) => format!(", expecting {expect:?}"),
+        None => ", expecting exit code 0".to_string(),
+    };
+    d.line("Restore test:");
+    d.nested(&[
+        ("Every", every),
+        (
+            "Namespaces",
+            (test.namespaces.as_ref()).map_or("<the backup's>".into(), |n| n.join(", ")),
+        ),
+        ("Check", format!("{:?}{expect}", check.command)),
+        ("Timeout", ark_api::duration::format(test.timeout)),
+    ]);
+    match TestResult::of(schedule.metadata.annotations.as_ref()) {
+        None => d.line("  Last result:  <none yet>"),
+        Some(result) => {
+            let output = result.as_ref().ok().and_then(|r| r.output.clone());
+            d.line(&format!(
+                "  Last result:  {}",
+                crate::describe::restore_test_text(result)
+            ));
+            for line in output.iter().flat_map(|o| o.trim_end().lines()) {
+                d.line(&format!("    | {line}"));
+            }
+        }
+    }
+    let mut tested: Vec<(&Backup, TestResult)> = (made.iter())
+        .filter_map(|backup| Some((backup, TestResult::of_backup(backup)?.ok()?)))
+        .collect();
+    tested.sort_by(|a, b| b.1.ended.cmp(&a.1.ended));
+    if !tested.is_empty() {
+        d.line("  Tested backups:");
+    }
+    for (_, result) in tested.into_iter().take(TESTS_SHOWN) {
+        d.line(&format!(
+            "    {}",
+            crate::describe::restore_test_text(Ok(result))
+        ));
+    }
 }
 
 /// The most of the schedule's next runs retention looks at to say when a kept backup goes: an

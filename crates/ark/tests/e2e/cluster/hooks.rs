@@ -747,7 +747,7 @@ fn invalid_hooks_files_are_refused_with_line_and_column() {
     refused(
         101,
         &huge,
-        "larger than the 1048576 bytes a hooks file may have",
+        "larger than the 1048576 bytes the file may have",
     );
     // The examples are valid: with them, ark goes on to look for the cluster (and finds none).
     for file in ["database-restore.yaml", "cache-warmup.yaml"] {

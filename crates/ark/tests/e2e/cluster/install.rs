@@ -1366,8 +1366,37 @@ async fn the_installed_server_is_refused_tokens_and_node_proxies_that_its_role_a
     // In its own namespace, as before.
     let own = Api::<Backup>::namespaced(cluster.client().await, ns);
     own.create(&PostParams::default(), &backup).await.unwrap();
-    Api::<Backup>::namespaced(client, ns)
+    Api::<Backup>::namespaced(client.clone(), ns)
         .delete("theirs", &Default::default())
+        .await
+        .unwrap();
+    // Namespaces, which its role may delete (a restore test's throwaway ones): refused any other.
+    let namespaces: Api<Namespace> = Api::all(client);
+    match namespaces
+        .delete(&elsewhere.name, &Default::default())
+        .await
+    {
+        Err(kube::Error::Api(status)) => assert!(
+            status.code == 403
+                && status.message.contains(
+                    "ark's server deletes no namespace but a restore test's throwaway one"
+                ),
+            "{status:?}"
+        ),
+        other => panic!("an application's namespace deleted: {other:?}"),
+    }
+    let throwaway = cluster.namespace("throwaway").await;
+    let label = serde_json::json!({ "metadata": { "labels": { ark_api::restore_test::OF_LABEL: "a-schedule-uid" } } });
+    Api::<Namespace>::all(cluster.client().await)
+        .patch(
+            &throwaway.name,
+            &Default::default(),
+            &kube::api::Patch::Merge(&label),
+        )
+        .await
+        .unwrap();
+    namespaces
+        .delete(&throwaway.name, &Default::default())
         .await
         .unwrap();
 }
