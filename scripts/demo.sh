@@ -4,6 +4,7 @@
 #   by the API server first); the server and the agent run as pods from that image;
 #   a schedule backs up an application with a real PostgreSQL database: a pre hook dumps it into a
 #   volume, the agent backs the volume up into the location's kopia repository, a post hook runs;
+#   the schedule's restore test restores the backup into a throwaway namespace and counts the rows;
 #   a row written after the backup is lost with the namespace; the restore brings the volume back
 #   before anything starts, an init container loads the dump before the database starts and an
 #   exec hook reads the rows back with psql (those of before the backup); describe each step;
@@ -22,12 +23,14 @@ fi
 # Only what the demo uses: the first cluster and its real node (the first time, their binaries
 # are built: 10 to 25 minutes).
 bash scripts/cluster.sh up demo
-set -a; source .cluster/cluster.env; set +a
+# The cluster's state, where scripts/cluster.sh keeps it (ARK_CLUSTER_STATE, as for the tests).
+state=$(realpath -m "${ARK_CLUSTER_STATE:-.cluster}")
+set -a; source "$state/cluster.env"; set +a
 
 ark() { "$ARK_BIN" "$@"; }
 export ARK_NAMESPACE=ark-demo
-work=.cluster/demo
-bucket=$PWD/$work/bucket
+work=$state/demo
+bucket=$work/bucket
 
 say() { printf '\n# %s\n' "$*"; }
 show() { printf '$ %s\n' "$*"; }
@@ -41,7 +44,7 @@ chown 65532:65532 "$bucket"
 say "ark's image, made from this checkout and given to the node (there is no registry)"
 show "bash scripts/image.sh $work/ark.tar --binary $ARK_BIN --tag ark.local/ark:demo"
 bash scripts/image.sh "$work/ark.tar" --binary "$ARK_BIN" --tag ark.local/ark:demo
-bash scripts/node.sh import "$PWD/.cluster" "$work/ark.tar"
+bash scripts/node.sh import "$state" "$work/ark.tar"
 install=(install --provider file --bucket "$bucket" --image ark.local/ark:demo
   --use-node-agent --kubelet-pods-dir "$ARK_REAL_NODE_PODS")
 
@@ -83,11 +86,21 @@ psql=(kubectl -n shop exec db -- psql -q -h /tmp -U postgres)
 step kubectl -n shop get pods
 
 say "A schedule's backup: the pre hook dumps the database into the volume 'dump', the node agent backs the volume up, then the post hook runs"
-step ark schedule create nightly --schedule "0 3 * * *" --include-namespaces shop
+step ark schedule create nightly --schedule "0 3 * * *" --include-namespaces shop \
+  --restore-test-file examples/restore-tests/demo-database.yaml --restore-test-hooks-file examples/hooks/demo-database.yaml
 step ark backup create nightly-1 --from-schedule nightly --wait --timeout 3m
 show "ark backup describe nightly-1 --details | sed -n '/^Hooks:/,\$p'"
 ark backup describe nightly-1 --details | sed -n '/^Hooks:/,$p' | sed '/^Resource List:/,$d'
 step ark repository snapshots --volume-namespace shop
+
+say "The schedule's restore test: within a minute the server restores the backup into a throwaway namespace, the hooks load the dump, psql counts the orders, the namespace goes"
+deadline=$((SECONDS + 300))
+until kubectl -n "$ARK_NAMESPACE" get backup nightly-1 -o jsonpath='{.metadata.annotations.ark\.io/restore-test-result}' | grep -q outcome; do
+  [ "$SECONDS" -lt "$deadline" ] || { echo "demo: backup nightly-1 was not restore-tested within 5 minutes" >&2; exit 1; }
+  sleep 2
+done
+show "ark schedule describe nightly | sed -n '/^Restore test:/,\$p'"
+ark schedule describe nightly | sed -n '/^Restore test:/,$p'
 
 say "A row written after the backup"
 "${psql[@]}" -d shop -c "insert into orders values (4, 2, 'cake')"

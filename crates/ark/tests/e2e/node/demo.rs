@@ -32,6 +32,10 @@ async fn the_demo_runs_end_to_end_on_the_real_node() {
         "restored the shop database from its dump\n",
         "    init containers injected: restore-data\n",
         "      | 3 orders, 2 customers\n",
+        // The schedule's restore test of nightly-1 passed, psql's count in its output.
+        "  Last result:  Passed at ",
+        " (backup nightly-1, restore nightly-1-test-",
+        "    | 3\n",
         // The database's dump went through the node agent: backed up, then back before the pod
         // started (restore-wait first).
         "Pod Volume Backups - kopia:\n  Completed:\n    shop/db: dump (",
