@@ -144,7 +144,9 @@ async fn look(object: Arc<Readable<Schedule>>, ctx: Arc<Ctx>) -> Option<Duration
             .restore_test_failing(&name, Some(failed || overdue.is_some()));
         return Some(LOOK_EVERY);
     };
-    let backup = backups.iter().find(|b| b.name_any() == due)?;
+    let Some(backup) = backups.iter().find(|b| b.name_any() == due) else {
+        return Some(LOOK_EVERY);
+    };
     sweep(&ctx).await;
     let result = steps::run(&ctx, schedule, &test, backup).await;
     record(kube, schedule, backup, &result).await;

@@ -160,6 +160,37 @@ async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups(
         "{stderr}"
     );
     assert!(schedules.get_opt("bad").await.unwrap().is_none());
+    // A restore test that does not read: every error at its field, line and column; nothing made.
+    let dir = tempfile::tempdir().unwrap();
+    let test = dir.path().join("test.yaml");
+    std::fs::write(
+        &test,
+        "every: 0\ncheck:\n  command: [psql]\n  waitTimeout: soon\n",
+    )
+    .unwrap();
+    let test = test.to_str().unwrap();
+    let args = [
+        "schedule",
+        "create",
+        "bad",
+        "--schedule",
+        "@daily",
+        "--restore-test-file",
+        test,
+        "-n",
+        &ns.name,
+    ];
+    let refused = ark(Some(&cluster), &args);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        format!(
+            "error: invalid restore test file {test}; nothing was created:\n  \
+             {test}:1:1: every: a number of backups must be at least 1\n  \
+             {test}:4:3: check.waitTimeout: invalid duration \"soon\": expected a number (expected a Go duration such as 30s, 5m or 720h)\n"
+        )
+    );
+    assert!(schedules.get_opt("bad").await.unwrap().is_none());
 
     assert_eq!(
         ark_ok(

@@ -42,6 +42,22 @@ fn psql(cluster: &Cluster, app: &str, args: &[&str]) -> String {
     kubectl(cluster, &all)
 }
 
+/// Backup `name` of the schedule `nightly`, Completed.
+fn backed_up(cluster: &Cluster, ns: &str, name: &str) {
+    let args = [
+        "backup",
+        "create",
+        name,
+        "--from-schedule",
+        "nightly",
+        "--wait",
+        "--timeout",
+        "3m",
+    ];
+    let made = ark_ok(cluster, ns, &args);
+    assert!(made.contains("Completed"), "{made}");
+}
+
 /// The restore test's result on backup `name`, once there is one.
 async fn tested(backups: &Api<Backup>, name: &str) -> TestResult {
     let deadline = Instant::now() + TESTED;
@@ -151,21 +167,7 @@ async fn a_schedule_s_restore_test_passes_then_fails_with_the_dump_hook_broken_a
     let namespaces: Api<Namespace> = Api::all(client.clone());
 
     // The test passes: the restored database has the backed-up rows.
-    let made = ark_ok(
-        &cluster,
-        ns,
-        &[
-            "backup",
-            "create",
-            "nightly-1",
-            "--from-schedule",
-            "nightly",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    );
-    assert!(made.contains("Completed"), "{made}");
+    backed_up(&cluster, ns, "nightly-1");
     let passed = tested(&backups, "nightly-1").await;
     assert_eq!(passed.outcome, Outcome::Passed, "{passed:#?}");
     assert_eq!(passed.output.as_deref().map(str::trim), Some("3"));
@@ -198,21 +200,7 @@ async fn a_schedule_s_restore_test_passes_then_fails_with_the_dump_hook_broken_a
             r#"pre.hook.backup.velero.io/command=["sh", "-c", "echo > /dump/shop.sql"]"#,
         ],
     );
-    let made = ark_ok(
-        &cluster,
-        ns,
-        &[
-            "backup",
-            "create",
-            "nightly-2",
-            "--from-schedule",
-            "nightly",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    );
-    assert!(made.contains("Completed"), "{made}");
+    backed_up(&cluster, ns, "nightly-2");
     let failed = tested(&backups, "nightly-2").await;
     assert_eq!(failed.outcome, Outcome::Failed, "{failed:#?}");
     assert_eq!(
@@ -273,21 +261,7 @@ async fn a_schedule_s_restore_test_passes_then_fails_with_the_dump_hook_broken_a
         )
         .await
         .unwrap();
-    let made = ark_ok(
-        &cluster,
-        ns,
-        &[
-            "backup",
-            "create",
-            "nightly-3",
-            "--from-schedule",
-            "nightly",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    );
-    assert!(made.contains("Completed"), "{made}");
+    backed_up(&cluster, ns, "nightly-3");
     let first = throwaway(&namespaces, &of, true).await.unwrap();
     let pid = common::ark_pid("server", ns).expect("the server's process on this host");
     let killed = std::process::Command::new("kill")
