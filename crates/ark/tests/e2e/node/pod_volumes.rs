@@ -1078,12 +1078,20 @@ async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
 
 /// The pod deleted while the agent reads its volume (40 files of 5 MB): the kubelet removes the
 /// volume under the agent, whose request fails naming the file it could not read; no snapshot of
-/// a part of the volume is kept, and the repository stays whole.
+/// a part of the volume is kept, and the repository stays whole. The read is held while the
+/// volume goes: the bucket stops answering once the first pack of the volume's data is on its
+/// way, and the agent reads no more than the packs it keeps in memory (3 of 20 MB) beyond it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let installed = install(&cluster).await;
+    let s3 = ark_tests::proxy::PausableProxy::start(cluster.s3_address()).await;
+    let s3_url = s3.url();
+    let options = Options {
+        s3_url: Some(&s3_url),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
     let ns = &installed.ns;
     let app = cluster.namespace("vanishing").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
@@ -1115,9 +1123,26 @@ async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
     );
     let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
     let name = reading_pvb(&client, ns, "b1").await;
+    let uid = pods.get("many").await.unwrap().metadata.uid.unwrap();
+    let volume = (cluster.real_node_pods.as_ref().unwrap())
+        .join(&uid)
+        .join("volumes/kubernetes.io~empty-dir/data");
+    s3.wait_for_request(&format!("/kopia/{}/p", app.name), WAIT)
+        .await;
+    s3.pause();
     pods.delete("many", &kube::api::DeleteParams::default().grace_period(0))
         .await
         .unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while volume.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kubelet did not remove {}",
+            volume.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s3.resume();
 
     let pvb = wait_for(pvbs.clone(), &name, request_ended(), WAIT)
         .await
