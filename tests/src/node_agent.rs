@@ -20,6 +20,8 @@ pub struct Installed {
     pub prefix: String,
     /// Where the node agent serves its metrics, on the host.
     pub agent_metrics: std::net::SocketAddr,
+    /// Where the server serves its metrics, on the host.
+    pub server_metrics: std::net::SocketAddr,
     /// The repositories' password, as the install left it in its Secret.
     pub password: String,
     _cleanup: Vec<Box<dyn std::any::Any>>,
@@ -117,10 +119,11 @@ impl Installed {
         // agent (on Velero's 8085): tests of the real node run side by side.
         let deployments = Api::<Deployment>::namespaced(client.clone(), &ns);
         let daemon_sets = Api::<DaemonSet>::namespaced(client.clone(), &ns);
+        let server_port = crate::free_port();
         let server_patch = serving_on(
             cluster.test_ground_patch("ark"),
             &container_args(deployments.get("ark").await.unwrap().spec.unwrap().template),
-            crate::free_port(),
+            server_port,
         );
         let agent_port = crate::free_port();
         let agents = daemon_sets.get("node-agent").await.unwrap();
@@ -179,6 +182,7 @@ impl Installed {
             ns,
             prefix,
             agent_metrics: std::net::SocketAddr::from(([127, 0, 0, 1], agent_port)),
+            server_metrics: std::net::SocketAddr::from(([127, 0, 0, 1], server_port)),
             password: String::from_utf8(password).unwrap(),
             _cleanup: cleanup,
         }

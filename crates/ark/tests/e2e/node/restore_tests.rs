@@ -246,6 +246,15 @@ async fn a_schedule_s_restore_test_passes_then_fails_with_the_dump_hook_broken_a
                     .is_some_and(|m| m.contains("nightly-2"))
         });
     assert!(warned, "a Warning event RestoreTestFailed on the schedule");
+    // Counted by the server, and the schedule's test failing.
+    let scraped = ark_tests::scrape(&installed.server_metrics.to_string(), "/metrics");
+    for line in [
+        "ark_restore_test_success_total{schedule=\"nightly\"} 1\n",
+        "ark_restore_test_failure_total{schedule=\"nightly\"} 1\n",
+        "ark_restore_test_failing{schedule=\"nightly\"} 1\n",
+    ] {
+        assert!(scraped.contains(line), "{line} not in:\n{scraped}");
+    }
 
     // A check that cannot run (no pod matches), and the server killed while it waits: the next
     // server removes the namespace, tests the backup again, and that test ends at its timeout.
