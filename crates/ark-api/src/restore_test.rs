@@ -19,6 +19,9 @@ pub const ANNOTATION: &str = "ark.io/restore-test";
 pub const RESULT_ANNOTATION: &str = "ark.io/restore-test-result";
 /// The label of a test's throwaway namespaces and Restore: the uid of the schedule it tests.
 pub const OF_LABEL: &str = "ark.io/restore-test-of";
+/// The label of a test's throwaway namespaces: the namespace of the server that runs the test
+/// (the only one that may delete them, and the one that removes them when left behind).
+pub const BY_LABEL: &str = "ark.io/restore-test-by";
 
 /// How long a whole test may take, unless it says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);

@@ -6,8 +6,9 @@
 //! a Warning event.
 //!
 //! A server stopped mid-test leaves its throwaway namespaces behind: every namespace labelled as a
-//! test's that this process is not testing in is a leftover (one server leads), and goes, at each
-//! look and every minute. The test is then due again, and runs again.
+//! test of this server's (`ark.io/restore-test-by=<its namespace>`) that this process is not
+//! testing in is a leftover (one server leads), and goes, at each look and every minute; another
+//! install's are not this server's to touch. The test is then due again, and runs again.
 
 mod steps;
 
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use ark_api::cron::Cron;
 use ark_api::restore_test::{
-    Cadence, OF_LABEL, RESULT_ANNOTATION, RestoreTest, TestResult, ValidTest,
+    BY_LABEL, Cadence, RESULT_ANNOTATION, RestoreTest, TestResult, ValidTest,
 };
 use ark_api::verification::Outcome;
 use ark_api::{Backup, Schedule, labels};
@@ -73,7 +74,8 @@ pub async fn run(ctx: Arc<Ctx>) {
 /// that stopped mid-test.
 async fn sweep(ctx: &Ctx) {
     let namespaces = Api::<Namespace>::all(ctx.kube.client.clone());
-    let labelled = ListParams::default().labels(OF_LABEL);
+    let ours = format!("{BY_LABEL}={}", ctx.kube.namespace);
+    let labelled = ListParams::default().labels(&ours);
     let found = match namespaces.list_metadata(&labelled).await {
         Ok(found) => found,
         Err(error) => return tracing::warn!("listing restore tests' namespaces: {error}"),

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use ark_api::hooks::HookResult;
-use ark_api::restore_test::{OF_LABEL, TestResult, ValidCheck, ValidTest};
+use ark_api::restore_test::{BY_LABEL, OF_LABEL, TestResult, ValidCheck, ValidTest};
 use ark_api::verification::Outcome;
 use ark_api::{Backup, HookErrorMode, Restore, RestoreHooks, RestorePhase, RestoreSpec, Schedule};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -159,7 +159,7 @@ async fn steps(
     for (source, throwaway) in &plan.mapping {
         let namespace = serde_json::from_value(json!({ "metadata": {
             "name": throwaway,
-            "labels": { OF_LABEL: of },
+            "labels": { OF_LABEL: of, BY_LABEL: ctx.kube.namespace },
             "annotations": { "ark.io/restore-test-source": format!("{}/{}", backup.name_any(), source) },
         } }))
         .expect("a namespace");

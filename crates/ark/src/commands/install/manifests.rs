@@ -342,7 +342,7 @@ pub fn server_requests_policy_name(namespace: &str) -> String {
 /// (a node's is its kubelet's whole API), attaching to or port-forwarding into a pod, an
 /// ephemeral container; Velero's requests deleted anywhere but in its namespace and those
 /// delegated to it (its ClusterRole deletes tenants' requests, `controllers::tenants`); and any
-/// namespace deleted but a restore test's throwaway one (labelled as such). Refused by the API
+/// namespace deleted but the throwaway ones of its restore tests (labelled with its namespace). Refused by the API
 /// server (a ValidatingAdmissionPolicy) for the server's ServiceAccount only.
 fn server_requests_policy(plan: &Plan) -> Value {
     let server = format!("system:serviceaccount:{}:{SERVER}", plan.namespace);
@@ -356,8 +356,8 @@ fn server_requests_policy(plan: &Plan) -> Value {
     );
     let throwaway = format!(
         "request.resource.resource != 'namespaces' || (has(oldObject.metadata.labels) && \
-         {OF:?} in oldObject.metadata.labels)",
-        OF = ark_api::restore_test::OF_LABEL,
+         {BY:?} in oldObject.metadata.labels && oldObject.metadata.labels[{BY:?}] == {ns:?})",
+        BY = ark_api::restore_test::BY_LABEL,
     );
     json!({
         "metadata": metadata(&server_requests_policy_name(&plan.namespace), plan),
@@ -385,7 +385,7 @@ fn server_requests_policy(plan: &Plan) -> Value {
                 {
                     "expression": throwaway,
                     "reason": "Forbidden",
-                    "message": "ark's server deletes no namespace but a restore test's throwaway one",
+                    "message": "ark's server deletes no namespace but its restore tests' throwaway ones",
                 },
             ],
         },

@@ -1379,19 +1379,37 @@ async fn the_installed_server_is_refused_tokens_and_node_proxies_that_its_role_a
         Err(kube::Error::Api(status)) => assert!(
             status.code == 403
                 && status.message.contains(
-                    "ark's server deletes no namespace but a restore test's throwaway one"
+                    "ark's server deletes no namespace but its restore tests' throwaway ones"
                 ),
             "{status:?}"
         ),
         other => panic!("an application's namespace deleted: {other:?}"),
     }
+    // Another install's throwaway namespace is no more its own than an application's.
     let throwaway = cluster.namespace("throwaway").await;
-    let label = serde_json::json!({ "metadata": { "labels": { ark_api::restore_test::OF_LABEL: "a-schedule-uid" } } });
-    Api::<Namespace>::all(cluster.client().await)
+    let admin_namespaces = Api::<Namespace>::all(cluster.client().await);
+    let labelled = |by: &str| serde_json::json!({ "metadata": { "labels": { ark_api::restore_test::BY_LABEL: by } } });
+    let by_another = labelled("another-ark");
+    admin_namespaces
         .patch(
             &throwaway.name,
             &Default::default(),
-            &kube::api::Patch::Merge(&label),
+            &kube::api::Patch::Merge(&by_another),
+        )
+        .await
+        .unwrap();
+    match namespaces
+        .delete(&throwaway.name, &Default::default())
+        .await
+    {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
+        other => panic!("another install's namespace deleted: {other:?}"),
+    }
+    admin_namespaces
+        .patch(
+            &throwaway.name,
+            &Default::default(),
+            &kube::api::Patch::Merge(&labelled(ns)),
         )
         .await
         .unwrap();
