@@ -170,7 +170,6 @@ fn server_term(
         kube: kube.clone(),
         skip_immediately: options.schedule_skip_immediately,
     });
-    let restore_tests = Arc::new(restore_tests::Ctx::new(kube.clone()));
     let mut controllers: Vec<(&'static str, BoxFuture<'static, ()>)> = vec![
         ("backup", backup::run(backup).boxed()),
         (
@@ -183,7 +182,6 @@ fn server_term(
             deletion::run(Arc::new(deletion), restores).boxed(),
         ),
         ("schedule", schedule::run(schedule).boxed()),
-        ("restore tests", restore_tests::run(restore_tests).boxed()),
     ];
     controllers.extend(request_controllers(&kube));
     controllers.extend(periodic_controllers(&kube, options));
@@ -250,6 +248,11 @@ fn periodic_controllers(
             periodic(location_validation::run(validation).boxed()),
         ),
         ("sync", periodic(sync::run(sync).boxed())),
+        // A test cut off by the stop leaves its namespaces to the next leader, which removes them.
+        (
+            "restore tests",
+            periodic(restore_tests::run(Arc::new(restore_tests::Ctx::new(kube.clone()))).boxed()),
+        ),
         (
             "repository maintenance",
             periodic(repository_maintenance::run(plain).boxed()),

@@ -106,20 +106,20 @@ pub const SERVER_CLUSTER: Role = Role {
             verbs: &["delete"],
             names: &[],
         },
-        // A schedule's restore test removes its throwaway namespaces (and only those: the server's
-        // admission policy refuses it any other, `manifests::server_requests_policy`)
-        Rule {
-            groups: &[""],
-            resources: &["namespaces"],
-            verbs: &["delete"],
-            names: &[],
-        },
         // A tenant's request goes once its mirror is gone (its backup deleted, its answer
         // expired), and a download request it may not have is removed unanswered
         // (`controllers::tenants`)
         Rule {
             groups: &["velero.io"],
             resources: TENANT_REQUESTS,
+            verbs: &["delete"],
+            names: &[],
+        },
+        // A schedule's restore test removes its throwaway namespaces (and only those: the server's
+        // admission policy refuses it any other, `manifests::server_requests_policy`)
+        Rule {
+            groups: &[""],
+            resources: &["namespaces"],
             verbs: &["delete"],
             names: &[],
         },
