@@ -144,17 +144,6 @@ fn duration(
     }
 }
 
-/// Whether `name` can name a namespace (an RFC 1123 label).
-fn is_namespace_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-}
-
 impl RestoreTest {
     /// The test as the server runs it, or every error, each at its field path.
     pub fn validate(&self) -> Result<ValidTest, Vec<HookError>> {
@@ -174,7 +163,7 @@ impl RestoreTest {
             }
         };
         for (i, name) in self.namespaces.iter().flatten().enumerate() {
-            if !is_namespace_name(name) {
+            if !crate::selector::is_dns_label(name) {
                 let message = format!("{name:?} is not a namespace's name (no patterns)");
                 errors.push(error(&format!("namespaces[{i}]"), message));
             }
