@@ -140,9 +140,14 @@ up() {
 # its own directory: scripts/node.sh unmounts those.)
 mounts() { awk -v dir="$dir/" 'index($5, dir) == 1 { print $5 }' /proc/self/mountinfo | sort -r; }
 
+# Loop devices attached to block volumes' files under $dir. The driver detaches each when the
+# kubelet unpublishes its volume; one still mounted by the kubelet is detached once scripts/node.sh
+# unmounts it (`losetup --detach` of a busy device waits for its last user).
+loops() { losetup --list --noheadings --output NAME,BACK-FILE 2>/dev/null | awk -v dir="$dir/" 'index($2, dir) == 1 { print $1 }'; }
+
 down_quietly() {
   [ -d "$dir" ] || return 0
-  local i mount
+  local i mount loop
   for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop "${components[$i]}"; done
   # The driver removes its sockets when it stops; one killed leaves them, and the kubelet would
   # keep trying the registration socket.
@@ -150,6 +155,7 @@ down_quietly() {
   for mount in $(mounts); do
     umount -l "$mount" 2>/dev/null || true
   done
+  for loop in $(loops); do losetup --detach "$loop" 2>/dev/null || true; done
 }
 
 # What `down` must leave: none of the processes, nothing mounted under $dir.

@@ -227,6 +227,8 @@ down_quietly() {
   local mounts
   mounts=$(awk -v dir="$dir" '$5 ~ "^"dir || $5 ~ "^/run/netns/cni-" || $5 ~ "^/var/run/netns/cni-" { print $5 }' /proc/self/mountinfo | sort -r)
   for mount in $mounts; do umount -l "$mount" 2>/dev/null || true; done
+  local loop
+  for loop in $(loops); do losetup --detach "$loop" 2>/dev/null || true; done
   rm -f /run/netns/cni-* 2>/dev/null || true
   ip link delete "$bridge" 2>/dev/null || true
   for cg in $(cgroup_dirs); do
@@ -234,11 +236,15 @@ down_quietly() {
   done
 }
 
-# What `down` must leave: no process, mount or cgroup of the node's.
+# The loop devices the kubelet attached to block volumes it gave pods (their devices, under $dir).
+loops() { losetup --list --noheadings --output NAME,BACK-FILE 2>/dev/null | awk -v dir="$dir/" 'index($2, dir) == 1 { print $1 }'; }
+
+# What `down` must leave: no process, mount, loop device or cgroup of the node's.
 check_gone() {
   local left=()
   pgrep -f -- "$dir" >/dev/null && left+=("processes: $(pgrep -af -- "$dir" | head -3 | tr '\n' ';')")
   grep -q " $dir" /proc/self/mountinfo && left+=("mounts under $dir")
+  [ -z "$(loops)" ] || left+=("loop devices of $dir: $(loops | tr '\n' ' ')")
   for cg in $(cgroup_dirs); do [ -d "$cg" ] && left+=("cgroup $cg"); done
   ip link show "$bridge" >/dev/null 2>&1 && left+=("the bridge $bridge")
   [ ${#left[@]} -eq 0 ] || fail "left behind: ${left[*]}"

@@ -35,12 +35,15 @@ const readyAfterParameter = "readyAfter"
 // (and never reaches a path).
 var validID = regexp.MustCompile(`^(vol|snap)-[0-9a-f]{24}$`)
 
-// volume is the metadata kept beside a volume's directory, volumes/<id>.json.
+// volume is the metadata kept beside a volume's data, volumes/<id>.json. The data of a mounted
+// volume is the directory volumes/<id>; of a block volume, the file volumes/<id> of its capacity,
+// which a loop device gives pods as a block device.
 type volume struct {
 	ID             string `json:"id"`
 	Name           string `json:"name"`
 	CapacityBytes  int64  `json:"capacityBytes"`
 	SourceSnapshot string `json:"sourceSnapshot,omitempty"`
+	Block          bool   `json:"block,omitempty"`
 }
 
 // snapshot is the metadata kept beside a snapshot's copy, snapshots/<id>.json.
@@ -52,6 +55,8 @@ type snapshot struct {
 	CreatedAt    time.Time `json:"createdAt"`
 	// "" (ready at once), a Go duration after CreatedAt, or "never".
 	ReadyAfter string `json:"readyAfter,omitempty"`
+	// A copy of a block volume's file, restored into block volumes only.
+	Block bool `json:"block,omitempty"`
 }
 
 func (s *snapshot) ready(now time.Time) bool {
@@ -209,15 +214,34 @@ func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: capabilities}, nil
 }
 
-// checkCapabilities accepts mounted volumes only: a volume is a directory, never a block device.
-func checkCapabilities(capabilities []*csi.VolumeCapability) error {
+// checkCapabilities accepts mounted volumes or block ones, not both at once: block is whether
+// they are block ones.
+func checkCapabilities(capabilities []*csi.VolumeCapability) (block bool, err error) {
 	if len(capabilities) == 0 {
-		return status.Error(codes.InvalidArgument, "volume capabilities are required")
+		return false, status.Error(codes.InvalidArgument, "volume capabilities are required")
 	}
+	mounted := 0
 	for _, c := range capabilities {
-		if c.GetMount() == nil {
-			return status.Error(codes.InvalidArgument, "only mounted volumes are supported, not block ones")
+		switch {
+		case c.GetMount() != nil:
+			mounted++
+		case c.GetBlock() == nil:
+			return false, status.Error(codes.InvalidArgument, "a capability is neither mounted nor block")
 		}
+	}
+	if mounted != 0 && mounted != len(capabilities) {
+		return false, status.Error(codes.InvalidArgument, "a volume is mounted or a block device, not both")
+	}
+	return mounted == 0, nil
+}
+
+// checkKind refuses a volume of the other kind than the capabilities ask.
+func (v *volume) checkKind(block bool) error {
+	switch {
+	case v.Block && !block:
+		return status.Errorf(codes.InvalidArgument, "volume %s is a block volume, not a mounted one", v.ID)
+	case !v.Block && block:
+		return status.Errorf(codes.InvalidArgument, "volume %s is a mounted volume, not a block one", v.ID)
 	}
 	return nil
 }
@@ -236,7 +260,8 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if req.Name == "" {
 		return nil, status.Error(codes.InvalidArgument, "a name is required")
 	}
-	if err := checkCapabilities(req.VolumeCapabilities); err != nil {
+	block, err := checkCapabilities(req.VolumeCapabilities)
+	if err != nil {
 		return nil, err
 	}
 	if req.VolumeContentSource.GetVolume() != nil {
@@ -259,13 +284,13 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		if existing.CapacityBytes < required || (limit > 0 && existing.CapacityBytes > limit) {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists with %d bytes", req.Name, existing.CapacityBytes)
 		}
-		if existing.SourceSnapshot != sourceID {
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists from another source", req.Name)
+		if existing.SourceSnapshot != sourceID || existing.Block != block {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists from another source or of another kind", req.Name)
 		}
 		return &csi.CreateVolumeResponse{Volume: existing.csi()}, nil
 	}
 
-	v := &volume{ID: id, Name: req.Name, CapacityBytes: required, SourceSnapshot: sourceID}
+	v := &volume{ID: id, Name: req.Name, CapacityBytes: required, SourceSnapshot: sourceID, Block: block}
 	if v.CapacityBytes == 0 {
 		v.CapacityBytes = limit
 	}
@@ -284,7 +309,23 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		if v.CapacityBytes < source.SizeBytes {
 			return nil, status.Errorf(codes.OutOfRange, "snapshot %s has %d bytes, more than %d", sourceID, source.SizeBytes, v.CapacityBytes)
 		}
+		if source.Block != block {
+			return nil, status.Errorf(codes.InvalidArgument, "snapshot %s is of another kind of volume (block: %v)", sourceID, source.Block)
+		}
 		if err := copyTree(filepath.Join(d.snapshots, sourceID), dir); err != nil {
+			return nil, internal(err)
+		}
+		// A block volume larger than its snapshot: the rest reads as zeros.
+		if block {
+			if err := os.Truncate(dir, v.CapacityBytes); err != nil {
+				return nil, internal(err)
+			}
+		}
+	} else if block {
+		if v.CapacityBytes == 0 {
+			v.CapacityBytes = defaultCapacity
+		}
+		if err := makeBlockFile(dir, v.CapacityBytes); err != nil {
 			return nil, internal(err)
 		}
 	} else {
@@ -304,6 +345,24 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		return nil, internal(err)
 	}
 	return &csi.CreateVolumeResponse{Volume: v.csi()}, nil
+}
+
+// makeBlockFile makes a block volume's file, of zeros (sparse), under a temporary name first.
+func makeBlockFile(path string, size int64) error {
+	partial := path + ".partial"
+	file, err := os.OpenFile(partial, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	err = file.Truncate(size)
+	if closed := file.Close(); err == nil {
+		err = closed
+	}
+	if err != nil {
+		_ = os.Remove(partial)
+		return err
+	}
+	return os.Rename(partial, path)
 }
 
 func (d *driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
@@ -339,7 +398,11 @@ func (d *driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.VolumeId)
 	}
-	if err := checkCapabilities(req.VolumeCapabilities); err != nil {
+	block, err := checkCapabilities(req.VolumeCapabilities)
+	if err == nil {
+		err = v.checkKind(block)
+	}
+	if err != nil {
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
 	}
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
@@ -393,6 +456,7 @@ func (d *driver) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotReques
 		SizeBytes:    source.CapacityBytes,
 		CreatedAt:    time.Now().UTC(),
 		ReadyAfter:   readyAfter,
+		Block:        source.Block,
 	}
 	if err := writeJSON(filepath.Join(d.snapshots, id+".json"), s); err != nil {
 		return nil, internal(err)
@@ -479,7 +543,9 @@ func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 	return &csi.NodeGetCapabilitiesResponse{}, nil
 }
 
-// NodePublishVolume bind-mounts the volume's directory onto the target path (read-only if asked).
+// NodePublishVolume bind-mounts the volume's directory onto the target path (read-only if asked);
+// a block volume's file is attached to a loop device, which is bind-mounted onto the target
+// file, as a block driver publishes a device.
 func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	if req.VolumeId == "" {
 		return nil, status.Error(codes.InvalidArgument, "a volume id is required")
@@ -490,7 +556,8 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if req.VolumeCapability == nil {
 		return nil, status.Error(codes.InvalidArgument, "a volume capability is required")
 	}
-	if err := checkCapabilities([]*csi.VolumeCapability{req.VolumeCapability}); err != nil {
+	block, err := checkCapabilities([]*csi.VolumeCapability{req.VolumeCapability})
+	if err != nil {
 		return nil, err
 	}
 	v, err := d.volume(req.VolumeId)
@@ -499,6 +566,9 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	}
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %s not found", req.VolumeId)
+	}
+	if err := v.checkKind(block); err != nil {
+		return nil, err
 	}
 
 	d.node.Lock()
@@ -511,10 +581,16 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if mounted {
 		return &csi.NodePublishVolumeResponse{}, nil
 	}
+	source := filepath.Join(d.volumes, v.ID)
+	if v.Block {
+		if err := publishBlock(source, target, req.Readonly); err != nil {
+			return nil, internal(err)
+		}
+		return &csi.NodePublishVolumeResponse{}, nil
+	}
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, internal(err)
 	}
-	source := filepath.Join(d.volumes, v.ID)
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
 		return nil, internal(fmt.Errorf("bind-mounting %s on %s: %w", source, target, err))
 	}
@@ -543,14 +619,58 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		return nil, internal(err)
 	}
 	if mounted {
+		// A block volume's loop device, detached once nothing is mounted on it.
+		var loop string
+		var st unix.Stat_t
+		if err := unix.Stat(target, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK && unix.Major(st.Rdev) == loopMajor {
+			loop = fmt.Sprintf("/dev/loop%d", unix.Minor(st.Rdev))
+		}
 		if err := unix.Unmount(target, 0); err != nil {
 			return nil, internal(fmt.Errorf("unmounting %s: %w", target, err))
+		}
+		if loop != "" {
+			if out, err := exec.Command("losetup", "--detach", loop).CombinedOutput(); err != nil {
+				return nil, internal(fmt.Errorf("losetup --detach %s: %v: %s", loop, err, strings.TrimSpace(string(out))))
+			}
 		}
 	}
 	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, internal(err)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// The major number of loop devices.
+const loopMajor = 7
+
+// publishBlock attaches a block volume's file to a free loop device (read-only if asked) and
+// bind-mounts that device onto the file target, which it makes.
+func publishBlock(file, target string, readOnly bool) error {
+	args := []string{"--find", "--show"}
+	if readOnly {
+		args = append(args, "--read-only")
+	}
+	out, err := exec.Command("losetup", append(args, file)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("losetup %s: %v: %s", file, err, strings.TrimSpace(string(out)))
+	}
+	loop := strings.TrimSpace(string(out))
+	detach := func() { _ = exec.Command("losetup", "--detach", loop).Run() }
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		detach()
+		return err
+	}
+	placeholder, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		detach()
+		return err
+	}
+	_ = placeholder.Close()
+	if err := unix.Mount(loop, target, "", unix.MS_BIND, ""); err != nil {
+		detach()
+		return fmt.Errorf("bind-mounting %s on %s: %w", loop, target, err)
+	}
+	return nil
 }
 
 // isMountPoint says whether path is a mount point, from this process's mount table.

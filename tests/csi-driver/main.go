@@ -1,7 +1,7 @@
-// A CSI driver for ark's test ground, not part of ark: volumes are directories on this host,
-// snapshots are copies of them, and pods on the real node get them bind-mounted. It registers
-// itself with the kubelet (what node-driver-registrar would do, which the Go module proxy does not
-// serve). See docs/test-ground.md, "CSI".
+// A CSI driver for ark's test ground, not part of ark: volumes are directories on this host (block
+// volumes are files, attached to loop devices), snapshots are copies of them, and pods on the real
+// node get them bind-mounted. It registers itself with the kubelet (what node-driver-registrar
+// would do, which the Go module proxy does not serve). See docs/test-ground.md, "CSI".
 package main
 
 import (
