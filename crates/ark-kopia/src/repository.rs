@@ -240,9 +240,46 @@ impl Repository {
         let uploader = Uploader::new(&self.contents, options.counts.clone())
             .with_files_at_once(options.files_at_once);
         let root = uploader.tree(path, parent_root.as_deref()).await?;
+        self.commit_snapshot(start, root, source, options).await
+    }
+
+    /// Snapshots the bytes of a block device as `source`, as Velero's uploader snapshots a
+    /// block volume ([`snapshot::upload_device`], `name` the device's path in its pod), and
+    /// commits it. A parent in `options` is not read: the whole device is.
+    pub async fn create_device_snapshot(
+        &self,
+        device: std::fs::File,
+        name: &str,
+        source: SourceInfo,
+        options: SnapshotOptions,
+    ) -> Result<(Snapshot, Arc<UploadCounts>), Error> {
+        let start = Time::now();
+        let root = snapshot::upload_device(&self.contents, device, name, &options.counts).await?;
+        self.commit_snapshot(start, root, source, options).await
+    }
+
+    /// Writes a snapshot of a block device into `device` ([`snapshot::restore_device`]).
+    pub async fn restore_device(
+        &self,
+        root: &DirEntry,
+        device: &std::fs::File,
+        counts: &RestoreCounts,
+    ) -> Result<u64, Error> {
+        snapshot::restore_device(&self.contents, root, device, counts).await
+    }
+
+    /// Records the snapshot whose tree `root` is, started at `start`, once its contents are
+    /// flushed.
+    async fn commit_snapshot(
+        &self,
+        start: Time,
+        root: DirEntry,
+        source: SourceInfo,
+        options: SnapshotOptions,
+    ) -> Result<(Snapshot, Arc<UploadCounts>), Error> {
         self.contents.flush().await?;
         let summary = root.summary.clone().unwrap_or_default();
-        let counts = uploader.counts;
+        let counts = options.counts;
         let files = counts.files.load(std::sync::atomic::Ordering::Relaxed) as i32;
         let cached = counts
             .cached_files
@@ -567,6 +604,101 @@ mod tests {
         assert_send(&repo.restore(&root, dir.path(), &RestoreCounts::default()));
         assert_send(&repo.verify(&[], Reading::All, &VerifyProgress::default()));
         assert_send(&repo.run_maintenance("default@default", crate::maintenance::Safety::Full));
+    }
+
+    /// A block device's bytes (a file stands in for the device) are snapshotted as Velero's
+    /// uploader shapes them, one file in a directory both named as the device, and written back
+    /// from its first byte into a device as large or larger; a smaller device, or a snapshot of
+    /// a tree, is refused before anything is written.
+    #[tokio::test]
+    async fn a_block_device_is_snapshotted_as_velero_shapes_it_and_written_back_from_its_first_byte()
+     {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, repo) = local_repository(dir.path(), "r").await;
+        let bytes: Vec<u8> = (0..(3 << 20) + 17).map(|i| (i % 251) as u8).collect();
+        let device = dir.path().join("device");
+        std::fs::write(&device, &bytes).unwrap();
+        let options = SnapshotOptions::default();
+        let counts = options.counts.clone();
+        let (snapshot, _) = repo
+            .create_device_snapshot(
+                std::fs::File::open(&device).unwrap(),
+                "/uid-1",
+                source(),
+                options,
+            )
+            .await
+            .unwrap();
+        assert_eq!(counts.bytes.load(Ordering::Relaxed), bytes.len() as u64);
+        let root = snapshot.manifest.root_entry.clone().unwrap();
+        assert_eq!(
+            (root.name.as_str(), root.entry_type),
+            ("/uid-1", snapshot::EntryType::Directory)
+        );
+        let children = snapshot::read_directory(&repo.contents, root.object)
+            .await
+            .unwrap();
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0].name, "/uid-1");
+        assert_eq!(children[0].size, bytes.len() as i64);
+        assert_eq!(snapshot.manifest.stats.total_file_size, bytes.len() as i64);
+
+        let target = dir.path().join("target");
+        std::fs::write(&target, vec![0xffu8; bytes.len() + 100]).unwrap();
+        let writable = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&target)
+            .unwrap();
+        let written = repo
+            .restore_device(&root, &writable, &RestoreCounts::default())
+            .await
+            .unwrap();
+        assert_eq!(written, bytes.len() as u64);
+        let restored = std::fs::read(&target).unwrap();
+        assert_eq!(&restored[..bytes.len()], &bytes[..]);
+        assert_eq!(&restored[bytes.len()..], &[0xffu8; 100][..]);
+
+        let small = dir.path().join("small");
+        std::fs::write(&small, vec![0xffu8; 1 << 20]).unwrap();
+        let small_device = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&small)
+            .unwrap();
+        let refused = repo
+            .restore_device(&root, &small_device, &RestoreCounts::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "the snapshot holds {} bytes, more than the block device's {}",
+                bytes.len(),
+                1 << 20
+            )
+        );
+        assert_eq!(std::fs::read(&small).unwrap(), vec![0xffu8; 1 << 20]);
+
+        let tree = dir.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        std::fs::write(tree.join("a"), b"a").unwrap();
+        std::fs::write(tree.join("b"), b"b").unwrap();
+        let (of_tree, _) = repo
+            .create_snapshot(&tree, source(), SnapshotOptions::default())
+            .await
+            .unwrap();
+        let refused = repo
+            .restore_device(
+                of_tree.manifest.root_entry.as_ref().unwrap(),
+                &small_device,
+                &RestoreCounts::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "the snapshot is not of a block volume (one file in its root directory): \
+             its root holds 2 entries"
+        );
     }
 
     /// A file of 8 MiB holding a few bytes at 1 MiB and at its end comes back whole either way,

@@ -524,6 +524,127 @@ impl<'c> Uploader<'c> {
     }
 }
 
+/// A block device as Velero's uploader snapshots a block volume (`getLocalBlockEntry`: kopia's
+/// virtual directory holding one streaming file, both named as the device's path in its pod):
+/// every byte read, as a device has no time to find it unchanged by (chunks the repository holds
+/// already are not stored again). The directory's entry.
+pub async fn upload_device(
+    contents: &Contents,
+    device: std::fs::File,
+    name: &str,
+    counts: &UploadCounts,
+) -> Result<DirEntry, Error> {
+    let shown = Path::new(name);
+    let mut device = tokio::fs::File::from_std(device);
+    let mut writer = ObjectWriter::new(contents, None);
+    let mut buffer = vec![0u8; READ_BUFFER];
+    let mut size = 0u64;
+    loop {
+        let n = device
+            .read(&mut buffer)
+            .await
+            .map_err(|e| Error::io(shown, e))?;
+        if n == 0 {
+            break;
+        }
+        writer.write(&buffer[..n]).await?;
+        size += n as u64;
+        counts.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    counts.files.fetch_add(1, Ordering::Relaxed);
+    let now = Time::now();
+    // kopia's virtual entries: read, write and execute for all, owned by nobody in particular.
+    let virtual_entry = |entry_type, object| DirEntry {
+        name: name.to_string(),
+        entry_type,
+        mode: Mode(0o777),
+        size: 0,
+        mtime: now,
+        uid: 0,
+        gid: 0,
+        object,
+        summary: None,
+    };
+    let file = DirEntry {
+        size: size as i64,
+        ..virtual_entry(EntryType::File, writer.finish().await?)
+    };
+    let (id, summary) = write_directory(contents, vec![file], now).await?;
+    Ok(DirEntry {
+        summary: Some(summary),
+        ..virtual_entry(EntryType::Directory, id)
+    })
+}
+
+/// Writes the snapshot of a block device (`root`, as [`upload_device`] makes it and Velero's
+/// uploader does) into `device` from its first byte, as Velero's `BlockOutput` does, and flushes
+/// it. A snapshot of another shape, or larger than the device, is refused before anything is
+/// written. The bytes written.
+pub async fn restore_device(
+    contents: &Contents,
+    root: &DirEntry,
+    device: &std::fs::File,
+    counts: &RestoreCounts,
+) -> Result<u64, Error> {
+    use std::io::Seek as _;
+    use std::os::unix::fs::FileExt as _;
+    let not_a_device = |what: String| {
+        Error::Invalid(format!(
+            "the snapshot is not of a block volume (one file in its root directory): {what}"
+        ))
+    };
+    if root.entry_type != EntryType::Directory {
+        return Err(not_a_device(format!("its root is a {:?}", root.entry_type)));
+    }
+    let children = read_directory(contents, root.object).await?;
+    let file = match children.as_slice() {
+        [file] if file.entry_type == EntryType::File => file,
+        [other] => {
+            return Err(not_a_device(format!(
+                "its root holds a {:?}",
+                other.entry_type
+            )));
+        }
+        _ => {
+            return Err(not_a_device(format!(
+                "its root holds {} entries",
+                children.len()
+            )));
+        }
+    };
+    let shown = Path::new("the block device");
+    let capacity = (&*device)
+        .seek(std::io::SeekFrom::End(0))
+        .map_err(|e| Error::io(shown, e))?;
+    if file.size < 0 || file.size as u64 > capacity {
+        return Err(Error::Invalid(format!(
+            "the snapshot holds {} bytes, more than the block device's {capacity}",
+            file.size
+        )));
+    }
+    let mut offset = 0u64;
+    let written = object::read_into(contents, file.object, &mut |chunk| {
+        device
+            .write_all_at(chunk, offset)
+            .map_err(|e| Error::io(shown, e))?;
+        offset += chunk.len() as u64;
+        counts
+            .bytes
+            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        Ok(())
+    })
+    .await?;
+    device.sync_all().map_err(|e| Error::io(shown, e))?;
+    if written != file.size as u64 {
+        return Err(Error::Invalid(format!(
+            "object {} holds {written} bytes, its entry says {}",
+            file.object, file.size
+        )));
+    }
+    counts.files.fetch_add(1, Ordering::Relaxed);
+    Ok(written)
+}
+
 /// Writes a directory object as kopia's `DirManifestBuilder` builds it: directories first, then
 /// by name, with the summary of the whole subtree.
 pub async fn write_directory(
