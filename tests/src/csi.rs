@@ -55,6 +55,12 @@ pub fn volume_snapshot(name: &str, claim: &str) -> DynamicObject {
     .expect("a VolumeSnapshot")
 }
 
+/// Where the test ground's driver keeps its volumes (a directory, or a block volume's file, and a
+/// record each, named by the volume's handle).
+pub fn volumes_dir(cluster: &crate::Cluster) -> std::path::PathBuf {
+    (cluster.kubeconfig.parent().unwrap()).join("csi/data/volumes")
+}
+
 /// Where the test ground's driver keeps its storage snapshots (a directory and a record each,
 /// named by the snapshot's handle).
 pub fn snapshots_dir(cluster: &crate::Cluster) -> std::path::PathBuf {

@@ -57,8 +57,8 @@ pub enum Command {
     /// Wait in a restored pod's `restore-wait` init container until the node agent has written
     /// its volumes' data back
     RestoreHelper(crate::commands::restore_helper::RestoreHelperArgs),
-    /// Hold a pod's volumes mounted until told to stop: what the pod runs that a node agent
-    /// exposes a CSI snapshot with, to move its data
+    /// Hold a pod's volumes mounted (or hand its block device over) until told to stop: what the
+    /// pod runs that a node agent exposes a volume with, to move its data
     HoldVolumes(crate::commands::hold_volumes::HoldVolumesArgs),
     /// Manage ark's own settings (the default namespace)
     #[command(subcommand)]

@@ -13,7 +13,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::upload::{Upload, Uploaded, is_empty};
+use super::upload::{Upload, Uploaded, Volume, is_empty};
 use super::volume_path;
 use super::{Ctx, DATA_PATH_WAIT, progress};
 use crate::runtime::controller::{self, ReconcileError};
@@ -201,7 +201,7 @@ async fn back_up(
     let upload = Upload {
         location: &spec.backup_storage_location,
         namespace: &spec.pod.namespace,
-        path: &path,
+        volume: Volume::Mounted(path),
         source: velero::pod_volume_source(&spec.pod.namespace, &spec.pod.name, &source_volume),
         requester: Requester::PodVolume,
         files_at_once,

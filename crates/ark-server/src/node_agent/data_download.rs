@@ -16,7 +16,6 @@
 //! The restored claim waits all along: its selector (`velero.io/dynamic-pv-restore`) matches no
 //! volume, so none is provisioned for it, and its pods start once it is bound, data in.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use ark_api::{DataDownload, labels};
@@ -27,10 +26,11 @@ use kube::{Api, ResourceExt as _};
 use serde_json::{Map, Value, json};
 
 use super::data_movement::{
-    self, Movable, Mover, Placement, delete_and_wait, exposing_pod, failed, owned_by,
+    self, Access, Movable, Mover, Placement, delete_and_wait, exposing_pod, failed, owned_by,
     remove_pod_and_claim,
 };
 use super::restore::{Stored, restore_settings};
+use super::upload::Volume;
 use super::{Ctx, progress};
 use crate::runtime::objects;
 
@@ -81,7 +81,9 @@ impl Mover for Downloading<'_> {
             node: node.as_deref(),
             affinity: self.ctx.configs.affinity_for(class.unwrap_or_default()),
         };
-        let pod = exposing_pod(self.download, &kube.namespace, &placement, false)?;
+        let volume_mode = (target.spec.as_ref()).and_then(|s| s.volume_mode.as_deref());
+        let access = Access::of(volume_mode, true, false);
+        let pod = exposing_pod(self.download, &kube.namespace, &placement, access)?;
         Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &pod)
             .await
@@ -95,7 +97,7 @@ impl Mover for Downloading<'_> {
     /// Writes the snapshot into the exposed volume, then hands the volume to the restored claim.
     async fn move_data(
         &self,
-        path: PathBuf,
+        volume: Volume,
         canceled: impl Future<Output = ()> + Send,
     ) -> Result<Option<Map<String, Value>>, String> {
         let ctx = self.ctx;
@@ -113,10 +115,12 @@ impl Mover for Downloading<'_> {
         let api = objects::api::<DataDownload>(&ctx.kube.client, &ctx.kube.namespace);
         let started = std::time::Instant::now();
         let (total, done) = tokio::select! {
-            written = stored.write(ctx, &api, self.name, &path, settings) => written?,
+            written = stored.write(ctx, &api, self.name, &volume, settings) => written?,
             () = canceled => return Ok(None),
         };
         let written = started.elapsed();
+        // A device is closed, its data flushed, before the volume goes to the restored claim.
+        drop(volume);
         self.hand_over().await?;
         let target = &spec.target_volume;
         tracing::info!(
@@ -161,8 +165,8 @@ impl Downloading<'_> {
     /// The restored claim once it may get its volume (Velero's `WaitPVCConsumed`): at once,
     /// unless its class binds on first use, then once the scheduler selected a node for it
     /// (that node is returned), within the prepare timeout; at once whatever its class when the
-    /// agents' settings say `restorePVC.ignoreDelayBinding`. A claim already bound, or a block
-    /// volume, is refused: the data would go nowhere, or over a volume that holds other data.
+    /// agents' settings say `restorePVC.ignoreDelayBinding`. A claim already bound is refused: the
+    /// data would go nowhere, or over a volume that holds other data.
     async fn consumed_target(&self) -> Result<(PersistentVolumeClaim, Option<String>), String> {
         let shown = self.shown_target();
         let claims = self.target_claims();
@@ -181,11 +185,6 @@ impl Downloading<'_> {
             let spec = claim.spec.clone().unwrap_or_default();
             if let Some(volume) = spec.volume_name.as_deref().filter(|v| !v.is_empty()) {
                 return Err(format!("{shown} is bound to volume {volume} already"));
-            }
-            if spec.volume_mode.as_deref() == Some("Block") {
-                return Err(format!(
-                    "{shown} is a block volume: ark's data mover moves file systems only"
-                ));
             }
             if on_first_use.is_none() {
                 on_first_use = Some(match spec.storage_class_name.as_deref() {

@@ -17,10 +17,10 @@
 //!
 //! What differs, the volume exposed and the data moved, is the kind's [`Mover`]. Velero's agent
 //! starts a data mover process in the pod; ark's pod only holds the volume mounted (`ark
-//! hold-volumes`) and the agent reads or writes it as it does a pod volume.
+//! hold-volumes`) and the agent reads or writes it as it does a pod volume; a block volume's pod
+//! holds its device open and hands it to the agent ([`block_device`]).
 
 use std::fmt::Debug;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +39,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{Ctx, DAEMON_SET, DATA_PATH_WAIT, volume_path};
+use super::upload::Volume;
+use super::{Ctx, DAEMON_SET, DATA_PATH_WAIT, block_device, volume_path};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::metrics::MoveEnded;
@@ -93,12 +94,12 @@ pub trait Movable:
 pub trait Mover: Sync {
     /// Makes the volume and the pod that mounts it, as [`exposing_pod`] makes it.
     fn expose(&self) -> impl Future<Output = Result<(), String>> + Send;
-    /// Moves the data between the exposed volume, at `path` on this node, and the repository:
-    /// the status fields of a request that ended Completed (a `message` among them when it has
-    /// one), or None when `canceled` ended first.
+    /// Moves the data between the exposed volume, as this node's agent reaches it, and the
+    /// repository: the status fields of a request that ended Completed (a `message` among them
+    /// when it has one), or None when `canceled` ended first.
     fn move_data(
         &self,
-        path: PathBuf,
+        volume: Volume,
         canceled: impl Future<Output = ()> + Send,
     ) -> impl Future<Output = Result<Option<Map<String, Value>>, String>> + Send;
     /// Removes what the exposure made, whatever became of it (Velero's `CleanUp`). Best effort:
@@ -283,7 +284,7 @@ impl<M: Mover> Step<'_, M> {
             return Ok(Action::await_change());
         }
         let moved = match exposed_volume(self.ctx, self.name).await {
-            Ok(path) => self.mover.move_data(path, self.canceled()).await,
+            Ok(volume) => self.mover.move_data(volume, self.canceled()).await,
             Err(reason) => Err(reason),
         };
         let status = match moved {
@@ -459,14 +460,34 @@ pub async fn agents(kube: &Kube) -> Result<DaemonSet, String> {
         )))
 }
 
-/// The pod that holds the request's claim (named as the request) mounted, under the request's
-/// uid, read-only when `read_only`: the node agent's image and placement (so that it runs where
-/// an agent reads it), nothing else of the agent's: no token, no root, no capability.
+/// How an exposing pod gives the agent the claim's volume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Mounted (a file system volume), read-only when asked.
+    Mounted { read_only: bool },
+    /// As a device (a block volume), handed over open, for writing too when asked.
+    Device { writable: bool },
+}
+
+impl Access {
+    /// A claim's volume, given as its volume mode says.
+    pub fn of(volume_mode: Option<&str>, writing: bool, read_only: bool) -> Access {
+        match volume_mode {
+            Some("Block") => Access::Device { writable: writing },
+            _ => Access::Mounted { read_only },
+        }
+    }
+}
+
+/// The pod that holds the request's claim (named as the request) under the request's uid, as
+/// `access` says: the node agent's image and placement (so that it runs where an agent reads
+/// it), nothing else of the agent's: no token, no capability, and no root but for a device,
+/// whose node the runtime makes the host's root's.
 pub fn exposing_pod<K: Movable>(
     request: &K,
     namespace: &str,
     placement: &Placement<'_>,
-    read_only: bool,
+    access: Access,
 ) -> Result<Pod, String> {
     let name = request.name_any();
     let volume = request.uid().unwrap_or_default();
@@ -477,6 +498,33 @@ pub fn exposing_pod<K: Movable>(
         .containers
         .first()
         .ok_or_else(|| format!("the node agent's DaemonSet {DAEMON_SET} has no container"))?;
+    let claim = json!({ "name": volume, "persistentVolumeClaim": { "claimName": name } });
+    let at = format!("/{volume}");
+    let (user, args, mounts, devices, volumes) = match access {
+        Access::Mounted { read_only } => (
+            65532,
+            json!([HOLD_VOLUMES]),
+            json!([{ "name": volume, "mountPath": at, "readOnly": read_only }]),
+            json!(null),
+            json!([claim]),
+        ),
+        Access::Device { writable } => {
+            let hand_over = format!("/{}", block_device::DIRECTORY);
+            let socket = format!("{hand_over}/{}", block_device::SOCKET);
+            let mut args = vec![HOLD_VOLUMES, "--device", &at, "--hand-over", &socket];
+            if writable {
+                args.push("--writable");
+            }
+            (
+                0,
+                json!(args),
+                json!([{ "name": block_device::DIRECTORY, "mountPath": hand_over }]),
+                json!([{ "name": volume, "devicePath": at }]),
+                json!([claim, { "name": block_device::DIRECTORY,
+                    "emptyDir": { "sizeLimit": "1Mi" } }]),
+            )
+        }
+    };
     serde_json::from_value(json!({
         "metadata": {
             "name": name, "namespace": namespace, "ownerReferences": owned_by(request),
@@ -491,7 +539,7 @@ pub fn exposing_pod<K: Movable>(
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
             "securityContext": {
-                "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                "runAsNonRoot": user != 0, "runAsUser": user, "runAsGroup": user,
                 "seccompProfile": { "type": "RuntimeDefault" },
             },
             "containers": [{
@@ -499,7 +547,7 @@ pub fn exposing_pod<K: Movable>(
                 "image": agent.image,
                 "imagePullPolicy": agent.image_pull_policy,
                 "command": agent.command,
-                "args": [HOLD_VOLUMES],
+                "args": args,
                 "resources": {
                     "requests": { "cpu": "10m", "memory": "16Mi" },
                     "limits": { "memory": "64Mi" },
@@ -509,10 +557,10 @@ pub fn exposing_pod<K: Movable>(
                     "allowPrivilegeEscalation": false,
                     "capabilities": { "drop": ["ALL"] },
                 },
-                "volumeMounts": [{ "name": volume, "mountPath": format!("/{volume}"),
-                    "readOnly": read_only }],
+                "volumeMounts": mounts,
+                "volumeDevices": devices,
             }],
-            "volumes": [{ "name": volume, "persistentVolumeClaim": { "claimName": name } }],
+            "volumes": volumes,
         },
     }))
     .map_err(|e| e.to_string())
@@ -526,25 +574,39 @@ pub fn owned_by<K: Movable>(request: &K) -> Value {
     }])
 }
 
-/// Where the exposed volume of request `name` is on this node: its pod's volume directory,
-/// under the kubelet's. The pod's volume is named after the request's uid.
-async fn exposed_volume(ctx: &Ctx, name: &str) -> Result<PathBuf, String> {
+/// The exposed volume of request `name` on this node: its pod's volume directory, under the
+/// kubelet's (the pod's volume is named after the request's uid); or the block device the pod
+/// hands over, from the socket in its hand-over directory.
+async fn exposed_volume(ctx: &Ctx, name: &str) -> Result<Volume, String> {
     let namespace = &ctx.kube.namespace;
     let pod_name = format!("{namespace}/{name}");
     let pod = Api::<Pod>::namespaced(ctx.kube.client.clone(), namespace)
         .get(name)
         .await
         .map_err(failed(format!("reading pod {pod_name}")))?;
-    let volume = (pod.spec.as_ref())
-        .and_then(|s| s.volumes.as_ref()?.first())
-        .map(|v| v.name.clone())
-        .ok_or_else(|| format!("pod {pod_name} mounts no volume"))?;
+    let spec = pod.spec.as_ref();
+    let device = (spec.and_then(|s| s.containers.first()?.volume_devices.as_ref()?.first()))
+        .map(|d| d.device_path.clone());
+    let volume = match &device {
+        Some(_) => block_device::DIRECTORY.to_string(),
+        None => (spec.and_then(|s| s.volumes.as_ref()?.first()))
+            .map(|v| v.name.clone())
+            .ok_or_else(|| format!("pod {pod_name} mounts no volume"))?,
+    };
     let dir = volume_path::volume_directory(&ctx.kube.client, &pod, &volume)
         .await
         .map_err(|e| e.to_string())?;
     let pod_uid = pod.uid().unwrap_or_default();
-    volume_path::host_path(&ctx.host_pods, &pod_name, &pod_uid, &volume, &dir)
-        .map_err(|e| e.to_string())
+    let path = volume_path::host_path(&ctx.host_pods, &pod_name, &pod_uid, &volume, &dir)
+        .map_err(|e| e.to_string())?;
+    let Some(name) = device else {
+        return Ok(Volume::Mounted(path));
+    };
+    let socket = path.join(block_device::SOCKET);
+    let device = tokio::task::spawn_blocking(move || block_device::receive(&socket))
+        .await
+        .expect("receiving does not panic")?;
+    Ok(Volume::Device { device, name })
 }
 
 /// The message of a request that failed, naming what it did.
@@ -751,7 +813,8 @@ mod tests {
         };
         let mut upload = ark_api::DataUpload::new("b-1", Default::default());
         upload.metadata.uid = Some("uid-1".into());
-        let pod = exposing_pod(&upload, "ark", &anywhere, false).unwrap();
+        let mounted = Access::Mounted { read_only: false };
+        let pod = exposing_pod(&upload, "ark", &anywhere, mounted).unwrap();
         let pod = serde_json::to_value(pod).unwrap();
         assert_eq!(
             pod["spec"]["nodeSelector"],
@@ -784,7 +847,7 @@ mod tests {
             affinity: Some(&movers),
         };
         let download = ark_api::DataDownload::new("r-1", Default::default());
-        let pod = exposing_pod(&download, "ark", &there, false).unwrap();
+        let pod = exposing_pod(&download, "ark", &there, mounted).unwrap();
         assert_eq!(
             pod.spec.as_ref().unwrap().node_name.as_deref(),
             Some("worker-2")
@@ -808,7 +871,8 @@ mod tests {
             node: None,
             ..there
         };
-        let pod = exposing_pod(&upload, "ark", &on_movers, true).unwrap();
+        let read_only = Access::Mounted { read_only: true };
+        let pod = exposing_pod(&upload, "ark", &on_movers, read_only).unwrap();
         let pod = serde_json::to_value(pod).unwrap();
         assert_eq!(
             pod["spec"]["affinity"],
@@ -822,6 +886,66 @@ mod tests {
         assert_eq!(
             pod["spec"]["containers"][0]["volumeMounts"][0]["readOnly"],
             true
+        );
+        assert_eq!(pod["spec"]["securityContext"]["runAsUser"], 65532);
+    }
+
+    /// A block volume's pod is given the device and a directory to hand it over in, and opens it
+    /// as root (the device node is the host root's), with no capability and no token still.
+    #[test]
+    fn a_block_volume_s_exposing_pod_holds_its_device_and_hands_it_over() {
+        let agents = agents();
+        let anywhere = Placement {
+            agents: &agents,
+            node: None,
+            affinity: None,
+        };
+        let mut download = ark_api::DataDownload::new("r-1", Default::default());
+        download.metadata.uid = Some("uid-2".into());
+        let access = Access::of(Some("Block"), true, false);
+        assert_eq!(access, Access::Device { writable: true });
+        let pod = exposing_pod(&download, "ark", &anywhere, access).unwrap();
+        let pod = serde_json::to_value(pod).unwrap();
+        let container = &pod["spec"]["containers"][0];
+        assert_eq!(
+            container["args"],
+            json!([
+                "hold-volumes",
+                "--device",
+                "/uid-2",
+                "--hand-over",
+                "/hand-over/device.sock",
+                "--writable"
+            ])
+        );
+        assert_eq!(
+            container["volumeDevices"],
+            json!([{ "name": "uid-2", "devicePath": "/uid-2" }])
+        );
+        assert_eq!(
+            container["volumeMounts"],
+            json!([{ "name": "hand-over", "mountPath": "/hand-over" }])
+        );
+        assert_eq!(
+            pod["spec"]["volumes"],
+            json!([{ "name": "uid-2", "persistentVolumeClaim": { "claimName": "r-1" } },
+                { "name": "hand-over", "emptyDir": { "sizeLimit": "1Mi" } }])
+        );
+        assert_eq!(
+            pod["spec"]["securityContext"],
+            json!({ "runAsNonRoot": false, "runAsUser": 0, "runAsGroup": 0,
+                "seccompProfile": { "type": "RuntimeDefault" } })
+        );
+        assert_eq!(
+            container["securityContext"]["capabilities"],
+            json!({ "drop": ["ALL"] })
+        );
+        assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
+        let upload = Access::of(Some("Block"), false, true);
+        assert_eq!(upload, Access::Device { writable: false });
+        assert_eq!(
+            Access::of(Some("Filesystem"), false, true),
+            Access::Mounted { read_only: true }
         );
     }
 }

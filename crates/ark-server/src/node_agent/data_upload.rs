@@ -12,7 +12,6 @@
 //!   upload, and the upload ends Completed with the kopia snapshot's ID;
 //! - cleaned up: everything the exposure made is removed (the storage snapshot goes with it).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use ark_api::{DataUpload, labels, uploader};
@@ -23,10 +22,10 @@ use kube::{Api, ResourceExt as _};
 use serde_json::{Map, Value, json};
 
 use super::data_movement::{
-    self, Movable, Mover, Placement, delete_and_wait, exposing_pod, failed, owned_by,
+    self, Access, Movable, Mover, Placement, delete_and_wait, exposing_pod, failed, owned_by,
     remove_pod_and_claim, warn_unless_gone,
 };
-use super::upload::{Upload, Uploaded, is_empty};
+use super::upload::{Upload, Uploaded, Volume, is_empty};
 use super::{Ctx, progress};
 use crate::domain::csi::{self, ContentStatus, SnapshotStatus, text};
 use crate::runtime::objects;
@@ -62,7 +61,7 @@ impl Mover for Uploading<'_> {
         let kube = &self.ctx.kube;
         let class = self.source_class();
         let settings = self.ctx.configs.backup_pvc.get(class);
-        let claim = backup_claim(self.upload, &kube.namespace, &found.size, settings)?;
+        let claim = backup_claim(self.upload, &kube.namespace, &found, settings)?;
         Api::<PersistentVolumeClaim>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &claim)
             .await
@@ -77,7 +76,8 @@ impl Mover for Uploading<'_> {
             affinity: self.ctx.configs.affinity_for(class),
         };
         let read_only = settings.is_some_and(|s| s.read_only);
-        let pod = exposing_pod(self.upload, &kube.namespace, &placement, read_only)?;
+        let access = Access::of(found.volume_mode.as_deref(), false, read_only);
+        let pod = exposing_pod(self.upload, &kube.namespace, &placement, access)?;
         Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &pod)
             .await
@@ -91,13 +91,19 @@ impl Mover for Uploading<'_> {
     /// Snapshots the exposed volume into the repository of the claim's namespace.
     async fn move_data(
         &self,
-        path: PathBuf,
+        volume: Volume,
         canceled: impl Future<Output = ()> + Send,
     ) -> Result<Option<Map<String, Value>>, String> {
         let ctx = self.ctx;
         let spec = &self.upload.spec;
-        let shown_path = path.display().to_string();
-        if is_empty(&path)? {
+        // Velero's: where the data mover reads it (a device's path in its pod).
+        let shown_path = match &volume {
+            Volume::Mounted(path) => path.display().to_string(),
+            Volume::Device { name, .. } => name.clone(),
+        };
+        if let Volume::Mounted(path) = &volume
+            && is_empty(path)?
+        {
             return Ok(Some(fields(
                 json!({ "path": shown_path, "message": EMPTY_VOLUME }),
             )));
@@ -113,7 +119,7 @@ impl Mover for Uploading<'_> {
         let upload = Upload {
             location: &spec.backup_storage_location,
             namespace: &spec.source_namespace,
-            path: &path,
+            volume,
             source: velero::data_mover_source(&spec.source_namespace, &spec.source_pvc),
             requester: Requester::DataMover { operation_id },
             files_at_once,
@@ -206,11 +212,6 @@ impl Uploading<'_> {
                 .await
                 .map_err(failed(format!("reading {shown_claim}")))?;
         let claim_spec = claim.spec.unwrap_or_default();
-        if claim_spec.volume_mode.as_deref() == Some("Block") {
-            return Err(format!(
-                "{shown_claim} is a block volume: ark's data mover moves file systems only"
-            ));
-        }
         let timeout = ark_api::duration::parse_or_default(
             Some(spec.operation_timeout.as_str()),
             OPERATION_TIMEOUT,
@@ -251,6 +252,7 @@ impl Uploading<'_> {
             snapshot,
             content,
             size,
+            volume_mode: claim_spec.volume_mode,
             timeout,
         })
     }
@@ -371,12 +373,13 @@ impl Uploading<'_> {
 }
 
 /// The claim made from ark's snapshot of `upload`, in ark's namespace `namespace`, owned by the
-/// upload, `size` large: of the source claim's class, unless the agents' settings for that class
-/// (Velero's `backupPVC`) name another; `ReadOnlyMany` when they say `readOnly`.
+/// upload, as large as the snapshot and of the source claim's volume mode: of the source claim's
+/// class, unless the agents' settings for that class (Velero's `backupPVC`) name another;
+/// `ReadOnlyMany` when they say `readOnly`.
 fn backup_claim(
     upload: &DataUpload,
     namespace: &str,
-    size: &str,
+    found: &Found,
     settings: Option<&ark_api::BackupPvc>,
 ) -> Result<PersistentVolumeClaim, String> {
     let name = upload.name_any();
@@ -397,9 +400,9 @@ fn backup_claim(
         "spec": {
             "accessModes": [access],
             "storageClassName": class,
-            "volumeMode": "Filesystem",
+            "volumeMode": found.volume_mode.as_deref().unwrap_or("Filesystem"),
             "dataSource": { "apiGroup": csi::GROUP, "kind": "VolumeSnapshot", "name": name },
-            "resources": { "requests": { "storage": size } },
+            "resources": { "requests": { "storage": found.size } },
         },
     }))
     .map_err(|e| e.to_string())
@@ -412,6 +415,8 @@ struct Found {
     content: DynamicObject,
     /// The size of the claim made from it.
     size: String,
+    /// The source claim's volume mode: the claim made from it has it too.
+    volume_mode: Option<String>,
     /// How long each step of the exposure may wait.
     timeout: Duration,
 }
@@ -463,12 +468,24 @@ mod tests {
                 "backupStorageLocation": "default", "operationTimeout": "10m0s" },
         }))
         .unwrap();
+        let found = |volume_mode: Option<&str>| Found {
+            shown_snapshot: String::new(),
+            snapshot: serde_json::from_value(json!({ "metadata": {} })).unwrap(),
+            content: serde_json::from_value(json!({ "metadata": {} })).unwrap(),
+            size: "1Gi".into(),
+            volume_mode: volume_mode.map(str::to_string),
+            timeout: Duration::from_secs(1),
+        };
         let claim = |settings: Option<&ark_api::BackupPvc>| {
-            let claim = backup_claim(&upload, "ark", "1Gi", settings).unwrap();
+            let claim = backup_claim(&upload, "ark", &found(None), settings).unwrap();
             serde_json::to_value(claim).unwrap()
         };
         let plain = claim(None);
         assert_eq!(plain["spec"]["storageClassName"], "ssd");
+        assert_eq!(plain["spec"]["volumeMode"], "Filesystem");
+        assert_eq!(plain["spec"]["resources"]["requests"]["storage"], "1Gi");
+        let block = backup_claim(&upload, "ark", &found(Some("Block")), None).unwrap();
+        assert_eq!(block.spec.unwrap().volume_mode.as_deref(), Some("Block"));
         assert_eq!(plain["spec"]["accessModes"], json!(["ReadWriteOnce"]));
         assert_eq!(plain["spec"]["dataSource"]["name"], "b-1");
         let settings = ark_api::BackupPvc {

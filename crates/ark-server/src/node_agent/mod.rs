@@ -8,6 +8,7 @@
 //! each repository open between requests.
 
 mod backup;
+pub mod block_device;
 mod data_download;
 mod data_movement;
 mod data_upload;

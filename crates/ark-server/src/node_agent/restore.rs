@@ -19,6 +19,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt as _};
 use serde_json::json;
 
+use super::upload::Volume;
 use super::volume_path;
 use super::{Ctx, DATA_PATH_WAIT, ProgressReport, progress};
 use crate::runtime::controller::{self, ReconcileError};
@@ -159,7 +160,8 @@ async fn restore(
         namespace: &spec.source_namespace,
         snapshot_id: &spec.snapshot_id,
     };
-    let (total, done) = stored.write(ctx, api, name, &path, settings).await?;
+    let volume = Volume::Mounted(path.clone());
+    let (total, done) = stored.write(ctx, api, name, &volume, settings).await?;
     done_mark(&path, &restore_uid, helper_owner(pod))?;
     tracing::info!(
         "pod volume restore {name}: snapshot {} is in {pod_name} volume {} ({done} bytes)",
@@ -190,15 +192,16 @@ pub struct Stored<'a> {
 }
 
 impl Stored<'_> {
-    /// Writes the snapshot's files into `path`, the bytes done shown in the status of request
-    /// `name` (through `api`) as they go: the snapshot's bytes and those written. The repository
-    /// is discarded (opened again next time) when the snapshot cannot be read.
+    /// Writes the snapshot's files into the volume (a block device: its one file from the
+    /// device's first byte), the bytes done shown in the status of request `name` (through
+    /// `api`) as they go: the snapshot's bytes and those written. The repository is discarded
+    /// (opened again next time) when the snapshot cannot be read.
     pub async fn write(
         &self,
         ctx: &Ctx,
         api: &Api<DynamicObject>,
         name: &str,
-        path: &Path,
+        volume: &Volume,
         settings: RestoreSettings,
     ) -> Result<(u64, u64), String> {
         let id = self.snapshot_id;
@@ -222,11 +225,18 @@ impl Stored<'_> {
                 counts.bytes.load(Ordering::Relaxed)
             })
         };
-        let restored = repository
-            .restore_with(&root, path, &counts, settings)
-            .await;
+        let restored = match volume {
+            Volume::Mounted(path) => {
+                repository
+                    .restore_with(&root, path, &counts, settings)
+                    .await
+            }
+            Volume::Device { device, .. } => {
+                (repository.restore_device(&root, device, &counts).await).map(|_| ())
+            }
+        };
         reporter.stop().await;
-        restored.map_err(|e| format!("writing snapshot {id} into {}: {e}", path.display()))?;
+        restored.map_err(|e| format!("writing snapshot {id} into {}: {e}", volume.shown()))?;
         Ok((total, counts.bytes.load(Ordering::Relaxed)))
     }
 }

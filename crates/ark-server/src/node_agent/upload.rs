@@ -1,9 +1,10 @@
-//! A volume's directory snapshotted into the kopia repository of a namespace as Velero's uploader
-//! snapshots it, for a pod volume backup and a data upload alike: the parent its requester's last
-//! snapshot of the source, the bytes done written into the request's status as they go, the
-//! repository discarded (opened again next time) after a failure.
+//! A volume's directory, or a block device, snapshotted into the kopia repository of a namespace
+//! as Velero's uploader snapshots it, for a pod volume backup and a data upload alike: the parent
+//! its requester's last snapshot of the source, the bytes done written into the request's status
+//! as they go, the repository discarded (opened again next time) after a failure.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use ark_kopia::beneath::{Dir, Kind};
@@ -14,13 +15,31 @@ use kube::api::DynamicObject;
 
 use super::{Ctx, ProgressReport};
 
+/// A volume as the agent reaches it on its node.
+pub enum Volume {
+    /// Mounted: its directory, under the kubelet's.
+    Mounted(PathBuf),
+    /// A block device, open (handed over by the pod that exposes it), named as its path there.
+    Device { device: File, name: String },
+}
+
+impl Volume {
+    /// How messages name it.
+    pub fn shown(&self) -> String {
+        match self {
+            Volume::Mounted(path) => path.display().to_string(),
+            Volume::Device { name, .. } => format!("block device {name}"),
+        }
+    }
+}
+
 /// What to snapshot, and where into.
 pub struct Upload<'a> {
     /// The backup storage location whose repositories it goes into.
     pub location: &'a str,
     /// The namespace whose repository it goes into.
     pub namespace: &'a str,
-    pub path: &'a Path,
+    pub volume: Volume,
     pub source: SourceInfo,
     pub requester: Requester<'a>,
     /// Files read at once (0: the uploader's default).
@@ -50,11 +69,12 @@ impl Upload<'_> {
         let Upload {
             location,
             namespace,
-            path,
+            volume,
             source,
             requester,
             files_at_once,
         } = self;
+        let shown = volume.shown();
         let repository =
             (ctx.repositories.get(location, namespace).await).map_err(|e| e.to_string())?;
         let parent = match requester.parent(&repository, &source).await {
@@ -64,11 +84,16 @@ impl Upload<'_> {
                 return Err(format!("listing the snapshots of {source}: {error}"));
             }
         };
-        let total = {
-            let path = path.to_path_buf();
-            tokio::task::spawn_blocking(move || tree_bytes(&path))
-                .await
-                .expect("walking does not panic")
+        let total = match &volume {
+            Volume::Mounted(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || tree_bytes(&path))
+                    .await
+                    .expect("walking does not panic")
+            }
+            Volume::Device { device, .. } => {
+                device_bytes(device).map_err(|e| format!("{shown}: {e}"))?
+            }
         };
         let options = ark_kopia::repository::SnapshotOptions {
             files_at_once,
@@ -82,8 +107,22 @@ impl Upload<'_> {
             })
         };
         let stored_before = repository.contents().stored_bytes();
+        let create = async {
+            match volume {
+                Volume::Mounted(path) => {
+                    repository
+                        .create_snapshot(&path, source.clone(), options)
+                        .await
+                }
+                Volume::Device { device, name } => {
+                    repository
+                        .create_device_snapshot(device, &name, source.clone(), options)
+                        .await
+                }
+            }
+        };
         let created = tokio::select! {
-            created = repository.create_snapshot(path, source.clone(), options) => Some(created),
+            created = create => Some(created),
             () = stop => None,
         };
         reporter.stop().await;
@@ -91,7 +130,6 @@ impl Upload<'_> {
             Some(Ok((snapshot, _))) => snapshot,
             Some(Err(error)) => {
                 repository.discard();
-                let shown = path.display();
                 return Err(format!("snapshotting {shown} as {source}: {error}"));
             }
             None => {
@@ -128,6 +166,15 @@ fn tree_bytes(path: &Path) -> u64 {
             .sum()
     }
     Dir::root(path).map_or(0, |root| under(&root))
+}
+
+/// A block device's size: the progress's total. Read from its end, then back at its start.
+pub fn device_bytes(device: &File) -> std::io::Result<u64> {
+    use std::io::Seek as _;
+    let mut device = device;
+    let size = device.seek(std::io::SeekFrom::End(0))?;
+    device.seek(std::io::SeekFrom::Start(0))?;
+    Ok(size)
 }
 
 fn done_bytes(counts: &UploadCounts) -> u64 {

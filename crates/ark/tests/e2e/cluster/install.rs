@@ -1177,7 +1177,8 @@ async fn the_node_agent_may_create_its_exposing_pods_and_no_pod_that_carries_the
         .await;
     let pods: Api<Pod> = Api::namespaced(agent.client().await, ns);
 
-    // As the agent makes them (`exposing_pod`): no token, a claim mounted, not root.
+    // As the agent makes them (`exposing_pod`): no token, a claim mounted (or given as a
+    // device, with a directory to hand it over in).
     let exposing = |name: &str| {
         serde_json::json!({
             "metadata": { "name": name },
@@ -1185,8 +1186,10 @@ async fn the_node_agent_may_create_its_exposing_pods_and_no_pod_that_carries_the
                 "automountServiceAccountToken": false,
                 "securityContext": { "runAsNonRoot": true, "runAsUser": 65532 },
                 "containers": [{ "name": "hold", "image": "busybox",
-                    "volumeMounts": [{ "name": "v", "mountPath": "/v" }] }],
-                "volumes": [{ "name": "v", "persistentVolumeClaim": { "claimName": "c" } }],
+                    "volumeMounts": [{ "name": "v", "mountPath": "/v" },
+                        { "name": "hand-over", "mountPath": "/hand-over" }] }],
+                "volumes": [{ "name": "v", "persistentVolumeClaim": { "claimName": "c" } },
+                    { "name": "hand-over", "emptyDir": {} }],
             },
         })
     };
@@ -1247,7 +1250,7 @@ async fn the_node_agent_may_create_its_exposing_pods_and_no_pod_that_carries_the
                 },
                 "host",
             ),
-            "the node agent's pods mount claims only",
+            "the node agent's pods mount claims and empty directories only",
         ),
         (
             refused(

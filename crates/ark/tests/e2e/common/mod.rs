@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod block;
 pub mod database;
 pub mod node_agent;
 pub mod setup;

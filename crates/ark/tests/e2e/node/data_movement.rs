@@ -14,6 +14,7 @@ use ark_tests::kopia::Kopia;
 use ark_tests::proxy::PausableProxy;
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
+use common::block;
 use common::database;
 use common::node_agent::{Options, WAIT, install, install_with, is_ready, lose};
 use common::volume_policies::{application, contents, methods};
@@ -1034,6 +1035,95 @@ async fn a_database_whose_claim_s_data_was_moved_comes_back_with_its_rows() {
     assert_eq!(
         database::psql(&cluster, &app.name, "select item from orders order by id"),
         "tea\nscones\ncoffee\n"
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
+/// A block volume (`volumeMode: Block`) backed up with data movement: the pod exposing its
+/// snapshot hands the device to the node agent, which snapshots every byte as Velero's uploader
+/// shapes a block volume (one file, named as the device in the pod). With the namespace and its
+/// snapshots gone, the restore writes those bytes into a new block volume for the claim through
+/// a DataDownload: the volume is the original byte for byte (the driver's files compared whole),
+/// the restored pod reads its data from the device, and nothing of either exposure is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_volume_s_data_moved_into_the_bucket_comes_back_byte_for_byte() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let app = block::application(&cluster).await;
+    let before = block::volume_bytes(&cluster, &app.name).await;
+    block::assert_written(&before);
+
+    let backup = [
+        "backup",
+        "create",
+        "disk",
+        "--include-namespaces",
+        &app.name,
+    ];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let created = ark_ok(&cluster, ns, &[&backup[..], &flags[..]].concat());
+    assert!(created.contains("Completed"), "{created}");
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/backup-name=disk"))
+        .await
+        .unwrap()
+        .items;
+    let [upload] = uploads.as_slice() else {
+        panic!("one DataUpload, not {uploads:#?}")
+    };
+    let upload_status = upload.status.clone().unwrap();
+    assert_eq!(
+        upload_status.phase,
+        Some(PodVolumePhase::Completed),
+        "{upload_status:#?}"
+    );
+    // Where Velero's data mover reads a block volume: the device's path in its pod.
+    assert_eq!(
+        upload_status.path,
+        Some(format!("/{}", upload.metadata.uid.clone().unwrap()))
+    );
+    let progress = upload_status.progress.unwrap();
+    assert_eq!(
+        (progress.total_bytes, progress.bytes_done),
+        (Some(block::SIZE as i64), Some(block::SIZE as i64))
+    );
+
+    lose(&cluster, &app.name).await;
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new(),
+        "no snapshot of the claim, and nothing of its exposure, is left"
+    );
+    let restore = ["restore", "create", "disk", "--from-backup", "disk"];
+    let restored = ark_ok(
+        &cluster,
+        ns,
+        &[&restore[..], &["--wait", "--timeout", "4m"]].concat(),
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels("velero.io/restore-name=disk"))
+        .await
+        .unwrap()
+        .items;
+    let [download] = downloads.as_slice() else {
+        panic!("one DataDownload, not {downloads:#?}")
+    };
+    let download_status = download.status.clone().unwrap();
+    assert_eq!(
+        download_status.phase,
+        Some(PodVolumePhase::Completed),
+        "{download_status:#?}"
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    wait_for(pods, block::POD, is_ready(), WAIT).await.unwrap();
+    block::assert_same(&block::volume_bytes(&cluster, &app.name).await, &before);
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
     );
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;
