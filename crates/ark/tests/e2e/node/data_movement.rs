@@ -73,6 +73,54 @@ async fn left(client: &Client, namespaces: &[&str], ark: &str) -> Vec<String> {
     }
 }
 
+/// Backup `name` of namespace `app` with `--snapshot-move-data`, by the server in `ns`, once it
+/// is Completed: its one DataUpload, ended Completed.
+async fn backed_up_moving_data(cluster: &Cluster, ns: &str, app: &str, name: &str) -> DataUpload {
+    let backup = ["backup", "create", name, "--include-namespaces", app];
+    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
+    let created = ark_ok(cluster, ns, &[&backup[..], &flags[..]].concat());
+    assert!(created.contains("Completed"), "{created}");
+    let uploads = Api::<DataUpload>::namespaced(cluster.client().await, ns)
+        .list(&ListParams::default().labels(&format!("velero.io/backup-name={name}")))
+        .await
+        .unwrap()
+        .items;
+    let [upload] = uploads.as_slice() else {
+        panic!("one DataUpload, not {uploads:#?}")
+    };
+    let phase = upload.status.as_ref().and_then(|s| s.phase);
+    assert_eq!(phase, Some(PodVolumePhase::Completed), "{upload:#?}");
+    upload.clone()
+}
+
+/// Restore `name` of backup `backup`, by the server in `ns`, once it is Completed: its one
+/// DataDownload, ended Completed.
+async fn restored_moved_data(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    backup: &str,
+) -> DataDownload {
+    let restore = ["restore", "create", name, "--from-backup", backup];
+    let restored = ark_ok(
+        cluster,
+        ns,
+        &[&restore[..], &["--wait", "--timeout", "4m"]].concat(),
+    );
+    assert!(restored.contains("Completed"), "{restored}");
+    let downloads = Api::<DataDownload>::namespaced(cluster.client().await, ns)
+        .list(&ListParams::default().labels(&format!("velero.io/restore-name={name}")))
+        .await
+        .unwrap()
+        .items;
+    let [download] = downloads.as_slice() else {
+        panic!("one DataDownload, not {downloads:#?}")
+    };
+    let phase = download.status.as_ref().and_then(|s| s.phase);
+    assert_eq!(phase, Some(PodVolumePhase::Completed), "{download:#?}");
+    download.clone()
+}
+
 /// The backup moves `files`'s data (the claim its pod does not name for the node agent) and the
 /// node agent backs up the other two: the DataUpload ends Completed on the real node, the kopia
 /// CLI finds the moved snapshot under Velero's source and restores the claim's bytes from it,
@@ -87,22 +135,7 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
     let app = application(&cluster).await;
     let before = contents(&cluster, &app.name);
 
-    let created = ark_ok(
-        &cluster,
-        ns,
-        &[
-            "backup",
-            "create",
-            "moved",
-            "--include-namespaces",
-            &app.name,
-            "--snapshot-move-data",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    );
-    assert!(created.contains("Completed"), "{created}");
+    let upload = backed_up_moving_data(&cluster, ns, &app.name, "moved").await;
     let backup = Api::<Backup>::namespaced(client.clone(), ns)
         .get("moved")
         .await
@@ -133,20 +166,7 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
     );
 
     // The DataUpload, as Velero's data mover ends one: on the real node, with its snapshot.
-    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/backup-name=moved"))
-        .await
-        .unwrap()
-        .items;
-    let [upload] = uploads.as_slice() else {
-        panic!("one DataUpload, not {uploads:#?}")
-    };
     let upload_status = upload.status.clone().unwrap();
-    assert_eq!(
-        upload_status.phase,
-        Some(PodVolumePhase::Completed),
-        "{upload_status:#?}"
-    );
     let real_node = cluster.real_node.clone();
     assert_eq!(upload_status.node, real_node);
     assert!(upload_status.accepted_by_node.is_some());
@@ -457,25 +477,8 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
     let ns = &installed.ns;
     let app = application(&cluster).await;
     let before = contents(&cluster, &app.name);
-    let backup = [
-        "backup",
-        "create",
-        "moved",
-        "--include-namespaces",
-        &app.name,
-    ];
-    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
-    let created = ark_ok(&cluster, ns, &[&backup[..], &flags[..]].concat());
-    assert!(created.contains("Completed"), "{created}");
-    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/backup-name=moved"))
-        .await
-        .unwrap()
-        .items;
-    let [upload] = uploads.as_slice() else {
-        panic!("one DataUpload, not {uploads:#?}")
-    };
-    let snapshot_id = upload.status.clone().unwrap().snapshot_id.unwrap();
+    let upload = backed_up_moving_data(&cluster, ns, &app.name, "moved").await;
+    let snapshot_id = upload.status.unwrap().snapshot_id.unwrap();
 
     lose(&cluster, &app.name).await;
     assert_eq!(
@@ -483,13 +486,7 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
         Vec::<String>::new(),
         "no snapshot of the claims is left"
     );
-    let restore = ["restore", "create", "back", "--from-backup", "moved"];
-    let restored = ark_ok(
-        &cluster,
-        ns,
-        &[&restore[..], &["--wait", "--timeout", "4m"]].concat(),
-    );
-    assert!(restored.contains("Completed"), "{restored}");
+    let download = restored_moved_data(&cluster, ns, "back", "moved").await;
     let status = Api::<Restore>::namespaced(client.clone(), ns)
         .get("back")
         .await
@@ -513,21 +510,7 @@ async fn a_claim_s_data_moved_into_the_bucket_comes_back_once_its_namespace_and_
         ),
         "{status:#?}"
     );
-    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/restore-name=back"))
-        .await
-        .unwrap()
-        .items;
-    let [download] = downloads.as_slice() else {
-        panic!("one DataDownload, not {downloads:#?}")
-    };
-    let download_status = download.status.clone().unwrap();
-    assert_eq!(
-        download_status.phase,
-        Some(PodVolumePhase::Completed),
-        "{download_status:#?}"
-    );
-    assert_eq!(download_status.node, cluster.real_node);
+    assert_eq!(download.status.clone().unwrap().node, cluster.real_node);
     assert_eq!(download.spec.snapshot_id, snapshot_id);
     assert_eq!(
         (
@@ -1056,30 +1039,8 @@ async fn a_block_volume_s_data_moved_into_the_bucket_comes_back_byte_for_byte() 
     let before = block::volume_bytes(&cluster, &app.name).await;
     block::assert_written(&before);
 
-    let backup = [
-        "backup",
-        "create",
-        "disk",
-        "--include-namespaces",
-        &app.name,
-    ];
-    let flags = ["--snapshot-move-data", "--wait", "--timeout", "3m"];
-    let created = ark_ok(&cluster, ns, &[&backup[..], &flags[..]].concat());
-    assert!(created.contains("Completed"), "{created}");
-    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/backup-name=disk"))
-        .await
-        .unwrap()
-        .items;
-    let [upload] = uploads.as_slice() else {
-        panic!("one DataUpload, not {uploads:#?}")
-    };
+    let upload = backed_up_moving_data(&cluster, ns, &app.name, "disk").await;
     let upload_status = upload.status.clone().unwrap();
-    assert_eq!(
-        upload_status.phase,
-        Some(PodVolumePhase::Completed),
-        "{upload_status:#?}"
-    );
     // Where Velero's data mover reads a block volume: the device's path in its pod.
     assert_eq!(
         upload_status.path,
@@ -1097,27 +1058,7 @@ async fn a_block_volume_s_data_moved_into_the_bucket_comes_back_byte_for_byte() 
         Vec::<String>::new(),
         "no snapshot of the claim, and nothing of its exposure, is left"
     );
-    let restore = ["restore", "create", "disk", "--from-backup", "disk"];
-    let restored = ark_ok(
-        &cluster,
-        ns,
-        &[&restore[..], &["--wait", "--timeout", "4m"]].concat(),
-    );
-    assert!(restored.contains("Completed"), "{restored}");
-    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels("velero.io/restore-name=disk"))
-        .await
-        .unwrap()
-        .items;
-    let [download] = downloads.as_slice() else {
-        panic!("one DataDownload, not {downloads:#?}")
-    };
-    let download_status = download.status.clone().unwrap();
-    assert_eq!(
-        download_status.phase,
-        Some(PodVolumePhase::Completed),
-        "{download_status:#?}"
-    );
+    restored_moved_data(&cluster, ns, "disk", "disk").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
     wait_for(pods, block::POD, is_ready(), WAIT).await.unwrap();
     block::assert_same(&block::volume_bytes(&cluster, &app.name).await, &before);
