@@ -1,7 +1,8 @@
 //! An application on a block volume (`volumeMode: Block`, the test ground's driver gives it as a
-//! loop device on the real node): a pod that writes lines at the device's start and a line at
-//! 40 MiB once (a restored pod finds them there and writes nothing), and the volume's bytes read
-//! whole from the driver's file, to compare a restored volume with the original.
+//! loop device on the real node): a pod that writes lines at the device's start and a random UUID
+//! at 40 MiB once (a restored pod finds them there and writes nothing; one that wrote again would
+//! write another UUID), and the volume's bytes read whole from the driver's file, to compare a
+//! restored volume with the original.
 
 use ark_tests::{Cluster, TestNamespace, wait_for};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -34,7 +35,7 @@ pub async fn application(cluster: &Cluster) -> TestNamespace {
     let script = "head -c 12 /dev/xvda | grep -q 'block line 0' || { i=0; \
         while [ $i -lt 2000 ]; do echo \"block line $i\"; i=$((i+1)); done \
         | dd of=/dev/xvda conv=notrunc 2>/dev/null \
-        && echo 'the end' | dd of=/dev/xvda bs=1M seek=40 conv=notrunc 2>/dev/null; }; \
+        && dd if=/proc/sys/kernel/random/uuid of=/dev/xvda bs=1M seek=40 conv=notrunc 2>/dev/null; }; \
         sync; touch /tmp/written; exec sleep 3600";
     let pod = cluster.on_real_node(json!({
         "metadata": { "name": POD },
@@ -94,5 +95,12 @@ pub fn assert_same(restored: &[u8], original: &[u8]) {
 pub fn assert_written(bytes: &[u8]) {
     assert_eq!(bytes.len(), SIZE);
     assert!(bytes.starts_with(b"block line 0\nblock line 1\n"));
-    assert_eq!(&bytes[40 << 20..(40 << 20) + 8], b"the end\n");
+    let uuid = &bytes[40 << 20..(40 << 20) + 37];
+    assert!(
+        uuid[36] == b'\n'
+            && uuid[..36]
+                .iter()
+                .all(|b| b.is_ascii_hexdigit() || *b == b'-'),
+        "no UUID at 40 MiB: {uuid:?}"
+    );
 }
