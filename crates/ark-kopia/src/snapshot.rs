@@ -505,22 +505,34 @@ impl<'c> Uploader<'c> {
             return Ok((writer.finish().await?, bytes.len() as u64));
         }
         let _turn = self.large_files.acquire().await.expect("never closed");
-        let mut file = tokio::fs::File::from_std(dir.open_file(name)?);
-        let mut buffer = vec![0u8; READ_BUFFER];
-        let mut size = 0u64;
-        loop {
-            let n = file
-                .read(&mut buffer)
-                .await
-                .map_err(|e| Error::io(&path, e))?;
-            if n == 0 {
-                break;
-            }
-            size += n as u64;
-            writer.write(&buffer[..n]).await?;
-        }
-        self.counts.bytes.fetch_add(size, Ordering::Relaxed);
+        let file = dir.open_file(name)?;
+        let size = write_read(&mut writer, file, &path, &self.counts.bytes).await?;
         Ok((writer.finish().await?, size))
+    }
+}
+
+/// Writes everything `file` (`shown` in errors) reads into `writer`, a buffer at a time, counting
+/// the bytes into `counted` as they are read. The bytes read.
+async fn write_read(
+    writer: &mut ObjectWriter<'_>,
+    file: std::fs::File,
+    shown: &Path,
+    counted: &AtomicU64,
+) -> Result<u64, Error> {
+    let mut file = tokio::fs::File::from_std(file);
+    let mut buffer = vec![0u8; READ_BUFFER];
+    let mut size = 0u64;
+    loop {
+        let n = file
+            .read(&mut buffer)
+            .await
+            .map_err(|e| Error::io(shown, e))?;
+        if n == 0 {
+            return Ok(size);
+        }
+        writer.write(&buffer[..n]).await?;
+        size += n as u64;
+        counted.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
@@ -534,23 +546,8 @@ pub async fn upload_device(
     name: &str,
     counts: &UploadCounts,
 ) -> Result<DirEntry, Error> {
-    let shown = Path::new(name);
-    let mut device = tokio::fs::File::from_std(device);
     let mut writer = ObjectWriter::new(contents, None);
-    let mut buffer = vec![0u8; READ_BUFFER];
-    let mut size = 0u64;
-    loop {
-        let n = device
-            .read(&mut buffer)
-            .await
-            .map_err(|e| Error::io(shown, e))?;
-        if n == 0 {
-            break;
-        }
-        writer.write(&buffer[..n]).await?;
-        size += n as u64;
-        counts.bytes.fetch_add(n as u64, Ordering::Relaxed);
-    }
+    let size = write_read(&mut writer, device, Path::new(name), &counts.bytes).await?;
     counts.files.fetch_add(1, Ordering::Relaxed);
     let now = Time::now();
     // kopia's virtual entries: read, write and execute for all, owned by nobody in particular.

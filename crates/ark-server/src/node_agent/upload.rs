@@ -77,12 +77,16 @@ impl Upload<'_> {
         let shown = volume.shown();
         let repository =
             (ctx.repositories.get(location, namespace).await).map_err(|e| e.to_string())?;
-        let parent = match requester.parent(&repository, &source).await {
-            Ok(parent) => parent,
-            Err(error) => {
-                repository.discard();
-                return Err(format!("listing the snapshots of {source}: {error}"));
-            }
+        // A device is read whole whatever came before: only a tree has a parent to look up.
+        let parent = match &volume {
+            Volume::Device { .. } => None,
+            Volume::Mounted(_) => match requester.parent(&repository, &source).await {
+                Ok(parent) => parent,
+                Err(error) => {
+                    repository.discard();
+                    return Err(format!("listing the snapshots of {source}: {error}"));
+                }
+            },
         };
         let total = match &volume {
             Volume::Mounted(path) => {
