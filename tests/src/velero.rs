@@ -612,6 +612,13 @@ impl VeleroServer {
         // As `velero install` sets it: where the server's own clients look (the ConfigMap
         // `enableapigroupversions`, for one).
         .env("VELERO_NAMESPACE", ns)
+        // The test ground's S3 keys, which the AWS plugin takes before a location's credentials
+        // file: Velero rewrites that file (truncating it first) each time it is asked for it, at
+        // every sync and validation (every 2 s here), and a plugin that reads it meanwhile finds
+        // no keys and fails the backup ("no EC2 IMDS role found", velero-io/velero#8524; a full
+        // run saw it once).
+        .env("AWS_ACCESS_KEY_ID", &cluster.s3_access_key)
+        .env("AWS_SECRET_ACCESS_KEY", &cluster.s3_secret_key)
         // A group of its own, stopped as a whole: the plugins the server starts would outlive it.
         .process_group(0)
         // Velero's server logs to stdout.
