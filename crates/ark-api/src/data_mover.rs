@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{PodVolumePhase, PodVolumeProgress};
 
+/// The finalizer Velero's node agent keeps on a DataUpload or DataDownload until it is final (and
+/// cancels one deleted before that); ark's agent lets go of it once the request has ended.
+pub const DATA_MOVER_FINALIZER: &str = "velero.io/data-upload-download-finalizer";
+
 /// The data movers whose uploads go into Velero's kopia repository: Velero's own (empty or
 /// `velero`); another names a third party's, whose data ark does not know.
 pub fn is_built_in_data_mover(datamover: Option<&str>) -> bool {

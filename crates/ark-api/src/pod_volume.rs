@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 /// The only uploader Velero v1.18 backs up with.
 pub const UPLOADER_KOPIA: &str = "kopia";
-/// The finalizer a node agent keeps on a request it works on, until the request is final.
+/// The finalizer Velero's node agent keeps on a request it works on, until the request is final;
+/// ark's agent lets go of it once the request has ended.
 pub const POD_VOLUME_FINALIZER: &str = "velero.io/pod-volume-finalizer";
 
 /// The pod a request is about, as Velero writes it (a `corev1.ObjectReference`).

@@ -9,14 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{Backup, RESTORE_FINALIZER, Restore};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use serde_json::json;
 
 use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::objects::{self, Readable};
+use crate::runtime::patch;
 
 /// How soon a deletion whose files cannot be removed yet (the location down) is tried again.
 const RETRY: Duration = Duration::from_secs(30);
@@ -30,11 +29,7 @@ async fn reconcile(
     kube: Arc<Kube>,
 ) -> Result<Action, ReconcileError> {
     let stored = &object.stored;
-    let held = stored
-        .metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| f.iter().any(|f| f == RESTORE_FINALIZER));
+    let held = patch::holds_finalizer(stored, RESTORE_FINALIZER);
     if stored.metadata.deletion_timestamp.is_none() {
         if !held {
             hold(&kube, stored).await?;
@@ -98,47 +93,16 @@ async fn remove_files(kube: &Kube, restore: &str, backup: &str) -> Result<usize,
 
 /// Adds the finalizer, the others kept, unless the Restore changed meanwhile.
 async fn hold(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
-    let mut finalizers: Vec<&str> = stored
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .map(String::as_str)
-        .collect();
-    finalizers.push(RESTORE_FINALIZER);
-    set_finalizers(kube, stored, &finalizers).await
+    let api = objects::api::<Restore>(&kube.client, &kube.namespace);
+    let push = |f: &mut Vec<String>| f.push(RESTORE_FINALIZER.to_string());
+    // Lost: it changed meanwhile, and is looked at again for that change.
+    let _ = patch::set_finalizers(&api, stored, push).await?;
+    Ok(())
 }
 
 /// Removes the finalizer, the others kept, unless the Restore changed meanwhile.
 async fn release(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
-    let kept: Vec<&str> = stored
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .map(String::as_str)
-        .filter(|f| *f != RESTORE_FINALIZER)
-        .collect();
-    set_finalizers(kube, stored, &kept).await
-}
-
-async fn set_finalizers(
-    kube: &Kube,
-    stored: &kube::api::DynamicObject,
-    finalizers: &[&str],
-) -> Result<(), ReconcileError> {
-    let patch = json!({ "metadata": {
-        "finalizers": finalizers, "resourceVersion": stored.metadata.resource_version,
-    } });
     let api = objects::api::<Restore>(&kube.client, &kube.namespace);
-    let name = stored.metadata.name.as_deref().unwrap_or_default();
-    match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        // Gone already: nothing holds it.
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(error) => Err(error.into()),
-    }
+    let _ = patch::release_finalizer(&api, stored, RESTORE_FINALIZER).await?;
+    Ok(())
 }

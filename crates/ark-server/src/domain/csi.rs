@@ -63,6 +63,10 @@ pub fn all_volume_snapshots(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &resource("VolumeSnapshot"))
 }
 
+/// The snapshot controller's mark on a content whose snapshot is being deleted: the driver's
+/// snapshotter deletes the storage snapshot of a content so marked when it is deleted.
+pub const BEING_DELETED: &str = "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted";
+
 pub fn volume_snapshot_contents(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &resource("VolumeSnapshotContent"))
 }

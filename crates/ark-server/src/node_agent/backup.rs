@@ -41,7 +41,10 @@ async fn reconcile(
             return Ok(Action::await_change());
         }
     };
-    if pvb.spec.node != ctx.node
+    let name = cached.name();
+    let api = objects::api::<PodVolumeBackup>(&ctx.kube.client, &ctx.kube.namespace);
+    if super::let_go_once_ended(&api, &cached, ark_api::POD_VOLUME_FINALIZER).await?
+        || pvb.spec.node != ctx.node
         || !matches!(
             cached.phase::<PodVolumePhase>(),
             Phase::Absent | Phase::Known(PodVolumePhase::New)
@@ -49,9 +52,8 @@ async fn reconcile(
     {
         return Ok(Action::await_change());
     }
-    let name = cached.name();
-    let api = objects::api::<PodVolumeBackup>(&ctx.kube.client, &ctx.kube.namespace);
-    if pvb.spec.cancel == Some(true) {
+    // One deleted before it started is canceled, as Velero's agent cancels it.
+    if pvb.spec.cancel == Some(true) || cached.stored.metadata.deletion_timestamp.is_some() {
         let canceled = ended(
             PodVolumePhase::Canceled,
             "canceled before it started".into(),

@@ -134,13 +134,22 @@ async fn reconcile<K: Movable>(
     }
     let here = |field: &str| stored.pointer(field).and_then(Value::as_str) == Some(&ctx.node);
     let name = cached.name();
+    let api = objects::api::<K>(&ctx.kube.client, &ctx.kube.namespace);
+    if super::let_go_once_ended(&api, &cached, ark_api::DATA_MOVER_FINALIZER).await? {
+        return Ok(Action::await_change());
+    }
+    let metadata = &cached.stored.metadata;
     let step = Step {
-        api: objects::api::<K>(&ctx.kube.client, &ctx.kube.namespace),
+        api,
         mover: K::mover(request, &ctx, &name),
         name: &name,
         ctx: &ctx,
-        cancel: stored.pointer("/spec/cancel") == Some(&Value::Bool(true)),
-        resource_version: cached.stored.metadata.resource_version.as_deref(),
+        // A request being deleted is canceled, as Velero's agent cancels it: what its exposure
+        // made is removed before it goes.
+        cancel: stored.pointer("/spec/cancel") == Some(&Value::Bool(true))
+            || metadata.deletion_timestamp.is_some(),
+        resource_version: metadata.resource_version.as_deref(),
+        uid: metadata.uid.as_deref(),
     };
     match cached.phase::<PodVolumePhase>() {
         Phase::Absent | Phase::Known(PodVolumePhase::New) => step.accept::<K>().await,
@@ -174,6 +183,7 @@ struct Step<'a, M> {
     ctx: &'a Ctx,
     cancel: bool,
     resource_version: Option<&'a str>,
+    uid: Option<&'a str>,
 }
 
 impl<M: Mover> Step<'_, M> {
@@ -354,14 +364,21 @@ impl<M: Mover> Step<'_, M> {
             .await;
     }
 
-    /// Ends once the request is asked to cancel (read every few seconds).
+    /// Ends once the request is asked to cancel, is being deleted or is gone (read every few
+    /// seconds; a request of the same name made since is another one).
     async fn canceled(&self) {
         loop {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            if let Ok(request) = self.api.get(self.name).await
-                && request.data.pointer("/spec/cancel") == Some(&Value::Bool(true))
-            {
-                return;
+            match self.api.get_opt(self.name).await {
+                Ok(None) => return,
+                Ok(Some(request))
+                    if request.data.pointer("/spec/cancel") == Some(&Value::Bool(true))
+                        || request.metadata.deletion_timestamp.is_some()
+                        || request.metadata.uid.as_deref() != self.uid =>
+                {
+                    return;
+                }
+                _ => {}
             }
         }
     }

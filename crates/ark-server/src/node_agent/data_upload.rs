@@ -163,7 +163,17 @@ impl Mover for Uploading<'_> {
         let deleted = (csi::volume_snapshots(client, namespace))
             .delete(self.name, &DeleteParams::default())
             .await;
+        // Gone at once (no finalizer: the snapshot controller had not bound it yet) or gone
+        // already: nothing else deletes the content made for it, nor the storage snapshot.
+        let unbound = match &deleted {
+            Ok(deleting) => deleting.is_right(),
+            Err(kube::Error::Api(status)) => status.code == 404,
+            Err(_) => false,
+        };
         warn("its VolumeSnapshot", deleted);
+        if unbound {
+            self.remove_own_content().await;
+        }
         if let Some(source) = &self.upload.spec.csi_snapshot {
             let snapshots = csi::volume_snapshots(client, &self.upload.spec.source_namespace);
             // Only the snapshot this upload's backup cut, as it was read: never one that
@@ -266,8 +276,10 @@ impl Uploading<'_> {
         let (snapshot, content) = (&found.snapshot, &found.content);
         let own_snapshot: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+            // Owned by the upload: removed with it, were it deleted with no agent to clean up.
             "metadata": { "name": self.name, "namespace": namespace,
-                "annotations": snapshot.metadata.annotations },
+                "annotations": snapshot.metadata.annotations,
+                "ownerReferences": owned_by(self.upload) },
             "spec": {
                 "source": { "volumeSnapshotContentName": self.name },
                 "volumeSnapshotClassName": snapshot.data.pointer("/spec/volumeSnapshotClassName"),
@@ -339,6 +351,45 @@ impl Uploading<'_> {
         delete_and_wait(&contents, &content_name, found.timeout)
             .await
             .map_err(|e| format!("removing VolumeSnapshotContent {content_name}: {e}"))
+    }
+
+    /// The content this upload made for ark's snapshot, once that snapshot went unbound: marked
+    /// as the snapshot controller marks the content of a snapshot being deleted, so that the
+    /// driver's snapshotter deletes the storage snapshot before it lets the content go. Only a
+    /// content that names ark's snapshot of this upload as its own.
+    async fn remove_own_content(&self) {
+        let client = &self.ctx.kube.client;
+        let contents = csi::volume_snapshot_contents(client);
+        let content = match contents.get_opt(self.name).await {
+            Ok(Some(content)) => content,
+            Ok(None) => return,
+            Err(error) => {
+                return warn_unless_gone(
+                    "data upload",
+                    self.name,
+                    "its content",
+                    Err::<(), _>(error),
+                );
+            }
+        };
+        let reference =
+            |field: &str| text(&content.data, &format!("/spec/volumeSnapshotRef/{field}"));
+        if reference("namespace") != Some(&self.ctx.kube.namespace)
+            || reference("name") != Some(self.name)
+        {
+            return;
+        }
+        let being_deleted = json!({ "metadata": { "annotations": { csi::BEING_DELETED: "yes" } } });
+        let marked = contents
+            .patch(
+                self.name,
+                &PatchParams::default(),
+                &Patch::Merge(&being_deleted),
+            )
+            .await;
+        warn_unless_gone("data upload", self.name, "marking its content", marked);
+        let deleted = contents.delete(self.name, &DeleteParams::default()).await;
+        warn_unless_gone("data upload", self.name, "its content", deleted);
     }
 
     /// Whether `snapshot` is the one this upload's backup cut of its claim: labelled with the

@@ -28,6 +28,7 @@ use kube::ResourceExt as _;
 use serde_json::json;
 
 use crate::runtime::context::Kube;
+use crate::runtime::controller::ReconcileError;
 use crate::runtime::objects::{self, Phase};
 use crate::runtime::patch;
 use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
@@ -37,6 +38,22 @@ pub use backup::EMPTY_VOLUME;
 
 /// The node agent's DaemonSet (and ServiceAccount) in ark's namespace.
 pub const DAEMON_SET: &str = "node-agent";
+
+/// Lets go of `finalizer` on request `cached` once it has ended; whether it had. Velero's agent
+/// holds the requests it works on until they end (`velero.io/pod-volume-finalizer`,
+/// `velero.io/data-upload-download-finalizer`) and lets go of them then: one it held when ark
+/// took over would otherwise keep itself, and its namespace, from being deleted.
+async fn let_go_once_ended<K>(
+    api: &kube::Api<kube::api::DynamicObject>,
+    cached: &objects::Readable<K>,
+    finalizer: &str,
+) -> Result<bool, ReconcileError> {
+    let ended = matches!(cached.phase::<PodVolumePhase>(), Phase::Known(p) if p.is_final());
+    if ended && patch::holds_finalizer(&cached.stored, finalizer) {
+        let _ = patch::release_finalizer(api, &cached.stored, finalizer).await?;
+    }
+    Ok(ended)
+}
 
 /// How often a request's status shows the bytes done.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);

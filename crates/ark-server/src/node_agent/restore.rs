@@ -48,10 +48,13 @@ async fn reconcile(
             return Ok(Action::await_change());
         }
     };
-    if !matches!(
-        cached.phase::<PodVolumePhase>(),
-        Phase::Absent | Phase::Known(PodVolumePhase::New)
-    ) {
+    let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
+    if super::let_go_once_ended(&api, &cached, ark_api::POD_VOLUME_FINALIZER).await?
+        || !matches!(
+            cached.phase::<PodVolumePhase>(),
+            Phase::Absent | Phase::Known(PodVolumePhase::New)
+        )
+    {
         return Ok(Action::await_change());
     }
     let spec = &pvr.spec;
@@ -78,7 +81,6 @@ async fn reconcile(
         return Ok(Action::requeue(DATA_PATH_WAIT));
     };
     let name = cached.name();
-    let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
     let now = patch::now();
     let claim = patch::claim(
         &api,

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use ark_kopia::beneath::{Dir, Kind};
-use ark_kopia::snapshot::{SourceInfo, UploadCounts};
+use ark_kopia::snapshot::{SnapshotManifest, SourceInfo, UploadCounts};
 use ark_kopia::velero::Requester;
 use kube::Api;
 use kube::api::DynamicObject;
 
+use super::open_repositories::InUse;
 use super::{Ctx, ProgressReport};
 
 /// A volume as the agent reaches it on its node.
@@ -75,18 +76,12 @@ impl Upload<'_> {
             files_at_once,
         } = self;
         let shown = volume.shown();
-        let repository =
-            (ctx.repositories.get(location, namespace).await).map_err(|e| e.to_string())?;
-        // A device is read whole whatever came before: only a tree has a parent to look up.
-        let parent = match &volume {
-            Volume::Device { .. } => None,
-            Volume::Mounted(_) => match requester.parent(&repository, &source).await {
-                Ok(parent) => parent,
-                Err(error) => {
-                    repository.discard();
-                    return Err(format!("listing the snapshots of {source}: {error}"));
-                }
-            },
+        // Stopped while the repository is opened too: a silent bucket would hold it there.
+        tokio::pin!(stop);
+        let opened = open(ctx, location, namespace, &volume, &requester, &source);
+        let (repository, parent) = tokio::select! {
+            opened = opened => opened?,
+            () = &mut stop => return Ok(None),
         };
         let total = match &volume {
             Volume::Mounted(path) => {
@@ -127,7 +122,7 @@ impl Upload<'_> {
         };
         let created = tokio::select! {
             created = create => Some(created),
-            () = stop => None,
+            () = &mut stop => None,
         };
         reporter.stop().await;
         let snapshot = match created {
@@ -148,6 +143,31 @@ impl Upload<'_> {
             added: repository.contents().stored_bytes() - stored_before,
         }))
     }
+}
+
+/// The namespace's repository, and the snapshot of `source` to snapshot `volume` against: its
+/// requester's last one for a tree, none for a device (read whole whatever came before).
+async fn open(
+    ctx: &Ctx,
+    location: &str,
+    namespace: &str,
+    volume: &Volume,
+    requester: &Requester<'_>,
+    source: &SourceInfo,
+) -> Result<(InUse, Option<SnapshotManifest>), String> {
+    let repository =
+        (ctx.repositories.get(location, namespace).await).map_err(|e| e.to_string())?;
+    let parent = match volume {
+        Volume::Device { .. } => None,
+        Volume::Mounted(_) => match requester.parent(&repository, source).await {
+            Ok(parent) => parent,
+            Err(error) => {
+                repository.discard();
+                return Err(format!("listing the snapshots of {source}: {error}"));
+            }
+        },
+    };
+    Ok((repository, parent))
 }
 
 /// Whether the volume has nothing in it (no snapshot is taken of such a volume).

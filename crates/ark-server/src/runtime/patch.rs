@@ -192,6 +192,43 @@ fn phase_tested_operations(phase: &Value, status: &Value) -> Value {
     Value::Array(operations)
 }
 
+/// Whether `stored` holds `finalizer`.
+pub fn holds_finalizer(stored: &DynamicObject, finalizer: &str) -> bool {
+    (stored.metadata.finalizers.iter().flatten()).any(|f| f == finalizer)
+}
+
+/// Sets `stored`'s finalizers to what `change` makes of them, unless the object changed since it
+/// was read (its resourceVersion named: a finalizer another writer added meanwhile is never
+/// dropped). `Lost` when it changed or is gone.
+pub async fn set_finalizers(
+    api: &Api<DynamicObject>,
+    stored: &DynamicObject,
+    change: impl FnOnce(&mut Vec<String>),
+) -> kube::Result<Claim> {
+    let mut finalizers = stored.metadata.finalizers.clone().unwrap_or_default();
+    change(&mut finalizers);
+    let name = stored.metadata.name.as_deref().unwrap_or_default();
+    let patch = json!({ "metadata": {
+        "finalizers": finalizers, "resourceVersion": stored.metadata.resource_version,
+    } });
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Claim::Lost),
+        result => claim_outcome(result),
+    }
+}
+
+/// Removes `finalizer` from `stored`, the others kept (see [`set_finalizers`]).
+pub async fn release_finalizer(
+    api: &Api<DynamicObject>,
+    stored: &DynamicObject,
+    finalizer: &str,
+) -> kube::Result<Claim> {
+    set_finalizers(api, stored, |f| f.retain(|f| f != finalizer)).await
+}
+
 /// Now, as the API writes times.
 pub fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
     k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())

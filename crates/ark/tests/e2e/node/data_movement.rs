@@ -339,31 +339,7 @@ async fn a_killed_agent_s_upload_fails_and_the_next_rides_out_a_silent_bucket_wh
     };
     let installed = install_with(&cluster, options).await;
     let ns = &installed.ns;
-    let app = cluster.namespace("moved-killed").await;
-    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "big" },
-        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
-            "resources": { "requests": { "storage": "1Gi" } } },
-    }))
-    .unwrap();
-    Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name)
-        .create(&Default::default(), &claim)
-        .await
-        .unwrap();
-    // The node agent's big pod, its volume on the claim and named for no file-system backup.
-    let mut pod = common::node_agent::big_pod(&cluster);
-    pod.metadata.annotations = None;
-    pod.spec.as_mut().unwrap().volumes = Some(vec![
-        serde_json::from_value(serde_json::json!({
-            "name": "data", "persistentVolumeClaim": { "claimName": "big" },
-        }))
-        .unwrap(),
-    ]);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
-    pods.create(&Default::default(), &pod).await.unwrap();
-    wait_for(pods.clone(), "big", is_ready(), WAIT)
-        .await
-        .unwrap();
+    let app = big_claim_application(&cluster, "moved-killed").await;
 
     let backup = ["backup", "create", "b1", "--include-namespaces", &app.name];
     ark_ok(
@@ -440,6 +416,120 @@ async fn a_killed_agent_s_upload_fails_and_the_next_rides_out_a_silent_bucket_wh
     );
     lose(&cluster, &app.name).await;
     installed.uninstall(&cluster).await;
+}
+
+/// A DataUpload deleted while its agent moves its data, the bucket silent meanwhile, and held by
+/// Velero's finalizer as Velero's agent holds each upload it takes on: the agent stops at once
+/// (the bucket's return is not awaited), ends it Canceled, removes what its exposure made and the
+/// claim's snapshot, and lets go of Velero's finalizer; the backup ends PartiallyFailed, naming
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_upload_deleted_while_it_moves_stops_though_the_bucket_is_silent() {
+    use ark_api::DATA_MOVER_FINALIZER;
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let s3_url = s3.url();
+    let options = Options {
+        s3_url: Some(&s3_url),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
+    let ns = &installed.ns;
+    let app = big_claim_application(&cluster, "moved-deleted").await;
+    let backup = ["backup", "create", "b1", "--include-namespaces", &app.name];
+    ark_ok(
+        &cluster,
+        ns,
+        &[&backup[..], &["--snapshot-move-data"]].concat(),
+    );
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
+    let name = moving(&uploads, "b1").await;
+    // Velero's, and the test's own that keeps the upload to be looked at once it has ended.
+    let held = serde_json::json!({ "metadata": {
+        "finalizers": [DATA_MOVER_FINALIZER, "ark.test/kept"] } });
+    uploads
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&held))
+        .await
+        .unwrap();
+    s3.pause();
+    uploads
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+
+    let let_go = |u: Option<&DataUpload>| {
+        u.and_then(|u| u.metadata.finalizers.as_deref()) == Some(&["ark.test/kept".to_string()][..])
+    };
+    let ended = match wait_for(uploads.clone(), &name, let_go, WAIT).await {
+        Ok(ended) => ended,
+        Err(error) => panic!("{error:#}; it is now {:#?}", uploads.get_opt(&name).await),
+    };
+    let status = ended.status.unwrap();
+    assert_eq!(status.phase, Some(PodVolumePhase::Canceled), "{status:#?}");
+    assert_eq!(
+        status.message.as_deref(),
+        Some("canceled while its data was moved")
+    );
+    assert_eq!(
+        left(&client, &[&app.name, ns], ns).await,
+        Vec::<String>::new()
+    );
+    let kept = serde_json::json!({ "metadata": { "finalizers": null } });
+    uploads
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&kept))
+        .await
+        .unwrap();
+    s3.resume();
+    let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
+    let terminal = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    let b1 = wait_for(backups, "b1", terminal, WAIT).await.unwrap();
+    let described = ark_ok(&cluster, ns, &["backup", "describe", "b1", "--details"]);
+    assert_eq!(
+        b1.status.unwrap().phase,
+        Some(BackupPhase::PartiallyFailed),
+        "{described}"
+    );
+    assert!(
+        described.contains(&format!("DataUpload {name} was")),
+        "{described}"
+    );
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
+/// A namespace (named after `prefix`) whose pod writes a few hundred MB into a 1 GiB claim of the
+/// test ground's CSI class, named for no file-system backup: a backup moving snapshot data takes
+/// a while over it. Ready once the pod is.
+async fn big_claim_application(cluster: &Cluster, prefix: &str) -> ark_tests::TestNamespace {
+    let client = cluster.client().await;
+    let app = cluster.namespace(prefix).await;
+    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "big" },
+        "spec": { "accessModes": ["ReadWriteOnce"], "storageClassName": "ark-csi",
+            "resources": { "requests": { "storage": "1Gi" } } },
+    }))
+    .unwrap();
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), &app.name)
+        .create(&Default::default(), &claim)
+        .await
+        .unwrap();
+    // The node agent's big pod, its volume on the claim and named for no file-system backup.
+    let mut pod = common::node_agent::big_pod(cluster);
+    pod.metadata.annotations = None;
+    pod.spec.as_mut().unwrap().volumes = Some(vec![
+        serde_json::from_value(serde_json::json!({
+            "name": "data", "persistentVolumeClaim": { "claimName": "big" },
+        }))
+        .unwrap(),
+    ]);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
+    pods.create(&Default::default(), &pod).await.unwrap();
+    wait_for(pods.clone(), "big", is_ready(), WAIT)
+        .await
+        .unwrap();
+    app
 }
 
 /// The DataUpload of `backup` once the agent moves its data (InProgress).

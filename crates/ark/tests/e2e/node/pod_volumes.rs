@@ -17,7 +17,7 @@ use common::node_agent::{
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_backs_a_pod_volume_up_and_restores_it_before_the_pod_starts() {
@@ -1639,4 +1639,81 @@ async fn a_pod_swapping_its_volume_s_directories_for_symlinks_gets_nothing_from_
     assert!(!restored.join(".velero").exists());
     assert_same_tree(&restored, &volume, RestoredBy::Ark);
     lose(&cluster, &restored_ns).await;
+}
+
+/// Requests Velero's node agent held when ark took over (its finalizer on each, let go only once
+/// it has ended): ark's agent lets go of those that have ended, pod volume backups and restores,
+/// data uploads and downloads alike, so that they and their namespace can be deleted; another
+/// finalizer on them is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_requests_velero_s_agent_held_are_let_go() {
+    use ark_api::{
+        DATA_MOVER_FINALIZER, DataDownload, DataDownloadStatus, DataUpload, DataUploadStatus,
+        POD_VOLUME_FINALIZER, PodVolumeBackupStatus, PodVolumeRestore, PodVolumeRestoreStatus,
+    };
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let held = |velero_s: &str| Some(vec![velero_s.to_string(), KEPT.to_string()]);
+    let pp = PostParams::default();
+
+    let mut pvb = PodVolumeBackup::new("pvb-completed", Default::default());
+    pvb.metadata.finalizers = held(POD_VOLUME_FINALIZER);
+    pvb.status = Some(PodVolumeBackupStatus {
+        phase: Some(PodVolumePhase::Completed),
+        ..Default::default()
+    });
+    let pvbs = Api::<PodVolumeBackup>::namespaced(client.clone(), ns);
+    pvbs.create(&pp, &pvb).await.unwrap();
+    let mut pvr = PodVolumeRestore::new("pvr-failed", Default::default());
+    pvr.metadata.finalizers = held(POD_VOLUME_FINALIZER);
+    pvr.status = Some(PodVolumeRestoreStatus {
+        phase: Some(PodVolumePhase::Failed),
+        ..Default::default()
+    });
+    let pvrs = Api::<PodVolumeRestore>::namespaced(client.clone(), ns);
+    pvrs.create(&pp, &pvr).await.unwrap();
+    let mut upload = DataUpload::new("du-canceled", Default::default());
+    upload.metadata.finalizers = held(DATA_MOVER_FINALIZER);
+    upload.status = Some(DataUploadStatus {
+        phase: Some(PodVolumePhase::Canceled),
+        ..Default::default()
+    });
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
+    uploads.create(&pp, &upload).await.unwrap();
+    let mut download = DataDownload::new("dd-completed", Default::default());
+    download.metadata.finalizers = held(DATA_MOVER_FINALIZER);
+    download.status = Some(DataDownloadStatus {
+        phase: Some(PodVolumePhase::Completed),
+        ..Default::default()
+    });
+    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns);
+    downloads.create(&pp, &download).await.unwrap();
+
+    let_go_of(pvbs, "pvb-completed").await;
+    let_go_of(pvrs, "pvr-failed").await;
+    let_go_of(uploads, "du-canceled").await;
+    let_go_of(downloads, "dd-completed").await;
+    installed.uninstall(&cluster).await;
+}
+
+/// The test's own finalizer, which the agent must keep: the objects stay to be looked at.
+const KEPT: &str = "ark.test/kept";
+
+/// Waits until request `name` holds only [`KEPT`] of its finalizers, then lets go of that too.
+async fn let_go_of<K>(api: Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let only_kept = |o: Option<&K>| {
+        o.and_then(|o| o.meta().finalizers.as_deref()) == Some(&[KEPT.to_string()][..])
+    };
+    if let Err(error) = wait_for(api.clone(), name, only_kept, WAIT).await {
+        panic!("{error:#}; it is now {:#?}", api.get_opt(name).await);
+    }
+    let none = serde_json::json!({ "metadata": { "finalizers": null } });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&none))
+        .await
+        .unwrap();
 }
