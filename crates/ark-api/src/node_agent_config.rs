@@ -31,8 +31,38 @@ pub struct NodeAgentConfigs {
     /// How many volumes a node's agent moves at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_concurrency: Option<LoadConcurrency>,
+    /// The resources of the pods that expose volumes for data movement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_resources: Option<PodResources>,
+    /// Their priority class (used only when it exists, as under Velero).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub priority_class_name: String,
+    /// Labels and annotations put on them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_annotations: BTreeMap<String, String>,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
+}
+
+/// Quantities, as Velero reads them (`kube.ParseResourceRequirements`): the four of CPU and
+/// memory must each be one, `0` leaves one unset, and a request may not exceed its limit.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResources {
+    #[serde(default)]
+    pub cpu_request: String,
+    #[serde(default)]
+    pub cpu_limit: String,
+    #[serde(default)]
+    pub memory_request: String,
+    #[serde(default)]
+    pub memory_limit: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ephemeral_storage_request: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ephemeral_storage_limit: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -111,7 +141,7 @@ impl NodeAgentConfigs {
         })
     }
 
-    /// The fields ark does not act on (Velero's others: pod resources, the prepare queue...).
+    /// The fields ark does not act on (Velero's others: the prepare queue, the cache claim...).
     pub fn not_acted_on(&self) -> Vec<String> {
         let backup_pvc = (self.backup_pvc.iter()).flat_map(|(class, pvc)| {
             pvc.unmodelled

@@ -4,6 +4,16 @@
 /// The whole units (bytes, for a size) a quantity stands for, rounded up; None for what is not a quantity, a
 /// negative one, or one past `i64`.
 pub fn bytes(quantity: &str) -> Option<i64> {
+    units(quantity, 1)
+}
+
+/// Thousandths of a unit (millicores, for a CPU), rounded up, as `Quantity.MilliValue()`.
+pub fn milli_units(quantity: &str) -> Option<i64> {
+    units(quantity, 1_000)
+}
+
+/// `quantity` in units of which `per_unit` make one, rounded up.
+fn units(quantity: &str, per_unit: i128) -> Option<i64> {
     let quantity = quantity.trim();
     let end = quantity
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -49,14 +59,24 @@ pub fn bytes(quantity: &str) -> Option<i64> {
         _ => return None,
     };
     let divisor = divisor.checked_mul(10i128.checked_pow(scale)?)?;
-    let scaled = numerator.checked_mul(multiplier)?;
+    let scaled = numerator.checked_mul(multiplier)?.checked_mul(per_unit)?;
     let units = scaled / divisor + i128::from(scaled % divisor != 0);
     i64::try_from(units).ok()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::bytes;
+    use super::{bytes, milli_units};
+
+    #[test]
+    fn cpus_in_thousandths() {
+        assert_eq!(milli_units("500m"), Some(500));
+        assert_eq!(milli_units("2"), Some(2_000));
+        assert_eq!(milli_units("1.5"), Some(1_500));
+        assert_eq!(milli_units("100u"), Some(1));
+        assert_eq!(milli_units("0"), Some(0));
+        assert_eq!(milli_units("-1"), None);
+    }
 
     #[test]
     fn sizes_in_every_suffix_a_claim_uses() {

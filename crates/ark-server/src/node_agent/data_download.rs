@@ -83,7 +83,13 @@ impl Mover for Downloading<'_> {
         };
         let volume_mode = (target.spec.as_ref()).and_then(|s| s.volume_mode.as_deref());
         let access = Access::of(volume_mode, true, false);
-        let pod = exposing_pod(self.download, &kube.namespace, &placement, access)?;
+        let pod = exposing_pod(
+            self.download,
+            &kube.namespace,
+            &placement,
+            &self.ctx.exposing_pods,
+            access,
+        )?;
         Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &pod)
             .await

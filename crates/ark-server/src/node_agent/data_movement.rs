@@ -39,6 +39,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::exposing_pods::ExposingPods;
 use super::upload::Volume;
 use super::{Ctx, DAEMON_SET, DATA_PATH_WAIT, block_device, volume_path};
 use crate::runtime::context::Kube;
@@ -504,6 +505,7 @@ pub fn exposing_pod<K: Movable>(
     request: &K,
     namespace: &str,
     placement: &Placement<'_>,
+    settings: &ExposingPods,
     access: Access,
 ) -> Result<Pod, String> {
     let name = request.name_any();
@@ -542,12 +544,23 @@ pub fn exposing_pod<K: Movable>(
             )
         }
     };
+    // The settings' labels, never over the two the agent finds its pods by.
+    let mut labels = settings.labels.clone();
+    labels.insert(K::POD_LABEL.into(), name.clone());
+    labels.insert(
+        "velero.io/exposer-pod-group".into(),
+        K::EXPOSER_GROUP.into(),
+    );
+    let resources = settings.resources.clone().unwrap_or_else(|| {
+        json!({ "requests": { "cpu": "10m", "memory": "16Mi" }, "limits": { "memory": "64Mi" } })
+    });
     serde_json::from_value(json!({
         "metadata": {
             "name": name, "namespace": namespace, "ownerReferences": owned_by(request),
-            "labels": { K::POD_LABEL: name, "velero.io/exposer-pod-group": K::EXPOSER_GROUP },
+            "labels": labels, "annotations": settings.annotations,
         },
         "spec": {
+            "priorityClassName": settings.priority_class_name,
             "nodeName": placement.node,
             "nodeSelector": template.node_selector,
             "affinity": placement.pod_affinity(template.affinity.as_ref()),
@@ -565,10 +578,7 @@ pub fn exposing_pod<K: Movable>(
                 "imagePullPolicy": agent.image_pull_policy,
                 "command": agent.command,
                 "args": args,
-                "resources": {
-                    "requests": { "cpu": "10m", "memory": "16Mi" },
-                    "limits": { "memory": "64Mi" },
-                },
+                "resources": resources,
                 "securityContext": {
                     "readOnlyRootFilesystem": true,
                     "allowPrivilegeEscalation": false,
@@ -831,7 +841,8 @@ mod tests {
         let mut upload = ark_api::DataUpload::new("b-1", Default::default());
         upload.metadata.uid = Some("uid-1".into());
         let mounted = Access::Mounted { read_only: false };
-        let pod = exposing_pod(&upload, "ark", &anywhere, mounted).unwrap();
+        let pod =
+            exposing_pod(&upload, "ark", &anywhere, &ExposingPods::default(), mounted).unwrap();
         let pod = serde_json::to_value(pod).unwrap();
         assert_eq!(
             pod["spec"]["nodeSelector"],
@@ -864,7 +875,8 @@ mod tests {
             affinity: Some(&movers),
         };
         let download = ark_api::DataDownload::new("r-1", Default::default());
-        let pod = exposing_pod(&download, "ark", &there, mounted).unwrap();
+        let pod =
+            exposing_pod(&download, "ark", &there, &ExposingPods::default(), mounted).unwrap();
         assert_eq!(
             pod.spec.as_ref().unwrap().node_name.as_deref(),
             Some("worker-2")
@@ -889,7 +901,14 @@ mod tests {
             ..there
         };
         let read_only = Access::Mounted { read_only: true };
-        let pod = exposing_pod(&upload, "ark", &on_movers, read_only).unwrap();
+        let pod = exposing_pod(
+            &upload,
+            "ark",
+            &on_movers,
+            &ExposingPods::default(),
+            read_only,
+        )
+        .unwrap();
         let pod = serde_json::to_value(pod).unwrap();
         assert_eq!(
             pod["spec"]["affinity"],
@@ -907,6 +926,44 @@ mod tests {
         assert_eq!(pod["spec"]["securityContext"]["runAsUser"], 65532);
     }
 
+    /// Velero's settings of the exposing pods: their labels (never over the two the agent finds
+    /// its pods by), annotations, priority class and resources.
+    #[test]
+    fn an_exposing_pod_has_the_labels_annotations_priority_and_resources_the_settings_give() {
+        let agents = agents();
+        let anywhere = Placement {
+            agents: &agents,
+            node: None,
+            affinity: None,
+        };
+        let settings = ExposingPods {
+            resources: Some(json!({ "requests": { "cpu": "1" } })),
+            priority_class_name: Some("movers".into()),
+            labels: [
+                ("team", "storage"),
+                ("velero.io/data-upload", "someone-else"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
+            annotations: [("note".to_string(), "moved".to_string())].into(),
+        };
+        let upload = ark_api::DataUpload::new("b-1", Default::default());
+        let mounted = Access::Mounted { read_only: false };
+        let pod = exposing_pod(&upload, "ark", &anywhere, &settings, mounted).unwrap();
+        let pod = serde_json::to_value(pod).unwrap();
+        assert_eq!(
+            pod["metadata"]["labels"],
+            json!({ "team": "storage", "velero.io/data-upload": "b-1",
+                "velero.io/exposer-pod-group": "snapshot-exposer" })
+        );
+        assert_eq!(pod["metadata"]["annotations"], json!({ "note": "moved" }));
+        assert_eq!(pod["spec"]["priorityClassName"], "movers");
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({ "requests": { "cpu": "1" } })
+        );
+    }
+
     /// A block volume's pod is given the device and a directory to hand it over in, and opens it
     /// as root (the device node is the host root's), with no capability and no token still.
     #[test]
@@ -921,7 +978,14 @@ mod tests {
         download.metadata.uid = Some("uid-2".into());
         let access = Access::of(Some("Block"), true, false);
         assert_eq!(access, Access::Device { writable: true });
-        let pod = exposing_pod(&download, "ark", &anywhere, access).unwrap();
+        let pod = exposing_pod(
+            &download,
+            "ark",
+            &anywhere,
+            &ExposingPods::default(),
+            access,
+        )
+        .unwrap();
         let pod = serde_json::to_value(pod).unwrap();
         let container = &pod["spec"]["containers"][0];
         assert_eq!(

@@ -77,7 +77,13 @@ impl Mover for Uploading<'_> {
         };
         let read_only = settings.is_some_and(|s| s.read_only);
         let access = Access::of(found.volume_mode.as_deref(), false, read_only);
-        let pod = exposing_pod(self.upload, &kube.namespace, &placement, access)?;
+        let pod = exposing_pod(
+            self.upload,
+            &kube.namespace,
+            &placement,
+            &self.ctx.exposing_pods,
+            access,
+        )?;
         Api::<Pod>::namespaced(kube.client.clone(), &kube.namespace)
             .create(&PostParams::default(), &pod)
             .await

@@ -12,6 +12,7 @@ pub mod block_device;
 mod data_download;
 mod data_movement;
 mod data_upload;
+mod exposing_pods;
 mod open_repositories;
 mod restore;
 mod upload;
@@ -132,6 +133,8 @@ pub struct Ctx {
     pub data_paths: tokio::sync::Semaphore,
     pub repositories: OpenRepositories,
     pub configs: ark_api::NodeAgentConfigs,
+    /// What the settings say of the pods that expose volumes.
+    pub exposing_pods: exposing_pods::ExposingPods,
     /// How long an exposing pod may take to run, and a restored claim to be consumed.
     pub prepare_timeout: Duration,
 }
@@ -205,6 +208,7 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         process.metrics.clone(),
     );
     let data_paths = data_paths(&client, &options).await;
+    let exposing_pods = exposing_pods::ExposingPods::read(&client, &options.configs).await;
     let ctx = Arc::new(Ctx {
         repositories: OpenRepositories::new(client, options.namespace.clone()),
         kube: kube.clone(),
@@ -213,6 +217,7 @@ pub async fn run(client: kube::Client, options: NodeAgentOptions) -> Result<(), 
         concurrency: u16::try_from(data_paths).unwrap_or(u16::MAX),
         data_paths: tokio::sync::Semaphore::new(data_paths),
         configs: options.configs.clone(),
+        exposing_pods,
         prepare_timeout: options.prepare_timeout,
     });
     let term = Term {

@@ -173,7 +173,8 @@ pub const SERVER_NAMESPACE: Role = Role {
 /// claim's volume and the CSI drivers; to move a CSI snapshot's data it takes the snapshot over
 /// from the claim's namespace into ark's, and lets the volume it made from it go; to write moved
 /// data back it reads the restored claim's class and hands the volume it wrote to that claim. It
-/// reads its node's labels (Velero's `loadConcurrency` rules select nodes by them).
+/// reads its node's labels (Velero's `loadConcurrency` rules select nodes by them) and the priority
+/// class its settings name.
 pub const NODE_AGENT_CLUSTER: Role = Role {
     name: "node-agent",
     rules: &[
@@ -197,6 +198,13 @@ pub const NODE_AGENT_CLUSTER: Role = Role {
         Rule {
             groups: &["storage.k8s.io"],
             resources: &["storageclasses"],
+            verbs: &["get"],
+            names: &[],
+        },
+        // Velero's `priorityClassName` setting, used only when the class is there
+        Rule {
+            groups: &["scheduling.k8s.io"],
+            resources: &["priorityclasses"],
             verbs: &["get"],
             names: &[],
         },

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use ark_api::{PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
 pub use ark_tests::node_agent::{Installed, Options};
+use ark_tests::proxy::PausableProxy;
 use ark_tests::{BUSYBOX, Cluster};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
@@ -36,6 +37,18 @@ pub async fn install_with(cluster: &Cluster, options: Options<'_>) -> Installed 
     let prefix = ark_tests::unique_name("agent");
     let ark = std::path::Path::new(super::ARK);
     Installed::install_with(cluster, ark, super::ark_image(cluster), &prefix, options).await
+}
+
+/// [`install`], its server and agent reaching the bucket through a proxy the test can pause.
+pub async fn install_behind_a_pausable_bucket(cluster: &Cluster) -> (PausableProxy, Installed) {
+    let s3 = PausableProxy::start(cluster.s3_address()).await;
+    let s3_url = s3.url();
+    let options = Options {
+        s3_url: Some(&s3_url),
+        ..Options::default()
+    };
+    let installed = install_with(cluster, options).await;
+    (s3, installed)
 }
 
 /// [`install`], over the location at `prefix` (one Velero wrote, or reads after ark), with

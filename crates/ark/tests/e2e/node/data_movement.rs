@@ -11,12 +11,13 @@ use ark_api::{
     RestorePhase,
 };
 use ark_tests::kopia::Kopia;
-use ark_tests::proxy::PausableProxy;
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::block;
 use common::database;
-use common::node_agent::{Options, WAIT, install, install_with, is_ready, lose};
+use common::node_agent::{
+    Options, WAIT, install, install_behind_a_pausable_bucket, install_with, is_ready, lose,
+};
 use common::volume_policies::{application, contents, methods};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -331,24 +332,12 @@ async fn a_backup_moving_snapshot_data_puts_a_claim_s_bytes_in_the_bucket_and_le
 async fn a_killed_agent_s_upload_fails_and_the_next_rides_out_a_silent_bucket_whole() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let s3 = PausableProxy::start(cluster.s3_address()).await;
-    let s3_url = s3.url();
-    let options = Options {
-        s3_url: Some(&s3_url),
-        ..Options::default()
-    };
-    let installed = install_with(&cluster, options).await;
+    let (s3, installed) = install_behind_a_pausable_bucket(&cluster).await;
     let ns = &installed.ns;
     let app = big_claim_application(&cluster, "moved-killed").await;
 
-    let backup = ["backup", "create", "b1", "--include-namespaces", &app.name];
-    ark_ok(
-        &cluster,
-        ns,
-        &[&backup[..], &["--snapshot-move-data"]].concat(),
-    );
     let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
-    let name = moving(&uploads, "b1").await;
+    let name = moving_data_of(&cluster, ns, &app.name, "b1").await;
     let pid = common::ark_pid("node-agent", ns).expect("the node agent's process on this host");
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -379,13 +368,7 @@ async fn a_killed_agent_s_upload_fails_and_the_next_rides_out_a_silent_bucket_wh
         Vec::<String>::new()
     );
 
-    let again = ["backup", "create", "b2", "--include-namespaces", &app.name];
-    ark_ok(
-        &cluster,
-        ns,
-        &[&again[..], &["--snapshot-move-data"]].concat(),
-    );
-    let name = moving(&uploads, "b2").await;
+    let name = moving_data_of(&cluster, ns, &app.name, "b2").await;
     s3.pause();
     tokio::time::sleep(std::time::Duration::from_secs(45)).await;
     // Nothing moves without the bucket; before the agent was patient, the upload failed at 30 s.
@@ -429,23 +412,11 @@ async fn a_data_upload_deleted_while_it_moves_stops_though_the_bucket_is_silent(
     use kube::api::{DeleteParams, Patch, PatchParams};
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let s3 = PausableProxy::start(cluster.s3_address()).await;
-    let s3_url = s3.url();
-    let options = Options {
-        s3_url: Some(&s3_url),
-        ..Options::default()
-    };
-    let installed = install_with(&cluster, options).await;
+    let (s3, installed) = install_behind_a_pausable_bucket(&cluster).await;
     let ns = &installed.ns;
     let app = big_claim_application(&cluster, "moved-deleted").await;
-    let backup = ["backup", "create", "b1", "--include-namespaces", &app.name];
-    ark_ok(
-        &cluster,
-        ns,
-        &[&backup[..], &["--snapshot-move-data"]].concat(),
-    );
     let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
-    let name = moving(&uploads, "b1").await;
+    let name = moving_data_of(&cluster, ns, &app.name, "b1").await;
     // Velero's, and the test's own that keeps the upload to be looked at once it has ended.
     let held = serde_json::json!({ "metadata": {
         "finalizers": [DATA_MOVER_FINALIZER, "ark.test/kept"] } });
@@ -530,6 +501,19 @@ async fn big_claim_application(cluster: &Cluster, prefix: &str) -> ark_tests::Te
         .await
         .unwrap();
     app
+}
+
+/// Backup `backup` of namespace `app` with `--snapshot-move-data`, by the server in `ns`, not
+/// waited for: its DataUpload, once the agent moves its data.
+async fn moving_data_of(cluster: &Cluster, ns: &str, app: &str, backup: &str) -> String {
+    let create = ["backup", "create", backup, "--include-namespaces", app];
+    ark_ok(
+        cluster,
+        ns,
+        &[&create[..], &["--snapshot-move-data"]].concat(),
+    );
+    let uploads = Api::<DataUpload>::namespaced(cluster.client().await, ns);
+    moving(&uploads, backup).await
 }
 
 /// The DataUpload of `backup` once the agent moves its data (InProgress).
@@ -946,19 +930,37 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
 }
 
 /// Velero's node agent settings, in the ConfigMap the agent is installed with: the pod exposing
-/// a snapshot runs on the nodes `loadAffinity` selects, and the claim made from the snapshot is
-/// what `backupPVC` says for its class (read-only, annotated; the pod mounts it read-only); the
-/// data is moved all the same, and nothing of the exposure is left.
+/// a snapshot runs on the nodes `loadAffinity` selects, with the resources, priority class,
+/// labels and annotations the settings give, and the claim made from the snapshot is what
+/// `backupPVC` says for its class (read-only, annotated; the pod mounts it read-only); the data is
+/// moved all the same, and nothing of the exposure is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_s_settings_place_and_shape_what_exposes_a_snapshot() {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let settings = r#"{
-        "loadAffinity": [{ "nodeSelector": { "matchLabels": { "ark.test/real-node": "true" } } }],
-        "backupPVC": { "ark-csi": { "readOnly": true, "annotations": { "ark.test/exposed": "read-only" } } }
-    }"#;
+    let priority = ark_tests::unique_name("movers");
+    let _priority = cluster.delete_on_drop::<PriorityClass>(&priority);
+    let class: PriorityClass = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": priority }, "value": 1000,
+    }))
+    .unwrap();
+    Api::<PriorityClass>::all(client.clone())
+        .create(&Default::default(), &class)
+        .await
+        .unwrap();
+    let settings = format!(
+        r#"{{
+        "loadAffinity": [{{ "nodeSelector": {{ "matchLabels": {{ "ark.test/real-node": "true" }} }} }}],
+        "backupPVC": {{ "ark-csi": {{ "readOnly": true, "annotations": {{ "ark.test/exposed": "read-only" }} }} }},
+        "podResources": {{ "cpuRequest": "20m", "cpuLimit": "0", "memoryRequest": "24Mi", "memoryLimit": "96Mi" }},
+        "priorityClassName": "{priority}",
+        "podLabels": {{ "ark.test/team": "storage" }},
+        "podAnnotations": {{ "ark.test/note": "exposing" }}
+    }}"#
+    );
     let options = Options {
-        agent_settings: Some(settings),
+        agent_settings: Some(&settings),
         ..Options::default()
     };
     let installed = install_with(&cluster, options).await;
@@ -1019,6 +1021,22 @@ async fn the_node_agent_s_settings_place_and_shape_what_exposes_a_snapshot() {
         spec.containers[0].volume_mounts.as_ref().unwrap()[0].read_only,
         Some(true)
     );
+    // podResources, priorityClassName, podLabels and podAnnotations, as Velero gives its own.
+    assert_eq!(
+        serde_json::to_value(&spec.containers[0].resources).unwrap(),
+        serde_json::json!({ "requests": { "cpu": "20m", "memory": "24Mi" },
+            "limits": { "memory": "96Mi" } })
+    );
+    assert_eq!(spec.priority_class_name.as_deref(), Some(priority.as_str()));
+    assert_eq!(spec.priority, Some(1000));
+    let label = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("ark.test/team"));
+    assert_eq!(label.map(String::as_str), Some("storage"));
+    let note = (pod.metadata.annotations.as_ref()).and_then(|a| a.get("ark.test/note"));
+    assert_eq!(note.map(String::as_str), Some("exposing"));
     assert_eq!(
         left(&client, &[&app.name, ns], ns).await,
         Vec::<String>::new()

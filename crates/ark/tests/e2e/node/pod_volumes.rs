@@ -12,8 +12,8 @@ use ark_tests::kopia::{Kopia, RestoredBy, assert_same_tree};
 use ark_tests::{Cluster, wait_for};
 use common::ark_ok;
 use common::node_agent::{
-    Options, WAIT, backup_ended, big_pod, install, install_with, is_ready, keep, kubectl, lose,
-    only_pvb, only_pvr, reading_pvb, request_ended, writer_pod,
+    Options, WAIT, backup_ended, big_pod, install, install_behind_a_pausable_bucket, install_with,
+    is_ready, keep, kubectl, lose, only_pvb, only_pvr, reading_pvb, request_ended, writer_pod,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -1085,13 +1085,7 @@ async fn a_restore_into_a_full_volume_fails_its_request_and_holds_the_pod() {
 async fn a_volume_removed_while_it_is_read_fails_its_request_naming_the_file() {
     let cluster = Cluster::get();
     let client = cluster.client().await;
-    let s3 = ark_tests::proxy::PausableProxy::start(cluster.s3_address()).await;
-    let s3_url = s3.url();
-    let options = Options {
-        s3_url: Some(&s3_url),
-        ..Options::default()
-    };
-    let installed = install_with(&cluster, options).await;
+    let (s3, installed) = install_behind_a_pausable_bucket(&cluster).await;
     let ns = &installed.ns;
     let app = cluster.namespace("vanishing").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
