@@ -1,18 +1,21 @@
 //! What the benchmarks share: a tool's S3 location, timing a Backup or Restore from its creation
 //! to its final phase, on Velero's CRDs (either tool's server runs it), the peak memory of the
-//! tools' processes, and the floor's commands.
+//! tools' processes, a command's cost under GNU time, the workloads of objects and the volumes
+//! of pods, and the floor's commands.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use kube::runtime::wait::await_condition;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 
 use crate::velero::VeleroServer;
-use crate::{ArkServer, Cluster, TestNamespace, fixtures, unique_name};
+use crate::{ArkServer, Cluster, TestNamespace, fixtures, is_pod_running, unique_name, wait_for};
 
 /// One tool's server in a benchmark, whose peak memory is one of the figures.
 pub enum Server {
@@ -163,6 +166,54 @@ pub fn make_tree(kind: &str, root: &Path, scale: f64) {
     }
 }
 
+/// Pod `kind` in `ns`, on the real node, its volume filled from the host with the tree `kind`
+/// ([`make_tree`]): the volume's host directory and its bytes.
+pub async fn filled_volume(cluster: &Cluster, ns: &str, kind: &str, scale: f64) -> (PathBuf, u64) {
+    let pods: Api<Pod> = Api::namespaced(cluster.client().await, ns);
+    pods.create(&PostParams::default(), &volume_pod(cluster, kind))
+        .await
+        .unwrap();
+    let volume = volume_of(cluster, ns, kind).await;
+    eprint!("bench: filling the {kind} volume... ");
+    make_tree(kind, &volume, scale);
+    let size = crate::kopia::tree_bytes(&volume);
+    eprintln!("{} MiB", size >> 20);
+    (volume, size)
+}
+
+/// The pod of volume `kind`: it only sleeps; the volume is filled from the host.
+fn volume_pod(cluster: &Cluster, kind: &str) -> Pod {
+    cluster.on_real_node(serde_json::json!({
+        "metadata": {
+            "name": kind,
+            "labels": { "tree": kind },
+            "annotations": { "backup.velero.io/backup-volumes": "data" },
+        },
+        "spec": {
+            "containers": [{
+                "name": "sleep", "image": crate::BUSYBOX,
+                "command": ["sleep", "36000"],
+                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
+            }],
+            "volumes": [{ "name": "data", "emptyDir": {} }],
+        },
+    }))
+}
+
+/// The host directory of volume `data` of pod `name`.
+pub async fn volume_of(cluster: &Cluster, ns: &str, name: &str) -> PathBuf {
+    let pods: Api<Pod> = Api::namespaced(cluster.client().await, ns);
+    let pod = wait_for(pods, name, is_pod_running(), Duration::from_secs(300))
+        .await
+        .unwrap_or_else(|e| panic!("pod {ns}/{name} not running: {e:#}"));
+    cluster
+        .real_node_pods
+        .as_ref()
+        .expect("the real node")
+        .join(pod.metadata.uid.unwrap())
+        .join("volumes/kubernetes.io~empty-dir/data")
+}
+
 /// Kinds of processes, each known by its command line's start (`/ark\0node-agent\0`).
 pub type ProcessKinds = [(&'static str, &'static str)];
 
@@ -235,6 +286,55 @@ pub fn floor(mut command: std::process::Command) -> f64 {
         String::from_utf8_lossy(&output.stderr)
     );
     started.elapsed().as_secs_f64()
+}
+
+/// One command's cost, as GNU time reports it: a child's peak RSS (`ru_maxrss`) starts from its
+/// parent's, and GNU time's is about 1 MiB, where this program's is a runtime and a kube client.
+#[derive(Clone, Copy, Default)]
+pub struct CommandCost {
+    pub wall: f64,
+    pub cpu: f64,
+    pub rss_mib: f64,
+}
+
+const GNU_TIME: &str = "/usr/bin/time";
+
+/// Runs `command` (its environment too, variables it removes included) under GNU time, insisting
+/// that it succeeds.
+pub fn under_gnu_time(command: std::process::Command) -> CommandCost {
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut timed = std::process::Command::new(GNU_TIME);
+    timed
+        .arg("-o")
+        .arg(report.path())
+        .args(["-f", "%e %U %S %M"])
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => timed.env(key, value),
+            None => timed.env_remove(key),
+        };
+    }
+    let output = crate::output_within(&mut timed, Duration::from_secs(3600));
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({:?}):\n{}{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(report.path()).unwrap();
+    let f: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    assert_eq!(f.len(), 4, "GNU time printed {text:?}");
+    CommandCost {
+        wall: f[0],
+        cpu: f[1] + f[2],
+        rss_mib: f[3] / 1024.0,
+    }
 }
 
 pub async fn delete_namespace(cluster: &Cluster, name: &str) {
@@ -479,4 +579,164 @@ pub fn floors(
             (kind.clone(), (*size, floor))
         })
         .collect()
+}
+
+/// A benchmark's application: objects of one kind, in namespaces the benchmark makes.
+#[derive(Clone, Copy)]
+pub enum Workload {
+    /// N ConfigMaps of 512 bytes in one namespace.
+    ConfigMaps(usize),
+    /// N namespaces of `CONFIG_MAPS_PER_NAMESPACE` such ConfigMaps each.
+    Namespaces(usize),
+    /// N Secrets of `SECRET_BYTES` in one namespace.
+    Secrets(usize),
+}
+
+const CONFIG_MAPS_PER_NAMESPACE: usize = 10;
+/// A Secret's largest size (1 MiB) less room for its key.
+const SECRET_BYTES: usize = (1 << 20) - 1024;
+
+impl Workload {
+    pub fn parse(arg: &str) -> Workload {
+        let (kind, count) = arg.split_once(':').unwrap_or(("configmaps", arg));
+        let count = count.parse().expect("a workload's count is a number");
+        match kind {
+            "configmaps" => Workload::ConfigMaps(count),
+            "namespaces" => Workload::Namespaces(count),
+            "secrets" => Workload::Secrets(count),
+            other => panic!("unknown workload {other:?}: configmaps, namespaces or secrets"),
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Workload::ConfigMaps(n) => format!("{n} ConfigMaps"),
+            Workload::Namespaces(n) => {
+                format!("{n} namespaces x {CONFIG_MAPS_PER_NAMESPACE} ConfigMaps")
+            }
+            Workload::Secrets(n) => format!("{n} Secrets of 1 MiB"),
+        }
+    }
+
+    pub fn namespaces(self) -> usize {
+        match self {
+            Workload::Namespaces(n) => n,
+            _ => 1,
+        }
+    }
+
+    pub fn objects(self) -> usize {
+        match self {
+            Workload::ConfigMaps(n) | Workload::Secrets(n) => n,
+            Workload::Namespaces(n) => n * CONFIG_MAPS_PER_NAMESPACE,
+        }
+    }
+
+    pub fn resource(self) -> ApiResource {
+        let kind = match self {
+            Workload::Secrets(_) => "Secret",
+            _ => "ConfigMap",
+        };
+        ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind))
+    }
+
+    /// Object `i` of the workload, labelled `run`, and the namespace it goes in.
+    pub fn object(self, namespaces: &[String], run: &str, i: usize) -> (String, DynamicObject) {
+        let per_namespace = self.objects() / namespaces.len();
+        let namespace = namespaces[i / per_namespace].clone();
+        let metadata =
+            serde_json::json!({ "name": format!("item-{i:05}"), "labels": { "bench": run } });
+        let object = match self {
+            Workload::Secrets(_) => serde_json::json!({
+                "apiVersion": "v1", "kind": "Secret", "metadata": metadata,
+                "stringData": { "payload": noise(SECRET_BYTES, i as u64) },
+            }),
+            _ => serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+                "data": { "payload": "x".repeat(512) },
+            }),
+        };
+        (namespace, serde_json::from_value(object).unwrap())
+    }
+}
+
+/// `len` letters and digits that do not compress much (xorshift), different for each `seed`.
+fn noise(len: usize, seed: u64) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ALPHABET[(state % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+/// Runs `work` over `items`, 32 at a time, as the floor's client does.
+async fn at_32_at_a_time<T, F>(items: impl IntoIterator<Item = T>, work: impl FnMut(T) -> F)
+where
+    F: std::future::Future<Output = Result<(), kube::Error>>,
+{
+    futures::stream::iter(items)
+        .map(work)
+        .buffer_unordered(32)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("the benchmark's own requests");
+}
+
+/// Creates the workload's namespaces and objects, 32 requests at a time: the floor of a restore.
+pub async fn create_workload(
+    client: &Client,
+    workload: Workload,
+    namespaces: &[String],
+    run: &str,
+) {
+    at_32_at_a_time(namespaces, |name| {
+        let api: Api<Namespace> = Api::all(client.clone());
+        async move {
+            let namespace: Namespace = serde_json::from_value(serde_json::json!({
+                "metadata": { "name": name, "labels": { "ark.test/e2e": "true", "bench": run } }
+            }))
+            .unwrap();
+            api.create(&PostParams::default(), &namespace)
+                .await
+                .map(|_| ())
+        }
+    })
+    .await;
+    let resource = workload.resource();
+    at_32_at_a_time(0..workload.objects(), |i| {
+        let (namespace, object) = workload.object(namespaces, run, i);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+        async move {
+            api.create(&PostParams::default(), &object)
+                .await
+                .map(|_| ())
+        }
+    })
+    .await;
+}
+
+/// Deletes the namespaces, 32 requests at a time, and waits until they are gone.
+pub async fn delete_namespaces(client: &Client, names: &[String]) {
+    at_32_at_a_time(names, |name| async move {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let Some(namespace) = namespaces.get_opt(name).await? else {
+            return Ok(());
+        };
+        let uid = namespace.metadata.uid.unwrap_or_default();
+        namespaces.delete(name, &DeleteParams::default()).await?;
+        tokio::time::timeout(
+            Duration::from_secs(600),
+            await_condition(namespaces, name, conditions::is_deleted(&uid)),
+        )
+        .await
+        .expect("namespace deleted within 10 minutes")
+        .map(|_| ())
+        .map_err(|e| kube::Error::Service(Box::new(e)))
+    })
+    .await;
 }

@@ -16,14 +16,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ark_tests::bench::{Server, run_operation, tool};
+use ark_tests::bench::{Server, Workload, create_workload, delete_namespaces, run_operation, tool};
 use ark_tests::velero::VeleroServer;
 use ark_tests::{ArkServer, Cluster, unique_name};
-use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
-use kube::{Api, Client};
+use kube::Client;
+use kube::api::{Api, DynamicObject};
 
 /// What one tool's backup and restore of the application came to.
 struct Measured {
@@ -33,160 +30,6 @@ struct Measured {
     /// asked of the API server, found, compared and planned as skipped).
     dry_run: Option<Duration>,
     peak_mib: f64,
-}
-
-#[derive(Clone, Copy)]
-enum Workload {
-    /// N ConfigMaps of 512 bytes in one namespace.
-    ConfigMaps(usize),
-    /// N namespaces of `CONFIG_MAPS_PER_NAMESPACE` such ConfigMaps each.
-    Namespaces(usize),
-    /// N Secrets of `SECRET_BYTES` in one namespace.
-    Secrets(usize),
-}
-
-const CONFIG_MAPS_PER_NAMESPACE: usize = 10;
-/// A Secret's largest size (1 MiB) less room for its key.
-const SECRET_BYTES: usize = (1 << 20) - 1024;
-
-impl Workload {
-    fn parse(arg: &str) -> Workload {
-        let (kind, count) = arg.split_once(':').unwrap_or(("configmaps", arg));
-        let count = count.parse().expect("a workload's count is a number");
-        match kind {
-            "configmaps" => Workload::ConfigMaps(count),
-            "namespaces" => Workload::Namespaces(count),
-            "secrets" => Workload::Secrets(count),
-            other => panic!("unknown workload {other:?}: configmaps, namespaces or secrets"),
-        }
-    }
-
-    fn describe(self) -> String {
-        match self {
-            Workload::ConfigMaps(n) => format!("{n} ConfigMaps"),
-            Workload::Namespaces(n) => {
-                format!("{n} namespaces x {CONFIG_MAPS_PER_NAMESPACE} ConfigMaps")
-            }
-            Workload::Secrets(n) => format!("{n} Secrets of 1 MiB"),
-        }
-    }
-
-    fn namespaces(self) -> usize {
-        match self {
-            Workload::Namespaces(n) => n,
-            _ => 1,
-        }
-    }
-
-    fn objects(self) -> usize {
-        match self {
-            Workload::ConfigMaps(n) | Workload::Secrets(n) => n,
-            Workload::Namespaces(n) => n * CONFIG_MAPS_PER_NAMESPACE,
-        }
-    }
-
-    fn resource(self) -> ApiResource {
-        let kind = match self {
-            Workload::Secrets(_) => "Secret",
-            _ => "ConfigMap",
-        };
-        ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind))
-    }
-
-    /// Object `i` of the workload, labelled `run`, and the namespace it goes in.
-    fn object(self, namespaces: &[String], run: &str, i: usize) -> (String, DynamicObject) {
-        let per_namespace = self.objects() / namespaces.len();
-        let namespace = namespaces[i / per_namespace].clone();
-        let metadata =
-            serde_json::json!({ "name": format!("item-{i:05}"), "labels": { "bench": run } });
-        let object = match self {
-            Workload::Secrets(_) => serde_json::json!({
-                "apiVersion": "v1", "kind": "Secret", "metadata": metadata,
-                "stringData": { "payload": noise(SECRET_BYTES, i as u64) },
-            }),
-            _ => serde_json::json!({
-                "apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
-                "data": { "payload": "x".repeat(512) },
-            }),
-        };
-        (namespace, serde_json::from_value(object).unwrap())
-    }
-}
-
-/// `len` letters and digits that do not compress much (xorshift), different for each `seed`.
-fn noise(len: usize, seed: u64) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ALPHABET[(state % ALPHABET.len() as u64) as usize] as char
-        })
-        .collect()
-}
-
-/// Runs `work` over `items`, 32 at a time, as the floor's client does.
-async fn at_32_at_a_time<T, F>(items: impl IntoIterator<Item = T>, work: impl FnMut(T) -> F)
-where
-    F: std::future::Future<Output = Result<(), kube::Error>>,
-{
-    futures::stream::iter(items)
-        .map(work)
-        .buffer_unordered(32)
-        .try_collect::<Vec<_>>()
-        .await
-        .expect("the benchmark's own requests");
-}
-
-/// Creates the workload's namespaces and objects, 32 requests at a time: the floor of a restore.
-async fn create_workload(client: &Client, workload: Workload, namespaces: &[String], run: &str) {
-    at_32_at_a_time(namespaces, |name| {
-        let api: Api<Namespace> = Api::all(client.clone());
-        async move {
-            let namespace: Namespace = serde_json::from_value(serde_json::json!({
-                "metadata": { "name": name, "labels": { "ark.test/e2e": "true", "bench": run } }
-            }))
-            .unwrap();
-            api.create(&PostParams::default(), &namespace)
-                .await
-                .map(|_| ())
-        }
-    })
-    .await;
-    let resource = workload.resource();
-    at_32_at_a_time(0..workload.objects(), |i| {
-        let (namespace, object) = workload.object(namespaces, run, i);
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-        async move {
-            api.create(&PostParams::default(), &object)
-                .await
-                .map(|_| ())
-        }
-    })
-    .await;
-}
-
-/// Deletes the namespaces, 32 requests at a time, and waits until they are gone.
-async fn delete_namespaces(client: &Client, names: &[String]) {
-    at_32_at_a_time(names, |name| async move {
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let Some(namespace) = namespaces.get_opt(name).await? else {
-            return Ok(());
-        };
-        let uid = namespace.metadata.uid.unwrap_or_default();
-        namespaces.delete(name, &DeleteParams::default()).await?;
-        tokio::time::timeout(
-            Duration::from_secs(600),
-            await_condition(namespaces, name, conditions::is_deleted(&uid)),
-        )
-        .await
-        .expect("namespace deleted within 10 minutes")
-        .map(|_| ())
-        .map_err(|e| kube::Error::Service(Box::new(e)))
-    })
-    .await;
 }
 
 /// `ark restore create --dry-run` of backup `bench` in `ns`, by the CLI `binary`: how long it took;

@@ -16,18 +16,14 @@
 //! target/release/bench-pod-volumes [--trees large,small] [--scale 1.0]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use ark_tests::bench::{
-    Cost, Sampler, Tool, agents_table, delete_namespace, each_tool, floors, make_tree, measured,
-    release_ark, tree_args,
+    Cost, Sampler, Tool, agents_table, delete_namespace, each_tool, filled_volume, floors,
+    measured, release_ark, tree_args, volume_of,
 };
 use ark_tests::kopia::{RestoredBy, assert_same_tree};
-use ark_tests::{Cluster, is_pod_running, unique_name, wait_for};
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::PostParams;
+use ark_tests::{Cluster, unique_name};
 
 /// The processes whose memory is sampled, by their command line's first two words.
 const AGENTS: [(&str, &str); 3] = [
@@ -35,20 +31,6 @@ const AGENTS: [(&str, &str); 3] = [
     ("Velero agent", "/velero\0node-agent\0"),
     ("Velero per-request pod", "/velero\0pod-volume\0"),
 ];
-
-/// The host directory of volume `data` of pod `name`.
-async fn volume_of(cluster: &Cluster, ns: &str, name: &str) -> PathBuf {
-    let pods: Api<Pod> = Api::namespaced(cluster.client().await, ns);
-    let pod = wait_for(pods, name, is_pod_running(), Duration::from_secs(300))
-        .await
-        .unwrap_or_else(|e| panic!("pod {ns}/{name} not running: {e:#}"));
-    cluster
-        .real_node_pods
-        .as_ref()
-        .expect("the real node")
-        .join(pod.metadata.uid.unwrap())
-        .join("volumes/kubernetes.io~empty-dir/data")
-}
 
 /// The three operations of `tool` on the volume of pod `kind` in `app`, each restored volume
 /// compared with `original`.
@@ -114,48 +96,20 @@ async fn run_tool(
     [first, second, restore]
 }
 
-/// The pod of volume `kind`: it only sleeps; the volume is filled from the host.
-fn volume_pod(cluster: &Cluster, kind: &str) -> Pod {
-    cluster.on_real_node(serde_json::json!({
-        "metadata": {
-            "name": kind,
-            "labels": { "tree": kind },
-            "annotations": { "backup.velero.io/backup-volumes": "data" },
-        },
-        "spec": {
-            "containers": [{
-                "name": "sleep", "image": ark_tests::BUSYBOX,
-                "command": ["sleep", "36000"],
-                "volumeMounts": [{ "name": "data", "mountPath": "/data" }],
-            }],
-            "volumes": [{ "name": "data", "emptyDir": {} }],
-        },
-    }))
-}
-
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (trees, scale) = tree_args(&args);
     let cluster = Cluster::get();
-    let client = cluster.client().await;
     let (ark, image) = release_ark(&cluster);
     let sampler = Sampler::start(&AGENTS);
 
     // The volumes, filled once from the host; both tools read the same bytes.
     let app = cluster.namespace("bench-volumes").await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &app.name);
     let mut volumes = BTreeMap::new();
     for kind in &trees {
-        pods.create(&PostParams::default(), &volume_pod(&cluster, kind))
-            .await
-            .unwrap();
-        let volume = volume_of(&cluster, &app.name, kind).await;
-        eprint!("bench-pod-volumes: filling the {kind} volume... ");
-        make_tree(kind, &volume, scale);
-        let size = ark_tests::kopia::tree_bytes(&volume);
-        eprintln!("{} MiB", size >> 20);
-        volumes.insert(kind.clone(), (volume, size));
+        let volume = filled_volume(&cluster, &app.name, kind, scale).await;
+        volumes.insert(kind.clone(), volume);
     }
 
     let floors = floors("bench-pod-volumes", &volumes);

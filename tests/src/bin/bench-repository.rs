@@ -23,52 +23,11 @@ use std::process::Command;
 use ark_kopia::Repository;
 use ark_kopia::repository::{Reading, SnapshotOptions, VerifyProgress};
 use ark_kopia::snapshot::{RestoreCounts, SourceInfo};
-use ark_tests::bench::make_tree;
+use ark_tests::bench::{CommandCost, make_tree, under_gnu_time};
 use ark_tests::kopia::{Kopia, repository_store};
 use ark_tests::{Cluster, unique_name};
 
 const PASSWORD: &str = "static-passw0rd";
-const GNU_TIME: &str = "/usr/bin/time";
-
-/// One command's cost, as GNU time reports it.
-#[derive(Clone, Copy, Default)]
-struct Cost {
-    wall: f64,
-    cpu: f64,
-    rss_mib: f64,
-}
-
-/// Runs `command` under GNU time, insisting that it succeeds.
-fn measured(command: Command) -> Cost {
-    let report = tempfile::NamedTempFile::new().unwrap();
-    let mut timed = Command::new(GNU_TIME);
-    timed
-        .arg("-o")
-        .arg(report.path())
-        .args(["-f", "%e %U %S %M"])
-        .arg(command.get_program())
-        .args(command.get_args())
-        .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .stdout(std::process::Stdio::null());
-    let output = ark_tests::output_within(&mut timed, std::time::Duration::from_secs(3600));
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = std::fs::read_to_string(report.path()).unwrap();
-    let f: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    assert_eq!(f.len(), 4, "GNU time printed {text:?}");
-    Cost {
-        wall: f[0],
-        cpu: f[1] + f[2],
-        rss_mib: f[3] / 1024.0,
-    }
-}
-
 fn source(kind: &str) -> SourceInfo {
     SourceInfo {
         host: "default".into(),
@@ -224,12 +183,12 @@ async fn bucket_bytes(cluster: &Cluster, prefix: &str) -> u64 {
 }
 
 struct Run {
-    first: Cost,
-    second: Cost,
-    restore: Cost,
+    first: CommandCost,
+    second: CommandCost,
+    restore: CommandCost,
     second_bytes: u64,
-    verify_sampled: Cost,
-    verify_data: Cost,
+    verify_sampled: CommandCost,
+    verify_data: CommandCost,
 }
 
 #[tokio::main]
@@ -260,7 +219,7 @@ async fn main() {
         };
         eprintln!("{} MiB", size >> 20);
 
-        let read_floor = measured({
+        let read_floor = under_gnu_time({
             let mut c = Command::new("tar");
             c.args(["cf", "/dev/null", "-C"]).arg(&tree).arg(".");
             c
@@ -269,7 +228,7 @@ async fn main() {
         let floor_op = |what: &str, dir: &Path| {
             let mut c = Command::new(&me);
             c.args(["--op", what, &floor_prefix]).arg(dir);
-            measured(c)
+            under_gnu_time(c)
         };
         let write_floor = floor_op("upload", &tree);
         let downloaded = work.path().join(format!("{kind}-floor"));
@@ -288,7 +247,7 @@ async fn main() {
             if !what.starts_with("verify") {
                 c.env("MALLOC_MMAP_THRESHOLD_", (128 << 10).to_string());
             }
-            measured(c)
+            under_gnu_time(c)
         };
         let first = ark_op("snapshot", &tree);
         let before = bucket_bytes(&cluster, &ark_prefix).await;
@@ -316,7 +275,7 @@ async fn main() {
             for (k, v) in kopia.environment() {
                 c.env(k, v);
             }
-            measured(c)
+            under_gnu_time(c)
         };
         let tree_arg = tree.display().to_string();
         let first = kopia_op(&["snapshot", "create", &tree_arg]);
@@ -345,7 +304,8 @@ async fn main() {
         };
 
         let label = format!("{kind} ({} MiB)", size >> 20);
-        let cell = |c: Cost| format!("{:.1} s, {:.1} CPU s, {:.0} MiB", c.wall, c.cpu, c.rss_mib);
+        let cell =
+            |c: CommandCost| format!("{:.1} s, {:.1} CPU s, {:.0} MiB", c.wall, c.cpu, c.rss_mib);
         lines.push(format!(
             "| {label} | first snapshot | {} | {} | read {:.1} s + write {:.1} s |",
             cell(ark.first),
