@@ -26,6 +26,9 @@ pub const ASYNC_OPERATION_ID: &str = "velero.io/async-operation-id";
 pub const DATA_UPLOAD: &str = "velero.io/data-upload";
 /// On a data mover's restore pod: the DataDownload it holds the new volume for.
 pub const DATA_DOWNLOAD: &str = "velero.io/data-download";
+/// On a request whose volume is being exposed, or is exposed and waits for its data to move:
+/// what Velero's agents count against `loadConcurrency.prepareQueueLength`.
+pub const EXPOSE_ON_GOING: &str = "velero.io/expose-on-going";
 /// In a restored claim's selector and on the volume made for it: the claim waits for the volume
 /// its DataDownload writes, and no other is provisioned for it.
 pub const DYNAMIC_PV_RESTORE: &str = "velero.io/dynamic-pv-restore";

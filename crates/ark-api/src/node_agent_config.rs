@@ -73,6 +73,10 @@ pub struct LoadConcurrency {
     pub global_config: i64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_node_config: Vec<RuledConfig>,
+    /// How many requests of the whole cluster may have a volume exposed, or be exposing one, at
+    /// once (all agents together); below 1: no bound.
+    #[serde(default)]
+    pub prepare_queue_length: i64,
     #[serde(flatten)]
     pub unmodelled: crate::Unmodelled,
 }
@@ -198,6 +202,12 @@ impl NodeAgentConfigs {
         }
     }
 
+    /// `loadConcurrency.prepareQueueLength`, when it bounds anything.
+    pub fn prepare_queue_length(&self) -> Option<usize> {
+        let length = self.load_concurrency.as_ref()?.prepare_queue_length;
+        usize::try_from(length).ok().filter(|n| *n > 0)
+    }
+
     /// The node selection of the pods that expose volumes of class `storage_class`.
     pub fn affinity_for(&self, storage_class: &str) -> Option<&LabelSelector> {
         let of_class = self
@@ -287,9 +297,13 @@ mod tests {
         assert!(paths.passed_over[0].starts_with("perNodeConfig[0]: number 0"));
         assert!(paths.passed_over[1].starts_with("perNodeConfig[1]: "));
         assert_eq!(NodeAgentConfigs::default().data_paths(&node, 3).number, 3);
+        let queued = rules(r#"{ "globalConfig": 2, "prepareQueueLength": 5 }"#);
+        assert_eq!(queued.prepare_queue_length(), Some(5));
+        assert!(queued.not_acted_on().is_empty());
         assert_eq!(
-            rules(r#"{ "globalConfig": 2, "prepareQueueLength": 5 }"#).not_acted_on(),
-            ["loadConcurrency.prepareQueueLength"]
+            rules(r#"{ "prepareQueueLength": 0 }"#).prepare_queue_length(),
+            None
         );
+        assert_eq!(NodeAgentConfigs::default().prepare_queue_length(), None);
     }
 }

@@ -24,7 +24,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ark_api::PodVolumePhase;
+use ark_api::{PodVolumePhase, labels};
 use ark_storage::backoff::Backoff;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -32,7 +32,7 @@ use k8s_openapi::api::core::v1::{Affinity, Node, PersistentVolume, PersistentVol
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt as _};
 use serde::Serialize;
@@ -188,24 +188,25 @@ struct Step<'a, M> {
 }
 
 impl<M: Mover> Step<'_, M> {
-    /// New: claimed by this agent, which exposes the volume; Canceled if asked before.
+    /// New: claimed by this agent, which exposes the volume; Canceled if asked before. Left New
+    /// while the prepare queue is full.
     async fn accept<K: Movable>(&self) -> Result<Action, ReconcileError> {
         let accepted = if self.cancel {
-            ended(PodVolumePhase::Canceled, "canceled before it was accepted")
+            json!({ "status": ended(PodVolumePhase::Canceled, "canceled before it was accepted") })
         } else {
+            if prepare_queue_full(self.ctx).await? {
+                return Ok(Action::requeue(QUEUE_WAIT));
+            }
             json!({
-                "phase": PodVolumePhase::Accepted,
-                "acceptedByNode": self.ctx.node,
-                "acceptedTimestamp": patch::now(),
+                "metadata": { "labels": { labels::EXPOSE_ON_GOING: "true" } },
+                "status": {
+                    "phase": PodVolumePhase::Accepted,
+                    "acceptedByNode": self.ctx.node,
+                    "acceptedTimestamp": patch::now(),
+                },
             })
         };
-        let claim = patch::claim(
-            &self.api,
-            self.name,
-            self.resource_version,
-            json!({ "status": accepted }),
-        )
-        .await?;
+        let claim = patch::claim(&self.api, self.name, self.resource_version, accepted).await?;
         if claim == patch::Claim::Lost || self.cancel {
             return Ok(Action::await_change());
         }
@@ -282,15 +283,12 @@ impl<M: Mover> Step<'_, M> {
         let Some(_data_path) = self.ctx.data_path() else {
             return Ok(Action::requeue(DATA_PATH_WAIT));
         };
-        let started =
-            json!({ "phase": PodVolumePhase::InProgress, "startTimestamp": patch::now() });
-        let claim = patch::claim(
-            &self.api,
-            self.name,
-            self.resource_version,
-            json!({ "status": started }),
-        )
-        .await?;
+        // Out of the prepare queue once its data moves, as under Velero.
+        let started = json!({
+            "metadata": { "labels": { labels::EXPOSE_ON_GOING: null } },
+            "status": { "phase": PodVolumePhase::InProgress, "startTimestamp": patch::now() },
+        });
+        let claim = patch::claim(&self.api, self.name, self.resource_version, started).await?;
         if claim == patch::Claim::Lost {
             return Ok(Action::await_change());
         }
@@ -350,6 +348,7 @@ impl<M: Mover> Step<'_, M> {
         self.mover.clean_up().await;
         let ended = patch::final_status_in_phase(&self.api, K::WHAT, self.name, phase, &status);
         if ended.await == patch::Claim::Won {
+            leave_prepare_queue(&self.api, K::WHAT, self.name).await;
             let how = match status.get("phase").and_then(|p| p.as_str()) {
                 Some("Completed") => MoveEnded::Success,
                 Some("Canceled") => MoveEnded::Cancel,
@@ -394,6 +393,44 @@ pub fn ended(phase: PodVolumePhase, message: &str) -> Value {
     status
 }
 
+/// How soon a request left New because the prepare queue was full is looked at again (Velero's
+/// agent waits as long).
+const QUEUE_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether as many requests as `loadConcurrency.prepareQueueLength` allows have a volume being
+/// exposed or exposed and waiting (labelled `velero.io/expose-on-going`, counted as Velero's
+/// agents count them: data uploads and downloads, pod volume backups and restores, of every node,
+/// Velero's agents' among them).
+async fn prepare_queue_full(ctx: &Ctx) -> kube::Result<bool> {
+    let Some(length) = ctx.configs.prepare_queue_length() else {
+        return Ok(false);
+    };
+    let (client, namespace) = (&ctx.kube.client, &ctx.kube.namespace);
+    let on_going = ListParams::default().labels(&format!("{}=true", labels::EXPOSE_ON_GOING));
+    let mut queued = 0;
+    for api in [
+        objects::api::<ark_api::DataUpload>(client, namespace),
+        objects::api::<ark_api::DataDownload>(client, namespace),
+        objects::api::<ark_api::PodVolumeBackup>(client, namespace),
+        objects::api::<ark_api::PodVolumeRestore>(client, namespace),
+    ] {
+        queued += api.list_metadata(&on_going).await?.items.len();
+    }
+    Ok(queued >= length)
+}
+
+/// Takes an ended request out of the prepare queue (its label off), or the queue would stay
+/// full of it. Best effort: what cannot be written is logged.
+async fn leave_prepare_queue(api: &Api<DynamicObject>, what: &str, name: &str) {
+    let off = json!({ "metadata": { "labels": { labels::EXPOSE_ON_GOING: null } } });
+    let patched = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&off))
+        .await;
+    if let Err(error) = patch::ignore_not_found(patched) {
+        tracing::warn!("{what} {name}: taking it out of the prepare queue: {error}");
+    }
+}
+
 /// Requests of kind `K` this node's agent had taken on when it stopped: nobody carries them on.
 /// As Velero's agent does, one whose volume was being exposed or was exposed is canceled, one
 /// whose data was being moved fails; what their exposure made is removed.
@@ -435,7 +472,10 @@ pub async fn end_interrupted<K: Movable>(ctx: &Ctx) {
             K::WHAT
         );
         match patch::status_in_phase(&api, &name, phase, &ended(ending, &message)).await {
-            Ok(_) => tracing::warn!("{} {name} was left {phase:?}: {ending:?}", K::WHAT),
+            Ok(_) => {
+                leave_prepare_queue(&api, K::WHAT, &name).await;
+                tracing::warn!("{} {name} was left {phase:?}: {ending:?}", K::WHAT);
+            }
             Err(error) => tracing::warn!("ending {} {name}: {error}", K::WHAT),
         }
     }

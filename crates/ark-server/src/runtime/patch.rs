@@ -129,6 +129,8 @@ fn holds(object: &Value, patch: &Value) -> bool {
             .iter()
             .all(|(key, value)| match (object.get(key), value) {
                 (None | Some(Value::Null), Value::Null) => true,
+                // An absent map holds a patch that only removes (a label taken off, the last).
+                (None, value @ Value::Object(_)) => holds(&json!({}), value),
                 (Some(found), value) if !value.is_null() => holds(found, value),
                 _ => false,
             }),
@@ -277,6 +279,15 @@ mod tests {
         assert_eq!(
             after_unanswered_claim(None, Some("7"), &body),
             Some(Claim::Lost)
+        );
+        // A claim that took off an object's last label: the API server drops the empty map.
+        let unlabel =
+            json!({ "metadata": { "labels": { "l": null } }, "status": { "phase": "InProgress" } });
+        let unlabelled = json!({ "metadata": { "name": "b1", "resourceVersion": "8" },
+            "status": { "phase": "InProgress" } });
+        assert_eq!(
+            after_unanswered_claim(Some(&unlabelled), Some("7"), &unlabel),
+            Some(Claim::Won)
         );
     }
 

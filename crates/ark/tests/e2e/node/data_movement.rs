@@ -929,6 +929,96 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
     installed.uninstall(&cluster).await;
 }
 
+/// Velero's `loadConcurrency.prepareQueueLength`: with a queue of one, held by a pod volume
+/// restore whose volume is being exposed (labelled as Velero's agents label it), a backup's
+/// upload stays New, nothing of it exposed; once that request leaves the queue, the upload is
+/// taken and moved, and leaves the queue in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_prepare_queue_keeps_a_data_upload_new_until_the_exposed_one_leaves_it() {
+    use ark_api::labels::EXPOSE_ON_GOING;
+    use ark_api::{PodVolumeRestore, PodVolumeRestoreStatus};
+    use kube::api::{Patch, PatchParams};
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let options = Options {
+        agent_settings: Some(r#"{ "loadConcurrency": { "prepareQueueLength": 1 } }"#),
+        ..Options::default()
+    };
+    let installed = install_with(&cluster, options).await;
+    let ns = &installed.ns;
+    let app = application(&cluster).await;
+    let mut queued = PodVolumeRestore::new("exposing-elsewhere", Default::default());
+    queued.metadata.labels = Some([(EXPOSE_ON_GOING.to_string(), "true".to_string())].into());
+    queued.status = Some(PodVolumeRestoreStatus {
+        phase: Some(PodVolumePhase::Accepted),
+        ..Default::default()
+    });
+    let restores = Api::<PodVolumeRestore>::namespaced(client.clone(), ns);
+    restores.create(&Default::default(), &queued).await.unwrap();
+
+    let backup = [
+        "backup",
+        "create",
+        "queued",
+        "--include-namespaces",
+        &app.name,
+    ];
+    ark_ok(
+        &cluster,
+        ns,
+        &[&backup[..], &["--snapshot-move-data"]].concat(),
+    );
+    let uploads = Api::<DataUpload>::namespaced(client.clone(), ns);
+    let of_backup = ListParams::default().labels("velero.io/backup-name=queued");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let name = loop {
+        if let Some(upload) = uploads.list(&of_backup).await.unwrap().items.first() {
+            break upload.name_any();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no DataUpload of the backup"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    // Three looks of the agent's (every 5 s) at a full queue.
+    tokio::time::sleep(std::time::Duration::from_secs(15)).await;
+    let waiting = uploads.get(&name).await.unwrap();
+    let phase = waiting.status.as_ref().and_then(|s| s.phase);
+    assert!(
+        matches!(phase, None | Some(PodVolumePhase::New)),
+        "{waiting:#?}"
+    );
+    let exposing = ListParams::default().labels("velero.io/data-upload");
+    let pods = Api::<Pod>::namespaced(client.clone(), ns);
+    assert!(pods.list(&exposing).await.unwrap().items.is_empty());
+
+    let off = serde_json::json!({ "metadata": { "labels": { EXPOSE_ON_GOING: null } } });
+    restores
+        .patch(
+            "exposing-elsewhere",
+            &PatchParams::default(),
+            &Patch::Merge(&off),
+        )
+        .await
+        .unwrap();
+    let backups: Api<Backup> = Api::namespaced(client.clone(), ns);
+    let terminal = |b: Option<&Backup>| b.is_some_and(|b| b.phase().is_terminal());
+    let ended = wait_for(backups, "queued", terminal, WAIT).await.unwrap();
+    assert_eq!(
+        ended.status.unwrap().phase,
+        Some(BackupPhase::Completed),
+        "{}",
+        ark_ok(&cluster, ns, &["backup", "describe", "queued", "--details"])
+    );
+    let moved = uploads.get(&name).await.unwrap();
+    let phase = moved.status.as_ref().and_then(|s| s.phase);
+    assert_eq!(phase, Some(PodVolumePhase::Completed), "{moved:#?}");
+    assert_eq!(moved.labels().get(EXPOSE_ON_GOING), None, "{moved:#?}");
+    lose(&cluster, &app.name).await;
+    installed.uninstall(&cluster).await;
+}
+
 /// Velero's node agent settings, in the ConfigMap the agent is installed with: the pod exposing
 /// a snapshot runs on the nodes `loadAffinity` selects, with the resources, priority class,
 /// labels and annotations the settings give, and the claim made from the snapshot is what
