@@ -48,6 +48,12 @@ pub const KEPT_AS_LAST_GOOD: &str = "ark.io/kept-as-last-good-of";
 /// ark's own annotation: on a Schedule, the retention rules its backups are kept by
 /// (`last=7,daily=14,weekly=8,monthly=12,yearly=3`; see ark-server's `domain::retention`).
 pub const RETENTION: &str = "ark.io/retention";
+/// ark's own annotations of a data download's hand-over, so that an agent stopped in the middle
+/// of it can settle it when it starts again: on the DataDownload, the volume it is handing over;
+/// on that volume, the download (`<namespace>/<name>`) and the reclaim policy it had.
+pub const HANDING_OVER_VOLUME: &str = "ark.io/handing-over-volume";
+pub const HANDED_OVER_BY: &str = "ark.io/handed-over-by";
+pub const RECLAIM_POLICY: &str = "ark.io/reclaim-policy";
 
 const MAX_LABEL_VALUE: usize = 63;
 const HASH_DIGITS: usize = 6;

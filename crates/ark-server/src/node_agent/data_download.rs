@@ -143,10 +143,12 @@ impl Mover for Downloading<'_> {
         Ok(status.as_object().cloned())
     }
 
-    /// The pod, and the claim in ark's namespace with its volume unless it was handed over.
+    /// The pod, and the claim in ark's namespace with its volume unless it was handed over; a
+    /// hand-over this download's agent was stopped in the middle of is settled.
     async fn clean_up(&self) {
         let kube = &self.ctx.kube;
         remove_pod_and_claim(&kube.client, &kube.namespace, self.name, Self::WHAT).await;
+        self.settle_interrupted_hand_over().await;
     }
 }
 
@@ -239,11 +241,25 @@ impl Downloading<'_> {
             .and_then(|s| s.persistent_volume_reclaim_policy.clone())
             .unwrap_or_else(|| "Delete".into());
         let reclaim = |policy: &str| json!({ "spec": { "persistentVolumeReclaimPolicy": policy } });
+        // Recorded first on both sides: an agent stopped from here on settles it when it starts.
+        let record = json!({ "metadata": { "annotations": {
+            labels::HANDING_OVER_VOLUME: volume_name } } });
+        objects::api::<DataDownload>(client, namespace)
+            .patch(self.name, &PatchParams::default(), &Patch::Merge(&record))
+            .await
+            .map_err(failed(format!("recording the hand-over of {volume_name}")))?;
+        let retain = json!({
+            "metadata": { "annotations": {
+                labels::HANDED_OVER_BY: format!("{namespace}/{}", self.name),
+                labels::RECLAIM_POLICY: policy,
+            } },
+            "spec": { "persistentVolumeReclaimPolicy": "Retain" },
+        });
         volumes
             .patch(
                 &volume_name,
                 &PatchParams::default(),
-                &Patch::Merge(&reclaim("Retain")),
+                &Patch::Merge(&retain),
             )
             .await
             .map_err(failed(format!("retaining PersistentVolume {volume_name}")))?;
@@ -261,11 +277,16 @@ impl Downloading<'_> {
             data_movement::warn_unless_gone(Self::WHAT, self.name, "its volume", deleted);
             return Err(reason);
         }
+        let given_back = json!({
+            "metadata": { "annotations": {
+                labels::HANDED_OVER_BY: null, labels::RECLAIM_POLICY: null } },
+            "spec": { "persistentVolumeReclaimPolicy": policy },
+        });
         if let Err(error) = volumes
             .patch(
                 &volume_name,
                 &PatchParams::default(),
-                &Patch::Merge(&reclaim(&policy)),
+                &Patch::Merge(&given_back),
             )
             .await
         {
@@ -276,6 +297,58 @@ impl Downloading<'_> {
             );
         }
         Ok(())
+    }
+
+    /// The volume this download's agent was handing over when it stopped, as both records say
+    /// (the download's names the volume, the volume's own names the download: a record made by
+    /// hand on a download alone moves nothing): bound to the restored claim, it gets its reclaim
+    /// policy back; bound to nothing, nobody ever will bind it, and it is deleted as a failed
+    /// hand-over's volume is.
+    async fn settle_interrupted_hand_over(&self) {
+        let Some(volume_name) = self.download.annotations().get(labels::HANDING_OVER_VOLUME) else {
+            return;
+        };
+        let volumes = Api::<PersistentVolume>::all(self.ctx.kube.client.clone());
+        let Ok(Some(volume)) = volumes.get_opt(volume_name).await else {
+            return;
+        };
+        let by = format!("{}/{}", self.ctx.kube.namespace, self.name);
+        if volume.annotations().get(labels::HANDED_OVER_BY) != Some(&by) {
+            return;
+        }
+        let target = &self.download.spec.target_volume;
+        let claim = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+        let bound = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+            && claim.is_some_and(|c| {
+                c.namespace.as_deref() == Some(&target.namespace)
+                    && c.name.as_deref() == Some(&target.pvc)
+            });
+        let policy = match bound {
+            true => volume.annotations().get(labels::RECLAIM_POLICY).cloned(),
+            false => None,
+        };
+        let settled = json!({
+            "metadata": { "annotations": {
+                labels::HANDED_OVER_BY: null, labels::RECLAIM_POLICY: null } },
+            "spec": { "persistentVolumeReclaimPolicy": policy.as_deref().unwrap_or("Delete") },
+        });
+        let patched = volumes
+            .patch(
+                volume_name,
+                &PatchParams::default(),
+                &Patch::Merge(&settled),
+            )
+            .await;
+        data_movement::warn_unless_gone(Self::WHAT, self.name, "settling its hand-over", patched);
+        if !bound {
+            tracing::warn!(
+                "data download {}: PersistentVolume {volume_name}, retained for a hand-over its \
+                 agent did not finish, is deleted",
+                self.name
+            );
+            let deleted = volumes.delete(volume_name, &DeleteParams::default()).await;
+            data_movement::warn_unless_gone(Self::WHAT, self.name, "its volume", deleted);
+        }
     }
 
     /// The retained volume moved from ark's claim to the restored one, and bound to it. The

@@ -929,6 +929,88 @@ async fn data_uploads_that_cannot_be_carried_out_end_with_their_reason_and_leave
     installed.uninstall(&cluster).await;
 }
 
+/// A node agent stopped in the middle of a data download's hand-over (the volume written,
+/// retained, not yet bound to the restored claim: the records the agent makes before it retains
+/// the volume, made here by hand) settles it when it starts again: the download fails and the
+/// volume, bound to nothing, is deleted rather than kept for nobody. A record on a download alone
+/// (one made by hand, naming a volume whose own record names another download) moves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_stopped_mid_hand_over_leaves_no_volume_retained_for_nobody() {
+    use ark_api::labels::{HANDED_OVER_BY, HANDING_OVER_VOLUME, RECLAIM_POLICY};
+    use ark_api::{DataDownloadStatus, TargetVolumeSpec};
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let installed = install(&cluster).await;
+    let ns = &installed.ns;
+    let (retained, another_s) = (
+        ark_tests::unique_name("retained"),
+        ark_tests::unique_name("another-s"),
+    );
+    let volumes = Api::<PersistentVolume>::all(client.clone());
+    let _volumes = [&retained, &another_s].map(|v| cluster.delete_on_drop::<PersistentVolume>(v));
+    for (volume, by) in [(&retained, "interrupted"), (&another_s, "someone-else")] {
+        let made: PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": volume, "annotations": {
+                HANDED_OVER_BY: format!("{ns}/{by}"), RECLAIM_POLICY: "Delete" } },
+            "spec": { "capacity": { "storage": "1Mi" }, "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                "hostPath": { "path": "/nonexistent/ark-test" } },
+        }))
+        .unwrap();
+        volumes.create(&Default::default(), &made).await.unwrap();
+    }
+    let downloads = Api::<DataDownload>::namespaced(client.clone(), ns);
+    for (name, volume) in [("interrupted", &retained), ("by-hand", &another_s)] {
+        let mut download = DataDownload::new(name, Default::default());
+        download.spec.target_volume = TargetVolumeSpec {
+            namespace: "restored".into(),
+            pvc: "data".into(),
+            ..Default::default()
+        };
+        download.metadata.annotations =
+            Some([(HANDING_OVER_VOLUME.to_string(), volume.to_string())].into());
+        download.status = Some(DataDownloadStatus {
+            phase: Some(PodVolumePhase::InProgress),
+            node: Some("127.0.0.1".into()),
+            ..Default::default()
+        });
+        downloads
+            .create(&Default::default(), &download)
+            .await
+            .unwrap();
+    }
+
+    let retained_volume = volumes.get(&retained).await.unwrap();
+    let pid = common::ark_pid("node-agent", ns).expect("the node agent's process on this host");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let failed = |d: Option<&DataDownload>| {
+        d.and_then(|d| d.status.as_ref()?.phase) == Some(PodVolumePhase::Failed)
+    };
+    for name in ["interrupted", "by-hand"] {
+        let ended = wait_for(downloads.clone(), name, failed, WAIT)
+            .await
+            .unwrap();
+        assert_eq!(
+            ended.status.unwrap().message.as_deref(),
+            Some("the node agent on 127.0.0.1 stopped while the data download was InProgress")
+        );
+    }
+    ark_tests::wait_deleted(volumes.clone(), &retained_volume, WAIT).await;
+    let kept = volumes.get(&another_s).await.unwrap();
+    assert_eq!(
+        kept.spec
+            .unwrap()
+            .persistent_volume_reclaim_policy
+            .as_deref(),
+        Some("Retain")
+    );
+    installed.uninstall(&cluster).await;
+}
+
 /// Velero's `loadConcurrency.prepareQueueLength`: with a queue of one, held by a pod volume
 /// restore whose volume is being exposed (labelled as Velero's agents label it), a backup's
 /// upload stays New, nothing of it exposed; once that request leaves the queue, the upload is
