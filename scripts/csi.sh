@@ -114,8 +114,13 @@ up() {
   [ -S "$socket" ] || fail "the driver did not listen on $socket within 10s" "$dir/driver.log"
   local common=(--kubeconfig "$state/kubeconfig" --leader-election=false --v=2)
   # A volume restored from a snapshot is a copy, which may outlast the provisioner's default 10s.
+  # The provisioner takes its as-source finalizer off a snapshot once the volume is made, but only
+  # tries once: on a conflict (the snapshot controller writing the snapshot's status meanwhile) it
+  # leaves it to its sweep of orphaned finalizers, every 5 minutes by default, and a namespace
+  # holding that snapshot stays Terminating until then (a full run saw ark's uninstall wait 4
+  # minutes for it). Swept every 15s here.
   start csi-provisioner "$bin/csi-provisioner" "${common[@]}" --csi-address "$socket" --extra-create-metadata \
-    --timeout 60s
+    --timeout 60s --snapshot-orphan-sweep-interval 15s
   # Both snapshot controllers retry within 10s rather than backing off for up to 5 minutes, and
   # the snapshot-controller looks at every snapshot again each 20s instead of each 15 minutes:
   # it drops a snapshot's as-source finalizer only on a pass that finds no claim provisioning from
