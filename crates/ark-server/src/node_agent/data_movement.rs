@@ -212,6 +212,13 @@ impl<M: Mover> Step<'_, M> {
         }
         tracing::info!("{} {}: accepted; exposing its volume", K::WHAT, self.name);
         match self.mover.expose().await {
+            // Deleted meanwhile (with no finalizer): it is never looked at again, and the
+            // garbage collector removes only what it owns.
+            Ok(()) if self.gone().await => {
+                tracing::info!("{} {}: deleted while exposed", K::WHAT, self.name);
+                self.mover.clean_up().await;
+                Ok(Action::await_change())
+            }
             Ok(()) => Ok(Action::requeue(POLL)),
             Err(reason) => {
                 let reason = format!("exposing its volume: {reason}");
@@ -362,6 +369,14 @@ impl<M: Mover> Step<'_, M> {
         tracing::warn!("{} {} failed: {reason}", K::WHAT, self.name);
         self.end::<K>(phase, ended(PodVolumePhase::Failed, &reason))
             .await;
+    }
+
+    /// Whether the request is gone (a request of the same name made since is another one).
+    async fn gone(&self) -> bool {
+        match self.api.get_opt(self.name).await {
+            Ok(found) => found.is_none_or(|r| r.metadata.uid.as_deref() != self.uid),
+            Err(_) => false,
+        }
     }
 
     /// Ends once the request is asked to cancel, is being deleted or is gone (read every few
