@@ -240,7 +240,6 @@ impl Downloading<'_> {
         let policy = (volume.spec.as_ref())
             .and_then(|s| s.persistent_volume_reclaim_policy.clone())
             .unwrap_or_else(|| "Delete".into());
-        let reclaim = |policy: &str| json!({ "spec": { "persistentVolumeReclaimPolicy": policy } });
         // Recorded first on both sides: an agent stopped from here on settles it when it starts.
         let record = json!({ "metadata": { "annotations": {
             labels::HANDING_OVER_VOLUME: volume_name } } });
@@ -263,40 +262,47 @@ impl Downloading<'_> {
             )
             .await
             .map_err(failed(format!("retaining PersistentVolume {volume_name}")))?;
-        let handed = self.rebind(&volume_name, timeout).await;
-        if let Err(reason) = handed {
-            // Nobody else will ever bind it: Velero deletes it too.
-            let _ = volumes
-                .patch(
-                    &volume_name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&reclaim("Delete")),
-                )
-                .await;
-            let deleted = volumes.delete(&volume_name, &DeleteParams::default()).await;
-            data_movement::warn_unless_gone(Self::WHAT, self.name, "its volume", deleted);
+        if let Err(reason) = self.rebind(&volume_name, timeout).await {
+            self.delete_retained(&volumes, &volume_name).await;
             return Err(reason);
         }
+        self.give_back(&volumes, &volume_name, &policy).await;
+        Ok(())
+    }
+
+    /// The volume of a hand-over that failed: nobody else would ever bind it (Velero deletes it
+    /// too).
+    async fn delete_retained(&self, volumes: &Api<PersistentVolume>, volume_name: &str) {
+        let delete = json!({ "spec": { "persistentVolumeReclaimPolicy": "Delete" } });
+        let _ = volumes
+            .patch(volume_name, &PatchParams::default(), &Patch::Merge(&delete))
+            .await;
+        let deleted = volumes.delete(volume_name, &DeleteParams::default()).await;
+        data_movement::warn_unless_gone(Self::WHAT, self.name, "its volume", deleted);
+    }
+
+    /// The volume, bound to the restored claim, given its reclaim policy back and its record of
+    /// the hand-over taken off.
+    async fn give_back(&self, volumes: &Api<PersistentVolume>, volume_name: &str, policy: &str) {
         let given_back = json!({
             "metadata": { "annotations": {
                 labels::HANDED_OVER_BY: null, labels::RECLAIM_POLICY: null } },
             "spec": { "persistentVolumeReclaimPolicy": policy },
         });
-        if let Err(error) = volumes
+        let patched = volumes
             .patch(
-                &volume_name,
+                volume_name,
                 &PatchParams::default(),
                 &Patch::Merge(&given_back),
             )
-            .await
-        {
+            .await;
+        if let Err(error) = patched {
             tracing::warn!(
                 "data download {}: PersistentVolume {volume_name} keeps reclaim policy Retain: {}",
                 self.name,
                 objects::reason(&error)
             );
         }
-        Ok(())
     }
 
     /// The volume this download's agent was handing over when it stopped, as both records say
@@ -323,31 +329,21 @@ impl Downloading<'_> {
                 c.namespace.as_deref() == Some(&target.namespace)
                     && c.name.as_deref() == Some(&target.pvc)
             });
-        let policy = match bound {
-            true => volume.annotations().get(labels::RECLAIM_POLICY).cloned(),
-            false => None,
-        };
-        let settled = json!({
-            "metadata": { "annotations": {
-                labels::HANDED_OVER_BY: null, labels::RECLAIM_POLICY: null } },
-            "spec": { "persistentVolumeReclaimPolicy": policy.as_deref().unwrap_or("Delete") },
-        });
-        let patched = volumes
-            .patch(
+        if bound {
+            let policy = volume.annotations().get(labels::RECLAIM_POLICY);
+            self.give_back(
+                &volumes,
                 volume_name,
-                &PatchParams::default(),
-                &Patch::Merge(&settled),
+                policy.map_or("Delete", String::as_str),
             )
             .await;
-        data_movement::warn_unless_gone(Self::WHAT, self.name, "settling its hand-over", patched);
-        if !bound {
+        } else {
             tracing::warn!(
                 "data download {}: PersistentVolume {volume_name}, retained for a hand-over its \
                  agent did not finish, is deleted",
                 self.name
             );
-            let deleted = volumes.delete(volume_name, &DeleteParams::default()).await;
-            data_movement::warn_unless_gone(Self::WHAT, self.name, "its volume", deleted);
+            self.delete_retained(&volumes, volume_name).await;
         }
     }
 

@@ -145,10 +145,7 @@ async fn reconcile<K: Movable>(
         mover: K::mover(request, &ctx, &name),
         name: &name,
         ctx: &ctx,
-        // A request being deleted is canceled, as Velero's agent cancels it: what its exposure
-        // made is removed before it goes.
-        cancel: stored.pointer("/spec/cancel") == Some(&Value::Bool(true))
-            || metadata.deletion_timestamp.is_some(),
+        cancel: asked_to_stop(&cached.stored),
         resource_version: metadata.resource_version.as_deref(),
         uid: metadata.uid.as_deref(),
     };
@@ -355,7 +352,7 @@ impl<M: Mover> Step<'_, M> {
         self.mover.clean_up().await;
         let ended = patch::final_status_in_phase(&self.api, K::WHAT, self.name, phase, &status);
         if ended.await == patch::Claim::Won {
-            leave_prepare_queue(&self.api, K::WHAT, self.name).await;
+            leave_prepare_queue(&self.api, K::WHAT, self.name, phase).await;
             let how = match status.get("phase").and_then(|p| p.as_str()) {
                 Some("Completed") => MoveEnded::Success,
                 Some("Canceled") => MoveEnded::Cancel,
@@ -371,32 +368,36 @@ impl<M: Mover> Step<'_, M> {
             .await;
     }
 
-    /// Whether the request is gone (a request of the same name made since is another one).
-    async fn gone(&self) -> bool {
-        match self.api.get_opt(self.name).await {
-            Ok(found) => found.is_none_or(|r| r.metadata.uid.as_deref() != self.uid),
-            Err(_) => false,
-        }
+    /// The request as it is now, if it is still this one (a request of the same name made since
+    /// is another); Err when it cannot be read.
+    async fn now(&self) -> kube::Result<Option<DynamicObject>> {
+        let found = self.api.get_opt(self.name).await?;
+        Ok(found.filter(|r| r.metadata.uid.as_deref() == self.uid))
     }
 
-    /// Ends once the request is asked to cancel, is being deleted or is gone (read every few
-    /// seconds; a request of the same name made since is another one).
+    /// Whether the request is gone.
+    async fn gone(&self) -> bool {
+        matches!(self.now().await, Ok(None))
+    }
+
+    /// Ends once the request is asked to stop or is gone (read every few seconds).
     async fn canceled(&self) {
         loop {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            match self.api.get_opt(self.name).await {
+            match self.now().await {
                 Ok(None) => return,
-                Ok(Some(request))
-                    if request.data.pointer("/spec/cancel") == Some(&Value::Bool(true))
-                        || request.metadata.deletion_timestamp.is_some()
-                        || request.metadata.uid.as_deref() != self.uid =>
-                {
-                    return;
-                }
+                Ok(Some(request)) if asked_to_stop(&request) => return,
                 _ => {}
             }
         }
     }
+}
+
+/// Whether a request is asked to stop: canceled (`spec.cancel`), or being deleted, which Velero's
+/// agent takes as a cancel too (what its exposure made is removed before it goes).
+fn asked_to_stop(request: &DynamicObject) -> bool {
+    request.data.pointer("/spec/cancel") == Some(&Value::Bool(true))
+        || request.metadata.deletion_timestamp.is_some()
 }
 
 /// A final status: `phase`, `message` (unless empty) and the time it ended.
@@ -434,9 +435,18 @@ async fn prepare_queue_full(ctx: &Ctx) -> kube::Result<bool> {
     Ok(queued >= length)
 }
 
-/// Takes an ended request out of the prepare queue (its label off), or the queue would stay
-/// full of it. Best effort: what cannot be written is logged.
-async fn leave_prepare_queue(api: &Api<DynamicObject>, what: &str, name: &str) {
+/// Takes a request that ended in `phase` out of the prepare queue (its label off), or the queue
+/// would stay full of it; one that ended moving left it when its data began to move. Best effort:
+/// what cannot be written is logged.
+async fn leave_prepare_queue(
+    api: &Api<DynamicObject>,
+    what: &str,
+    name: &str,
+    phase: PodVolumePhase,
+) {
+    if !matches!(phase, PodVolumePhase::Accepted | PodVolumePhase::Prepared) {
+        return;
+    }
     let off = json!({ "metadata": { "labels": { labels::EXPOSE_ON_GOING: null } } });
     let patched = api
         .patch(name, &PatchParams::default(), &Patch::Merge(&off))
@@ -488,7 +498,7 @@ pub async fn end_interrupted<K: Movable>(ctx: &Ctx) {
         );
         match patch::status_in_phase(&api, &name, phase, &ended(ending, &message)).await {
             Ok(_) => {
-                leave_prepare_queue(&api, K::WHAT, &name).await;
+                leave_prepare_queue(&api, K::WHAT, &name, phase).await;
                 tracing::warn!("{} {name} was left {phase:?}: {ending:?}", K::WHAT);
             }
             Err(error) => tracing::warn!("ending {} {name}: {error}", K::WHAT),
