@@ -10,21 +10,20 @@ use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::runtime::wait::await_condition;
 
 use super::Report;
-use super::files::Found;
 use crate::domain::csi::{self, ContentStatus};
-use crate::domain::snapshots::CsiContent;
+use crate::domain::snapshots::{CsiContent, Recorded};
 
 /// How long a driver may take to say whether a snapshot exists.
 const DRIVER_ANSWER: Duration = Duration::from_secs(30);
 
-pub(super) async fn check(client: &Client, found: &Found, report: &mut Report) {
-    let provider = found.recorded.provider.len();
+pub(super) async fn check(client: &Client, recorded: &Recorded, report: &mut Report) {
+    let provider = recorded.provider.len();
     if provider > 0 {
         // Velero's volume snapshotter plugins' snapshots: ark has no plugin to ask.
         let found = format!("{provider} recorded, not checked (no snapshotter is asked)");
         report.checked("Provider snapshots", found);
     }
-    let recorded = &found.recorded.csi;
+    let recorded = &recorded.csi;
     if recorded.is_empty() {
         return report.checked("CSI snapshots", "none recorded".into());
     }

@@ -1,5 +1,5 @@
-//! A backup's files in its location: each of Velero's layout present and parseable, and the
-//! tarball's items matching the resource list.
+//! A backup's files in its location: each of Velero's layout present and parseable ([`check`]),
+//! and the tarball's items matching the resource list ([`objects`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -18,14 +18,21 @@ const MAX_LOG_BYTES: u64 = 1 << 30;
 /// An item larger than this is not an object the API server could have served.
 const MAX_ITEM_BYTES: u64 = 64 << 20;
 
-/// What the files record of the backup's volume data, for the volume checks.
+/// What the files record of the backup's volume data, for the volume checks; and what the
+/// tarball's check needs.
 #[derive(Debug, Default)]
 pub(super) struct Found {
+    /// The snapshots its files record (the tarball's are added once it is read).
     pub recorded: Recorded,
     pub pod_volumes: Vec<PodVolumeBackup>,
+    /// The resource list, when it parsed.
+    list: Option<BTreeMap<String, Vec<String>>>,
+    /// Whether the folder holds the tarball.
+    tarball: bool,
 }
 
-/// Checks the backup's folder; what it records of volume data comes back, as far as it reads.
+/// Checks the backup's folder but its tarball; what it records of volume data comes back, as far
+/// as it reads.
 pub(super) async fn check(
     store: &BackupStore,
     name: &str,
@@ -109,9 +116,8 @@ pub(super) async fn check(
         }
         None => None,
     };
-    if listing.has(&layout.backup_contents(name)) {
-        tarball(store, name, scratch, list.as_ref(), &mut found, report).await;
-    }
+    found.list = list;
+    found.tarball = listing.has(&layout.backup_contents(name));
     found
 }
 
@@ -156,47 +162,59 @@ async fn log(store: &BackupStore, key: &ark_storage::Path, scratch: &Path) -> Re
 }
 
 /// Reads the tarball: every item parsed and where its name says, the same set as the resource
-/// list's; and what it holds of VolumeSnapshotContents and DataUploads.
-async fn tarball(
+/// list's; what it holds of VolumeSnapshotContents and DataUploads comes back.
+pub(super) async fn objects(
     store: &BackupStore,
     name: &str,
     scratch: &Path,
-    list: Option<&BTreeMap<String, Vec<String>>>,
-    found: &mut Found,
+    found: &Found,
     report: &mut Report,
-) {
+) -> snapshots::TarballContents {
+    if !found.tarball {
+        // Its absence is a defect of the folder's check.
+        return snapshots::TarballContents::default();
+    }
     let file = match tempfile::tempfile_in(scratch) {
         Ok(file) => file,
-        Err(error) => return report.defect(format!("scratch file: {error}")),
+        Err(error) => {
+            report.defect(format!("scratch file: {error}"));
+            return snapshots::TarballContents::default();
+        }
     };
     let what = format!("{name}.tar.gz");
     if let Err(error) = store
         .download_backup_contents(name, &file, MAX_TARBALL_BYTES)
         .await
     {
-        return report.defect(format!("{what}: {error}"));
+        report.defect(format!("{what}: {error}"));
+        return snapshots::TarballContents::default();
     }
     let read = tokio::task::spawn_blocking(move || items(std::io::BufReader::new(file))).await;
-    let items = match read {
+    let mut items = match read {
         Ok(items) => items,
-        Err(error) => return report.defect(format!("{what}: {error}")),
+        Err(error) => {
+            report.defect(format!("{what}: {error}"));
+            return snapshots::TarballContents::default();
+        }
     };
-    for defect in items.defects.into_iter().chain(items.held.unreadable) {
+    let unreadable = std::mem::take(&mut items.held.unreadable);
+    for defect in items.defects.into_iter().chain(unreadable) {
         report.defect(format!("{what}: {defect}"));
     }
-    found.recorded.add_csi(items.held.contents);
-    found.recorded.moved = items.held.moved;
     let count: usize = items.listed.values().map(BTreeSet::len).sum();
-    let Some(list) = list else {
-        return report.checked("Objects", format!("{count} items in the tarball"));
-    };
-    for defect in compare(&items.listed, list) {
-        report.defect(defect);
+    match &found.list {
+        None => report.checked("Objects", format!("{count} items in the tarball")),
+        Some(list) => {
+            for defect in compare(&items.listed, list) {
+                report.defect(defect);
+            }
+            report.checked(
+                "Objects",
+                format!("{count} items in the tarball, against the resource list"),
+            );
+        }
     }
-    report.checked(
-        "Objects",
-        format!("{count} items in the tarball, against the resource list"),
-    );
+    items.held
 }
 
 /// The items of a tarball, as its resource list would name them.
