@@ -380,6 +380,12 @@ pub struct GetArgs {
     /// Add a LABELS column to the table: each one's labels as `key=value,...`
     #[arg(long)]
     pub show_labels: bool,
+    /// At most this many, the first by name; a note on stderr says how to get the next ones
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+    /// Go on where a listing cut by --limit stopped (the token its note gave)
+    #[arg(long = "continue", value_name = "TOKEN", requires = "limit")]
+    pub continue_token: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

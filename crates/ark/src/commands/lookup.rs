@@ -9,6 +9,8 @@ use crate::cli::args::{GetArgs, GlobalArgs, OutputFormat};
 pub(crate) struct Found<K> {
     pub(crate) items: Vec<K>,
     pub(crate) missing: usize,
+    /// Where a listing cut at its limit goes on (the API server's continue token).
+    pub(crate) next: Option<String>,
 }
 
 impl<K> Found<K> {
@@ -41,6 +43,17 @@ fn sort_by_name(objects: &mut [kube::api::DynamicObject]) {
     objects.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
 }
 
+/// How many objects one request of a listing returns: a listing of thousands comes in pages.
+const PAGE: u32 = 500;
+
+/// Where a listing starts and how much of it is read: all of it, or `limit` objects from where an
+/// earlier one left off.
+#[derive(Clone, Copy, Default, PartialEq)]
+pub(crate) struct Window<'a> {
+    pub(crate) limit: Option<u32>,
+    pub(crate) after: Option<&'a str>,
+}
+
 /// The named objects in the order given (each missing one reported by name on stderr), or all
 /// matching the selector, by name.
 /// Read one by one, so that an object ark's types cannot read is named and the others shown.
@@ -54,6 +67,21 @@ pub(crate) async fn get_named_or_listed<K>(
 where
     K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
 {
+    named_or_listed(client, namespace, names, selector, kind, Window::default()).await
+}
+
+/// The same, a listing read only within `window`.
+async fn named_or_listed<K>(
+    client: &kube::Client,
+    namespace: &str,
+    names: &[String],
+    selector: Option<&str>,
+    kind: &str,
+    window: Window<'_>,
+) -> anyhow::Result<Found<K>>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
     use anyhow::Context as _;
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
         client.clone(),
@@ -63,21 +91,37 @@ where
     let mut found = Found {
         items: Vec::new(),
         missing: 0,
+        next: None,
     };
     if names.is_empty() {
-        let mut params = kube::api::ListParams::default();
+        let mut params = kube::api::ListParams::default().limit(window.limit.unwrap_or(PAGE));
         if let Some(selector) = selector {
             params = params.labels(selector);
         }
-        let mut list = api
-            .list(&params)
-            .await
-            .with_context(|| format!("cannot list {kind}s"))?;
-        sort_by_name(&mut list.items);
-        for object in &list.items {
-            found.add(object, kind);
+        if let Some(after) = window.after {
+            params = params.continue_token(after);
         }
-        return Ok(found);
+        loop {
+            let mut page = api
+                .list(&params)
+                .await
+                .with_context(|| format!("cannot list {kind}s"))?;
+            sort_by_name(&mut page.items);
+            for object in &page.items {
+                found.add(object, kind);
+            }
+            let next = page.metadata.continue_.filter(|token| !token.is_empty());
+            match (next, window.limit) {
+                (Some(token), None) => params = params.continue_token(&token),
+                (next, _) => {
+                    found.next = next;
+                    return Ok(found);
+                }
+            }
+        }
+    }
+    if window != Window::default() {
+        anyhow::bail!("--limit and --continue are for a listing, not for named {kind}s");
     }
     if selector.is_some() {
         anyhow::bail!("give either {kind} names or --selector, not both");
@@ -110,12 +154,17 @@ where
     K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned + serde::Serialize,
 {
     let client = crate::context::client(global).await?;
-    let found: Found<K> = get_named_or_listed(
+    let window = Window {
+        limit: args.limit,
+        after: args.continue_token.as_deref(),
+    };
+    let found: Found<K> = named_or_listed(
         &client,
         &global.namespace,
         &args.names,
         args.selector.as_deref(),
         kind,
+        window,
     )
     .await?;
     match args.output.output {
@@ -127,6 +176,9 @@ where
             )
         ),
         format => crate::output::print_objects(format, &found.items, args.names.len() == 1)?,
+    }
+    if let (Some(next), Some(limit)) = (&found.next, args.limit) {
+        eprintln!("More {kind}s follow: the next {limit} with --limit {limit} --continue {next}");
     }
     Ok(found.exit_code())
 }

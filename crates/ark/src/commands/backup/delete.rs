@@ -53,6 +53,7 @@ pub async fn run(global: &GlobalArgs, args: BackupDeleteArgs) -> anyhow::Result<
     let Found {
         items: found,
         missing,
+        ..
     } = get_named_or_listed(
         &client,
         &global.namespace,

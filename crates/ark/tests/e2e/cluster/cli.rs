@@ -189,6 +189,68 @@ async fn backup_get_lists_backups_and_names_missing_ones() {
     assert_eq!(single["spec"]["storageLocation"], "default");
 }
 
+/// `--limit N` lists the first N by name and says how to ask for the next ones; `--continue`
+/// takes up where it stopped, and the last page says nothing more.
+#[tokio::test]
+async fn backup_get_pages_with_limit_and_continue() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("cli-pages").await;
+    let backups: Api<Backup> = Api::namespaced(client, &ns.name);
+    for name in ["c", "a", "e", "b", "d"] {
+        let backup = Backup::new(name, BackupSpec::default());
+        backups
+            .create(&PostParams::default(), &backup)
+            .await
+            .unwrap();
+    }
+    let names = |output: &std::process::Output| -> Vec<String> {
+        (text(&output.stdout).lines().skip(1))
+            .map(|line| {
+                line.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    let get = |extra: &[&str]| {
+        let mut args = vec!["backup", "get", "-n", &ns.name];
+        args.extend(extra);
+        ark(Some(&cluster), &args)
+    };
+    let first = get(&["--limit", "2"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    assert_eq!(names(&first), ["a", "b"]);
+    let note = text(&first.stderr);
+    let token = note
+        .strip_prefix("More backups follow: the next 2 with --limit 2 --continue ")
+        .and_then(|rest| rest.strip_suffix('\n'))
+        .unwrap_or_else(|| panic!("no note of the next page: {note:?}"));
+    let second = get(&["--limit", "2", "--continue", token]);
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    assert_eq!(names(&second), ["c", "d"]);
+    let note = text(&second.stderr);
+    let token = note
+        .strip_prefix("More backups follow: the next 2 with --limit 2 --continue ")
+        .and_then(|rest| rest.strip_suffix('\n'))
+        .unwrap_or_else(|| panic!("no note of the next page: {note:?}"));
+    let last = get(&["--limit", "2", "--continue", token]);
+    assert!(last.status.success(), "{}", text(&last.stderr));
+    assert_eq!(names(&last), ["e"]);
+    assert_eq!(text(&last.stderr), "");
+    // Without --limit, every backup, read in pages all the same.
+    assert_eq!(names(&get(&[])), ["a", "b", "c", "d", "e"]);
+    // A token alone, or a limit with names, is a mistake said as such.
+    assert_eq!(get(&["--continue", token]).status.code(), Some(2));
+    let named = get(&["a", "--limit", "1"]);
+    assert_eq!(named.status.code(), Some(1));
+    assert_eq!(
+        text(&named.stderr),
+        "error: --limit and --continue are for a listing, not for named backups\n"
+    );
+}
+
 #[test]
 fn client_config_refuses_unknown_keys_and_bad_values_by_name() {
     let home = tempfile::tempdir().unwrap();
