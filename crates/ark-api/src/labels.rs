@@ -55,7 +55,8 @@ pub const HANDING_OVER_VOLUME: &str = "ark.io/handing-over-volume";
 pub const HANDED_OVER_BY: &str = "ark.io/handed-over-by";
 pub const RECLAIM_POLICY: &str = "ark.io/reclaim-policy";
 
-const MAX_LABEL_VALUE: usize = 63;
+/// The longest a label value may be; a longer name is shortened to it ([`valid_label_value`]).
+pub const MAX_LABEL_VALUE: usize = 63;
 const HASH_DIGITS: usize = 6;
 
 /// Velero's `label.GetValidName`: a value of at most 63 characters. A longer one keeps its first 57

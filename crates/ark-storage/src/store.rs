@@ -216,17 +216,24 @@ impl BackupStore {
     /// is deleted.
     pub async fn backup_names(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
         let dir = self.layout.backups_dir();
-        let keys = self.keys_under(&dir).await?;
-        Ok(keys
-            .iter()
-            .filter(|key| key.filename() == Some("velero-backup.json"))
-            .filter_map(|key| {
-                let parts: Vec<_> = key.parts().collect();
-                let name = parts.get(parts.len().checked_sub(2)?)?;
-                (key == &self.layout.backup_metadata(name.as_ref()))
-                    .then(|| name.as_ref().to_string())
+        // The listing is read as it comes: a bucket of thousands of backups holds ten times as
+        // many keys, none of which is kept but the names.
+        self.store
+            .list(Some(&dir))
+            .map_err(|error| object_error(&dir)(error))
+            .try_filter_map(|meta| {
+                let key = meta.location;
+                let named = (key.filename() == Some("velero-backup.json"))
+                    .then(|| {
+                        let parts: Vec<_> = key.parts().collect();
+                        let name = parts.get(parts.len().checked_sub(2)?)?.as_ref().to_string();
+                        (key == self.layout.backup_metadata(&name)).then_some(name)
+                    })
+                    .flatten();
+                std::future::ready(Ok(named))
             })
-            .collect())
+            .try_collect()
+            .await
     }
 
     /// Every key under `dir`.

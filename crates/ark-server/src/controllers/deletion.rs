@@ -95,7 +95,8 @@ pub async fn run(ctx: Arc<Ctx>, restores: RestoreCache) {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
         let api = objects::api::<Restore>(&ctx.kube.client, &ctx.kube.namespace);
-        reflector::reflector(restores.0, kube::runtime::watcher(api, Default::default()))
+        let watch = kube::runtime::watcher(api, Default::default()).modify(objects::trim_cached);
+        reflector::reflector(restores.0, watch)
             .default_backoff()
             .for_each(|_| std::future::ready(()))
     };

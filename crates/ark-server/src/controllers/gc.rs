@@ -250,7 +250,8 @@ async fn verdict(kube: &Kube, backup: &Backup) -> kube::Result<Verdict> {
     if phase != BackupPhase::Completed || (policy.is_none() && !expired) {
         return Ok(at_its_ttl());
     }
-    let made = completed_of(kube, backup).await?;
+    let label = backup.labels().get(labels::SCHEDULE_NAME);
+    let made = retention::completed_of(kube, label.map_or("", String::as_str)).await?;
     let name = backup.name_any();
     Ok(match policy {
         Some(policy) if policy.kept(&made).contains_key(name.as_str()) => Verdict::Keep,
@@ -271,18 +272,14 @@ async fn schedule_of(kube: &Kube, backup: &Backup) -> kube::Result<Option<ark_ap
     let Some(label) = backup.labels().get(labels::SCHEDULE_NAME) else {
         return Ok(None);
     };
+    // A label value that is not shortened is the schedule's name.
+    if label.len() < labels::MAX_LABEL_VALUE {
+        let schedule = objects::get::<ark_api::Schedule>(&kube.client, &kube.namespace, label);
+        return Ok(schedule.await?.and_then(Result::ok));
+    }
     let all = ListParams::default();
     let schedules = objects::list::<ark_api::Schedule>(&kube.client, &kube.namespace, &all);
     Ok((schedules.await?.into_iter()).find(|s| labels::valid_label_value(&s.name_any()) == *label))
-}
-
-/// The Completed backups of `backup`'s schedule: name and start (or, without one, creation).
-async fn completed_of(kube: &Kube, backup: &Backup) -> kube::Result<Vec<(String, Timestamp)>> {
-    let label = backup.labels().get(labels::SCHEDULE_NAME).cloned();
-    let made = format!("{}={}", labels::SCHEDULE_NAME, label.unwrap_or_default());
-    let made = ListParams::default().labels(&made);
-    let siblings = objects::list::<Backup>(&kube.client, &kube.namespace, &made).await?;
-    Ok(retention::completed(&siblings))
 }
 
 /// The newest of `made` (by start, then name: a schedule's names sort by time).

@@ -202,18 +202,19 @@ async fn back_up(
     now: Timestamp,
 ) -> Result<Action, ReconcileError> {
     let name = schedule.metadata.name.clone().unwrap_or_default();
-    let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
     let selector = format!("{}={name}", labels::SCHEDULE_NAME);
-    let running = backups
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .iter()
-        .any(|backup| match objects::phase::<BackupPhase>(backup) {
-            Phase::Absent => true,
-            Phase::Known(phase) => matches!(phase, BackupPhase::New | BackupPhase::InProgress),
-            Phase::Unknown(_) => false,
-        });
+    let made = ListParams::default().labels(&selector);
+    let mut running = false;
+    objects::each_page::<Backup>(&kube.client, &kube.namespace, &made, |page| {
+        running |= page
+            .iter()
+            .any(|backup| match objects::phase::<BackupPhase>(backup) {
+                Phase::Absent => true,
+                Phase::Known(phase) => matches!(phase, BackupPhase::New | BackupPhase::InProgress),
+                Phase::Unknown(_) => false,
+            });
+    })
+    .await?;
     if running {
         tracing::info!("schedule {name}: due, but one of its backups is still running; later");
         return Ok(Action::requeue(WHILE_A_BACKUP_RUNS));
@@ -228,6 +229,7 @@ async fn back_up(
     {
         Ok(_) => tracing::info!("schedule {name}: created backup {backup_name}"),
         Err(kube::Error::Api(status)) if status.code == 409 => {
+            let backups = objects::api::<Backup>(&kube.client, &kube.namespace);
             let existing = backups.get_opt(&backup_name).await?;
             match existing
                 .as_ref()

@@ -63,7 +63,7 @@ async fn sync(object: Arc<Readable<BackupStorageLocation>>, ctx: Arc<Ctx>) -> Op
 async fn sync_one(ctx: &Ctx, object: &Readable<BackupStorageLocation>) -> Result<(), String> {
     let location = object.read.clone().map_err(|e| e.to_string())?;
     let name = object.name();
-    let listed = list_backups(&ctx.kube).await?;
+    let listed = list_backups(&ctx.kube, &name).await?;
     let was_missing = ctx.missing.locked().remove(&name).unwrap_or_default();
     let missing_now = sync_location(ctx, location, &listed, &was_missing).await?;
     ctx.missing.locked().insert(name, missing_now);
@@ -75,24 +75,54 @@ struct Listed {
     /// The names of every Backup object, also those ark's types cannot read: none is created
     /// twice.
     known: BTreeSet<String>,
-    /// The ones that fit ark's types, for the orphan check.
+    /// The location's finished ones that fit ark's types, for the orphan check: each only as
+    /// that check reads it (name, uid, location, phase).
     existing: Vec<Backup>,
 }
 
-/// Lists the namespace's Backup objects, once.
-async fn list_backups(kube: &Kube) -> Result<Listed, String> {
-    let listed = objects::api::<Backup>(&kube.client, &kube.namespace)
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| e.to_string())?
-        .items;
-    Ok(Listed {
-        known: listed.iter().map(|b| b.name_any()).collect(),
-        existing: listed
-            .iter()
-            .filter_map(|b| objects::typed(b).ok())
-            .collect(),
+/// Lists the namespace's Backup objects, once, a page at a time.
+async fn list_backups(kube: &Kube, location: &str) -> Result<Listed, String> {
+    let mut listed = Listed {
+        known: BTreeSet::new(),
+        existing: Vec::new(),
+    };
+    let all = ListParams::default();
+    objects::each_page::<Backup>(&kube.client, &kube.namespace, &all, |page| {
+        for object in page {
+            listed.known.insert(object.name_any());
+            let Ok(backup) = objects::typed::<Backup>(&object) else {
+                continue;
+            };
+            let finished = matches!(
+                backup.phase(),
+                BackupPhase::Completed | BackupPhase::PartiallyFailed
+            );
+            if finished && backup.spec.storage_location.as_deref() == Some(location) {
+                listed.existing.push(as_orphan_check_reads(backup));
+            }
+        }
     })
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(listed)
+}
+
+/// The backup with only what the orphan check, and a deletion request, read of it.
+fn as_orphan_check_reads(backup: Backup) -> Backup {
+    let mut slim = Backup::new(
+        backup.metadata.name.as_deref().unwrap_or_default(),
+        ark_api::BackupSpec {
+            storage_location: backup.spec.storage_location,
+            ..Default::default()
+        },
+    );
+    slim.metadata.namespace = backup.metadata.namespace;
+    slim.metadata.uid = backup.metadata.uid;
+    slim.status = Some(ark_api::BackupStatus {
+        phase: backup.status.and_then(|s| s.phase),
+        ..Default::default()
+    });
+    slim
 }
 
 /// What a listing of a location's bucket means for the Backups of that location.

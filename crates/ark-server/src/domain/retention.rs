@@ -259,6 +259,24 @@ pub fn completed(backups: &[ark_api::Backup]) -> Vec<(String, Timestamp)> {
         .collect()
 }
 
+/// The Completed backups a schedule made, found by their `velero.io/schedule-name` label (its
+/// value as the backups carry it: the name, shortened past 63 characters), as [`completed`] reads
+/// them; listed a page at a time, keeping only those.
+pub async fn completed_of(
+    kube: &crate::runtime::context::Kube,
+    label: &str,
+) -> kube::Result<Vec<(String, Timestamp)>> {
+    let made = format!("{}={label}", ark_api::labels::SCHEDULE_NAME);
+    let made = kube::api::ListParams::default().labels(&made);
+    let mut all = Vec::new();
+    let (client, namespace) = (&kube.client, &kube.namespace);
+    crate::runtime::objects::each_typed_page::<ark_api::Backup>(client, namespace, &made, |page| {
+        all.extend(completed(&page))
+    })
+    .await?;
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config, Controller};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, reflector};
+use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::runtime::context::Kube;
 use crate::runtime::objects::{self, Readable};
@@ -138,7 +138,13 @@ pub async fn run_woken<K, C, F, Fut>(
             }
         }
     };
-    let controller = Controller::new_with(api, watcher::Config::default(), resource);
+    // The cache holds every object of the kind for the server's life: without what no reconcile
+    // reads of its own kind (the field managers' records, often the larger part of an object).
+    let writer = reflector::store::Writer::new(resource.clone());
+    let cache = writer.as_reader();
+    let watch = watcher(api, watcher::Config::default()).modify(objects::trim_cached);
+    let controller =
+        Controller::for_stream_with(reflector(writer, watch).applied_objects(), cache, resource);
     let controller = woken_also::<K>(controller, woken, &kube);
     let controller = controller
         .with_config(Config::default().concurrency(concurrency))

@@ -45,6 +45,17 @@ impl<K> Readable<K> {
     }
 }
 
+/// Drops from a watched object what no controller reads of its own kind's objects, before the
+/// watch's cache keeps it: `metadata.managedFields` and kubectl's last-applied copy of the object.
+pub fn trim_cached(object: &mut DynamicObject) {
+    object.metadata.managed_fields = None;
+    if let Some(annotations) = object.metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 /// `status.phase` as stored, read on its own (the rest of the object may not fit ark's types).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Phase<P> {
@@ -79,16 +90,46 @@ where
         .map(|object| typed(&object)))
 }
 
-/// Every object of the kind that fits ark's type; each one that does not is logged and left out.
-pub async fn list<K>(client: &Client, namespace: &str, params: &ListParams) -> kube::Result<Vec<K>>
+/// How many objects a listing of [`each_page`] holds at once.
+const PAGE: u32 = 500;
+
+/// The kind's objects in `namespace` as `params` select them, untyped, handed to `each` a page at
+/// a time: a listing of thousands of backups is never held whole.
+pub async fn each_page<K>(
+    client: &Client,
+    namespace: &str,
+    params: &ListParams,
+    mut each: impl FnMut(Vec<DynamicObject>),
+) -> kube::Result<()>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let api = api::<K>(client, namespace);
+    let mut params = params.clone().limit(PAGE);
+    loop {
+        let page = api.list(&params).await?;
+        let next = page.metadata.continue_.filter(|token| !token.is_empty());
+        each(page.items);
+        match next {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The same pages, each as the objects of it that fit ark's type; each one that does not is
+/// logged and left out.
+pub async fn each_typed_page<K>(
+    client: &Client,
+    namespace: &str,
+    params: &ListParams,
+    mut each: impl FnMut(Vec<K>),
+) -> kube::Result<()>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
-    let objects = api::<K>(client, namespace).list(params).await?;
-    Ok(objects
-        .items
-        .iter()
-        .filter_map(|object| match typed(object) {
+    each_page::<K>(client, namespace, params, |page| {
+        let fit = page.iter().filter_map(|object| match typed(object) {
             Ok(typed) => Some(typed),
             Err(unfit) => {
                 tracing::warn!(
@@ -99,8 +140,21 @@ where
                 );
                 None
             }
-        })
-        .collect())
+        });
+        each(fit.collect());
+    })
+    .await
+}
+
+/// Every object of the kind that fits ark's type (read a page at a time); each one that does not
+/// is logged and left out.
+pub async fn list<K>(client: &Client, namespace: &str, params: &ListParams) -> kube::Result<Vec<K>>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
+    let mut all = Vec::new();
+    each_typed_page(client, namespace, params, |page| all.extend(page)).await?;
+    Ok(all)
 }
 
 /// A Kubernetes error as a person reads it in a status or result: the API server's own message

@@ -12,7 +12,7 @@ use ark_api::{
     Backup, BackupPhase, BackupProgress, BackupStatus, Restore, RestorePhase, RestoreProgress,
     RestoreStatus,
 };
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, ListParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -131,17 +131,16 @@ pub fn api<K: Operation>(kube: &Kube) -> Api<DynamicObject> {
 
 /// The objects a previous server left InProgress: an operation cannot be resumed (as in Velero).
 pub async fn interrupted<K: Operation>(kube: &Kube) -> Vec<DynamicObject> {
-    match api::<K>(kube).list(&Default::default()).await {
-        Ok(list) => list
-            .items
-            .into_iter()
-            .filter(|o| objects::phase(o) == Phase::Known(K::IN_PROGRESS))
-            .collect(),
-        Err(error) => {
-            tracing::warn!("listing {}s left InProgress: {error}", K::KIND);
-            Vec::new()
-        }
+    let mut interrupted = Vec::new();
+    let all = ListParams::default();
+    let listed = objects::each_page::<K>(&kube.client, &kube.namespace, &all, |page| {
+        let in_progress = |o: &DynamicObject| objects::phase(o) == Phase::Known(K::IN_PROGRESS);
+        interrupted.extend(page.into_iter().filter(in_progress));
+    });
+    if let Err(error) = listed.await {
+        tracing::warn!("listing {}s left InProgress: {error}", K::KIND);
     }
+    interrupted
 }
 
 /// Marks an interrupted operation Failed, as Velero words it.

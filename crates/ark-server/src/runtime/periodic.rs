@@ -21,6 +21,10 @@ use crate::runtime::objects::Readable;
 use crate::runtime::sync::Locked;
 use serde::de::DeserializeOwned;
 
+/// How many objects' runs go at once: a server that starts beside thousands of backups looks at
+/// each in turn, not at all of them together (each run holds its own copy of its object).
+const AT_ONCE: u16 = 16;
+
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
 /// each run returns when to run again (`None`: only once the object's spec changes).
 pub async fn run<K, C, F, Fut>(ctx: Arc<C>, reconcile: F)
@@ -50,7 +54,7 @@ where
             Ok(interval.map_or_else(Action::await_change, Action::requeue))
         }
     };
-    controller::run::<K, _, _, _>(ctx, "periodic", 0, run_when_due).await;
+    controller::run::<K, _, _, _>(ctx, "periodic", AT_ONCE, run_when_due).await;
 }
 
 /// When each object (by [`identity_and_spec`]) may run next: at an instant, or (`None`) once its

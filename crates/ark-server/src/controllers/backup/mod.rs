@@ -160,32 +160,34 @@ async fn remove_snapshots_of_failed(kube: &Kube, name: &str, uid: &str) {
 pub async fn remove_legacy_finalizer(kube: Kube) {
     const LEGACY_FINALIZER: &str = "gc.ark.heptio.com";
     let api = operation::api::<Backup>(&kube);
-    let Ok(list) = api.list(&Default::default()).await else {
+    let holds = |b: &DynamicObject| (b.finalizers().iter()).any(|f| f == LEGACY_FINALIZER);
+    let mut holding = Vec::new();
+    let all = kube::api::ListParams::default();
+    let listed = objects::each_page::<Backup>(&kube.client, &kube.namespace, &all, |page| {
+        holding.extend(page.into_iter().filter(holds))
+    });
+    if listed.await.is_err() {
         return;
-    };
-    for backup in list.items {
-        let finalizers = backup.metadata.finalizers.clone().unwrap_or_default();
-        if finalizers.iter().any(|f| f == LEGACY_FINALIZER) {
-            let kept: Vec<&String> = finalizers
-                .iter()
-                .filter(|f| *f != LEGACY_FINALIZER)
-                .collect();
-            let name = backup.metadata.name.clone().unwrap_or_default();
-            let patch = json!({ "metadata": { "finalizers": kept, "resourceVersion": backup.metadata.resource_version } });
-            match api
-                .patch(
-                    &name,
-                    &kube::api::PatchParams::default(),
-                    &kube::api::Patch::Merge(&patch),
-                )
-                .await
-            {
-                Ok(_) => tracing::info!(
-                    "removed the legacy finalizer {LEGACY_FINALIZER} from backup {name}"
-                ),
-                Err(error) => {
-                    tracing::warn!("removing the legacy finalizer from backup {name}: {error}")
-                }
+    }
+    for backup in holding {
+        let kept: Vec<&String> = (backup.finalizers().iter())
+            .filter(|f| *f != LEGACY_FINALIZER)
+            .collect();
+        let name = backup.name_any();
+        let patch = json!({ "metadata": { "finalizers": kept, "resourceVersion": backup.metadata.resource_version } });
+        match api
+            .patch(
+                &name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => {
+                tracing::info!("removed the legacy finalizer {LEGACY_FINALIZER} from backup {name}")
+            }
+            Err(error) => {
+                tracing::warn!("removing the legacy finalizer from backup {name}: {error}")
             }
         }
     }

@@ -119,15 +119,15 @@ async fn look(object: Arc<Readable<Schedule>>, ctx: Arc<Ctx>) -> Option<Duration
         }
     };
     let last = TestResult::of(schedule.metadata.annotations.as_ref()).and_then(Result::ok);
-    let backups = match made_by(kube, schedule).await {
-        Ok(backups) => backups,
+    let label = labels::valid_label_value(&name);
+    let completed = match retention::completed_of(kube, &label).await {
+        Ok(completed) => completed,
         Err(error) => {
             tracing::warn!("schedule {name}: listing its backups: {error}");
             return Some(LOOK_EVERY);
         }
     };
     let now = Timestamp::now();
-    let completed = retention::completed(&backups);
     let Some(due) = due(&test, last.as_ref(), &completed, now) else {
         let overdue = overdue(&test, schedule, last.as_ref(), now);
         if let Some(note) = &overdue {
@@ -146,20 +146,14 @@ async fn look(object: Arc<Readable<Schedule>>, ctx: Arc<Ctx>) -> Option<Duration
             .restore_test_failing(&name, Some(failed || overdue.is_some()));
         return Some(LOOK_EVERY);
     };
-    let Some(backup) = backups.iter().find(|b| b.name_any() == due) else {
+    let Ok(Some(Ok(backup))) = objects::get::<Backup>(&kube.client, &kube.namespace, &due).await
+    else {
         return Some(LOOK_EVERY);
     };
     sweep(&ctx).await;
-    let result = steps::run(&ctx, schedule, &test, backup).await;
-    record(kube, schedule, backup, &result).await;
+    let result = steps::run(&ctx, schedule, &test, &backup).await;
+    record(kube, schedule, &backup, &result).await;
     Some(LOOK_EVERY)
-}
-
-/// The backups a schedule made (by its label, which holds the name as a label value holds it).
-async fn made_by(kube: &Kube, schedule: &Schedule) -> kube::Result<Vec<Backup>> {
-    let label = labels::valid_label_value(&schedule.name_any());
-    let made = ListParams::default().labels(&format!("{}={label}", labels::SCHEDULE_NAME));
-    objects::list::<Backup>(&kube.client, &kube.namespace, &made).await
 }
 
 /// The backup to test now, if one is due: the newest Completed one (by start, then name), unless
