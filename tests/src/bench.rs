@@ -72,9 +72,20 @@ pub async fn run_operation(
 }
 
 /// The default S3 location (credentials in the Secret `cloud-credentials`) in `ns`, under a prefix
-/// of its own, as both tools read it; waits until the tool's server finds it Available.
+/// of its own, as both tools read it.
 pub async fn s3_location(cluster: &Cluster, client: &Client, ns: &str) {
-    let location = cluster.s3_location(&unique_name("bench"));
+    s3_location_at(cluster, client, ns, &unique_name("bench"), "ReadWrite").await;
+}
+
+/// The same location at `prefix`, in `access_mode` (`ReadWrite`, `ReadOnly`).
+pub async fn s3_location_at(
+    cluster: &Cluster,
+    client: &Client,
+    ns: &str,
+    prefix: &str,
+    access_mode: &str,
+) {
+    let location = cluster.s3_location(prefix);
     fixtures::credentials_secret(client, ns, fixtures::CREDENTIALS_SECRET, &location).await;
     let object: DynamicObject = serde_json::from_value(serde_json::json!({
         "apiVersion": "velero.io/v1", "kind": "BackupStorageLocation",
@@ -82,6 +93,7 @@ pub async fn s3_location(cluster: &Cluster, client: &Client, ns: &str) {
         "spec": {
             "provider": "aws",
             "default": true,
+            "accessMode": access_mode,
             "objectStorage": { "bucket": location.bucket, "prefix": location.prefix },
             "config": location.config,
             "credential": { "name": fixtures::CREDENTIALS_SECRET, "key": "cloud" },
