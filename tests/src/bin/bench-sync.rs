@@ -123,6 +123,12 @@ async fn main() {
         };
 
         let floor = floor(&cluster, &client, &store, count).await;
+        eprintln!(
+            "bench-sync: {count}: ark {:.1} s, {:.0} MiB, get {get:.2} s; Velero {:?}; floor {floor:.1} s",
+            ark_synced.seconds,
+            ark_synced.peak_mib,
+            velero_synced.map(|v| (v.seconds, v.peak_mib)),
+        );
         rows.push((count, ark_synced, get, velero_synced, floor));
     }
 
@@ -278,6 +284,7 @@ async fn floor(cluster: &Cluster, client: &Client, store: &BackupStore, count: u
                 let mut backup: Backup = serde_json::from_slice(&bytes).unwrap();
                 backup.metadata.resource_version = None;
                 backup.metadata.uid = None;
+                backup.metadata.namespace = None;
                 backups.create(&PostParams::default(), &backup).await
             }
         })
