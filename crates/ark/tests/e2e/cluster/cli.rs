@@ -214,6 +214,14 @@ async fn backup_get_pages_with_limit_and_continue() {
             })
             .collect()
     };
+    // The token the note on stderr gives for the next page of two.
+    let next_token = |output: &std::process::Output| -> String {
+        let note = text(&output.stderr);
+        note.strip_prefix("More backups follow: the next 2 with --limit 2 --continue ")
+            .and_then(|rest| rest.strip_suffix('\n'))
+            .unwrap_or_else(|| panic!("no note of the next page: {note:?}"))
+            .to_string()
+    };
     let get = |extra: &[&str]| {
         let mut args = vec!["backup", "get", "-n", &ns.name];
         args.extend(extra);
@@ -222,27 +230,19 @@ async fn backup_get_pages_with_limit_and_continue() {
     let first = get(&["--limit", "2"]);
     assert!(first.status.success(), "{}", text(&first.stderr));
     assert_eq!(names(&first), ["a", "b"]);
-    let note = text(&first.stderr);
-    let token = note
-        .strip_prefix("More backups follow: the next 2 with --limit 2 --continue ")
-        .and_then(|rest| rest.strip_suffix('\n'))
-        .unwrap_or_else(|| panic!("no note of the next page: {note:?}"));
-    let second = get(&["--limit", "2", "--continue", token]);
+    let token = next_token(&first);
+    let second = get(&["--limit", "2", "--continue", &token]);
     assert!(second.status.success(), "{}", text(&second.stderr));
     assert_eq!(names(&second), ["c", "d"]);
-    let note = text(&second.stderr);
-    let token = note
-        .strip_prefix("More backups follow: the next 2 with --limit 2 --continue ")
-        .and_then(|rest| rest.strip_suffix('\n'))
-        .unwrap_or_else(|| panic!("no note of the next page: {note:?}"));
-    let last = get(&["--limit", "2", "--continue", token]);
+    let token = next_token(&second);
+    let last = get(&["--limit", "2", "--continue", &token]);
     assert!(last.status.success(), "{}", text(&last.stderr));
     assert_eq!(names(&last), ["e"]);
     assert_eq!(text(&last.stderr), "");
     // Without --limit, every backup, read in pages all the same.
     assert_eq!(names(&get(&[])), ["a", "b", "c", "d", "e"]);
     // A token alone, or a limit with names, is a mistake said as such.
-    assert_eq!(get(&["--continue", token]).status.code(), Some(2));
+    assert_eq!(get(&["--continue", &token]).status.code(), Some(2));
     let named = get(&["a", "--limit", "1"]);
     assert_eq!(named.status.code(), Some(1));
     assert_eq!(
