@@ -53,6 +53,21 @@ pub enum SchedulePhase {
     FailedValidation,
 }
 
+/// Why a schedule of this name can make no backup, if it cannot: each of its backups carries the
+/// name, whole as Velero writes it, as its `velero.io/schedule-name` label, and the API server
+/// refuses a label value longer than 63 characters.
+pub fn schedule_name_error(name: &str) -> Option<String> {
+    (name.len() > crate::labels::MAX_LABEL_VALUE).then(|| {
+        format!(
+            "the schedule's name is {} characters long: its backups carry it as the label {}, \
+             whose value holds at most {}",
+            name.len(),
+            crate::labels::SCHEDULE_NAME,
+            crate::labels::MAX_LABEL_VALUE,
+        )
+    })
+}
+
 impl Schedule {
     pub fn phase(&self) -> SchedulePhase {
         self.status

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::cron::Cron;
-use ark_api::{Backup, BackupPhase, Schedule, SchedulePhase, labels};
+use ark_api::{Backup, BackupPhase, Schedule, SchedulePhase, labels, schedule_name_error};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DynamicObject, ListParams, PostParams};
 use kube::runtime::controller::Action;
@@ -85,17 +85,21 @@ pub fn decide(schedule: &Schedule, now: Timestamp, server_skips: bool) -> Decisi
         }));
     }
     let status = schedule.status.clone().unwrap_or_default();
-    let cron = match Cron::parse(&spec.schedule) {
-        Ok(cron) => cron,
-        Err(error) => {
+    let name = schedule.metadata.name.as_deref().unwrap_or_default();
+    let cron = match (Cron::parse(&spec.schedule), schedule_name_error(name)) {
+        (Ok(cron), None) => cron,
+        (cron, name_error) => {
+            let errors: Vec<String> = (cron.err().map(|error| error.message).into_iter())
+                .chain(name_error)
+                .collect();
             let written = schedule.phase() == SchedulePhase::FailedValidation
-                && status.validation_errors.as_deref() == Some(&[error.message.clone()][..]);
+                && status.validation_errors.as_ref() == Some(&errors);
             return if written {
                 Decision::Wait
             } else {
                 Decision::Write(json!({ "status": {
                     "phase": SchedulePhase::FailedValidation,
-                    "validationErrors": [error.message],
+                    "validationErrors": errors,
                 } }))
             };
         }
@@ -517,6 +521,42 @@ mod tests {
         assert_eq!(
             decide(&bad, at("2026-01-01T00:00:02Z"), false),
             Decision::Wait
+        );
+    }
+
+    #[test]
+    fn a_schedule_whose_name_cannot_label_its_backups_fails_validation() {
+        // 64 characters: a valid name, but its backups' velero.io/schedule-name label would be
+        // refused by the API server at every slot.
+        let name = "a".repeat(64);
+        let mut long = schedule("0 25 * * *", "2026-01-01T00:00:00Z");
+        long.metadata.name = Some(name.clone());
+        long.status = None;
+        let errors = json!([
+            "invalid schedule: hour: end of range (25) above maximum (23): 25",
+            "the schedule's name is 64 characters long: its backups carry it as the label \
+             velero.io/schedule-name, whose value holds at most 63",
+        ]);
+        assert_eq!(
+            decide(&long, at("2026-01-01T00:00:01Z"), false),
+            Decision::Write(json!({ "status": {
+                "phase": "FailedValidation", "validationErrors": errors,
+            } }))
+        );
+        long.spec.schedule = "0 3 * * *".into();
+        long.status = Some(ScheduleStatus {
+            phase: Some(SchedulePhase::FailedValidation),
+            validation_errors: Some(vec![errors[1].as_str().unwrap().into()]),
+            ..Default::default()
+        });
+        assert_eq!(
+            decide(&long, at("2026-01-02T12:00:00Z"), false),
+            Decision::Wait
+        );
+        long.metadata.name = Some(name[..63].into());
+        assert_eq!(
+            decide(&long, at("2026-01-02T12:00:00Z"), false),
+            Decision::Write(json!({ "status": { "phase": "Enabled", "validationErrors": null } }))
         );
     }
 

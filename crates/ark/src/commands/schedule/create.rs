@@ -80,6 +80,9 @@ pub async fn run(global: &GlobalArgs, args: ScheduleCreateArgs) -> anyhow::Resul
     if let Err(error) = Cron::parse(&args.schedule) {
         anyhow::bail!("{}\n{}", error, error.pointing_into(&args.schedule));
     }
+    if let Some(error) = ark_api::schedule_name_error(&args.name) {
+        anyhow::bail!("{error}; nothing was created");
+    }
     let test = (args.restore_test_file.as_deref())
         .map(|file| restore_test(file, args.restore_test_hooks_file.as_deref()))
         .transpose()?;

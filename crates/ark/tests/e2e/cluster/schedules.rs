@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use ark_api::{Backup, BackupPhase, Schedule, ScheduleSpec, labels};
+use ark_api::{Backup, BackupPhase, Schedule, SchedulePhase, ScheduleSpec, labels};
 use ark_tests::{ArkServer, Cluster, wait_for};
 use common::{ARK, ark, ark_ok, text};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -295,6 +295,71 @@ async fn ark_schedule_commands_refuse_a_bad_expression_and_never_delete_backups(
     );
     assert!(schedules.get_opt("often").await.unwrap().is_none());
     assert_eq!(backups_of(&backups, "often").await.len(), made);
+}
+
+/// A schedule named past 63 characters (a valid name, which Velero's CLI takes): its backups'
+/// `velero.io/schedule-name` label could never be written, so the server fails its validation
+/// with the reason rather than trying at every slot, and `ark schedule create` refuses it.
+#[tokio::test]
+async fn a_schedule_whose_name_is_too_long_for_its_backups_label_fails_validation() {
+    let cluster = Cluster::get();
+    let client = cluster.client().await;
+    let ns = cluster.namespace("ark").await;
+    let _bucket = common::file_location(&cluster, &ns.name);
+    let _server = ArkServer::start(ARK, &cluster, &ns.name);
+    let schedules = Api::<Schedule>::namespaced(client.clone(), &ns.name);
+    let name = "n".repeat(64);
+    let reason = "the schedule's name is 64 characters long: its backups carry it as the label \
+                  velero.io/schedule-name, whose value holds at most 63";
+
+    let refused = ark(
+        Some(&cluster),
+        &[
+            "schedule",
+            "create",
+            &name,
+            "--schedule",
+            "@every 5s",
+            "-n",
+            &ns.name,
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        format!("error: {reason}; nothing was created\n")
+    );
+    assert!(schedules.get_opt(&name).await.unwrap().is_none());
+
+    let spec = ScheduleSpec {
+        schedule: "@every 5s".into(),
+        ..Default::default()
+    };
+    (schedules
+        .create(&PostParams::default(), &Schedule::new(&name, spec))
+        .await)
+        .unwrap();
+    let failed = wait_for(
+        schedules.clone(),
+        &name,
+        |s: Option<&Schedule>| s.is_some_and(|s| s.phase() == SchedulePhase::FailedValidation),
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let errors = failed.status.unwrap().validation_errors.unwrap();
+    assert_eq!(errors, [reason]);
+    // Past a slot of `@every 5s`: still no backup, nor an attempt at one.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let backups = Api::<Backup>::namespaced(client.clone(), &ns.name);
+    assert!(
+        backups
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 /// A schedule whose server was down for an hour: ark makes one backup, for the last slot (no
