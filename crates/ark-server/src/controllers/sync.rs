@@ -5,9 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ark_api::{Backup, BackupPhase, BackupStorageLocation, BackupStorageLocationPhase, labels};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
@@ -189,22 +190,17 @@ async fn sync_location(
     let available = location.status.as_ref().and_then(|s| s.phase)
         == Some(BackupStorageLocationPhase::Available);
     let kube = &ctx.kube;
-    let backups = Api::<Backup>::namespaced(kube.client.clone(), &kube.namespace);
     let open = locations::open(&kube.client, location)
         .await
         .map_err(|e| e.to_string())?;
     let location_name = open.name();
     let store = &open.store;
     let in_bucket = store.backup_names().await.map_err(|e| e.to_string())?;
-    for name in in_bucket
-        .iter()
+    let without_object: Vec<String> = (in_bucket.iter())
         .filter(|name| !listed.known.contains(*name))
-    {
-        if let Some(backup) = uploaded_backup(store, &location_name, name).await? {
-            let synced = synced_backup(backup, &kube.namespace, &location_name);
-            create_synced(&backups, &location_name, name, &synced).await?;
-        }
-    }
+        .cloned()
+        .collect();
+    create_missing(kube, store, &location_name, without_object).await?;
     // Nothing of a backup is deleted through a location that is read-only (the cluster that
     // owns the bucket does that) or not found Available by its last check.
     if open.location.is_read_only() || !available {
@@ -218,6 +214,73 @@ async fn sync_location(
         previously_missing,
     );
     delete_orphans(ctx, reference, &location_name, orphans).await
+}
+
+/// How many of a location's backups sync reads and creates at once.
+const SYNC_AT_ONCE: usize = 16;
+/// How often a long pass of sync says in the log how far it is.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// Creates the Backup of each of the bucket's backups in `names`, several at once; an error that
+/// is not the backup's own (the bucket or the API server failing) ends the pass, and the next
+/// pass takes up what is left. How far it is goes to the log and to the metrics
+/// `ark_backup_sync_created` and `ark_backup_sync_remaining`.
+async fn create_missing(
+    kube: &Kube,
+    store: &ark_storage::BackupStore,
+    location_name: &str,
+    names: Vec<String>,
+) -> Result<(), String> {
+    let backups = Api::<Backup>::namespaced(kube.client.clone(), &kube.namespace);
+    let (total, metrics) = (names.len(), &kube.metrics);
+    metrics.sync_remaining(location_name, total);
+    if total == 0 {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let mut said = started;
+    let (mut read, mut created) = (0, 0);
+    // Owned names: a stream of futures that borrow their item trips rustc's check that the
+    // periodic's future is Send (rust-lang/rust#102211).
+    let mut each = futures::stream::iter(names)
+        .map(|name| create_one(&kube.namespace, store, &backups, location_name, name))
+        .buffer_unordered(SYNC_AT_ONCE);
+    while let Some(made) = each.next().await {
+        read += 1;
+        if made? {
+            created += 1;
+            metrics.synced(location_name);
+        }
+        metrics.sync_remaining(location_name, total - read);
+        if said.elapsed() >= PROGRESS_EVERY {
+            tracing::info!(
+                "backup sync of location {location_name}: {read} of {total} backups read, \
+                 {created} Backups created"
+            );
+            said = Instant::now();
+        }
+    }
+    tracing::info!(
+        "backup sync of location {location_name}: {created} Backups created of the {total} \
+         backups without one, in {:.1?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+
+/// Reads the bucket's backup `name` and creates its Backup in `namespace`; true when it did.
+async fn create_one(
+    namespace: &str,
+    store: &ark_storage::BackupStore,
+    backups: &Api<Backup>,
+    location_name: &str,
+    name: String,
+) -> Result<bool, String> {
+    let Some(backup) = uploaded_backup(store, location_name, &name).await? else {
+        return Ok(false);
+    };
+    let synced = synced_backup(backup, namespace, location_name);
+    create_synced(backups, location_name, &name, &synced).await
 }
 
 /// The finished backup the bucket's folder `name` holds; None, with a note in the log, when
@@ -267,17 +330,18 @@ async fn uploaded_backup(
     Ok(Some(backup))
 }
 
-/// Creates the Backup object of a synced backup; one that exists already, or that the API server
-/// refuses, is left (and the next one still synced).
+/// Creates the Backup object of a synced backup (true when it did); one that exists already, or
+/// that the API server refuses, is left (and the next one still synced).
 async fn create_synced(
     backups: &Api<Backup>,
     location_name: &str,
     name: &str,
     synced: &Backup,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     match backups.create(&PostParams::default(), synced).await {
         Ok(_) => {
-            tracing::info!("backup sync: created Backup {name} from location {location_name}")
+            tracing::debug!("backup sync: created Backup {name} from location {location_name}");
+            return Ok(true);
         }
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         // The API server refuses this one (too large annotations, an invalid label): it
@@ -290,7 +354,7 @@ async fn create_synced(
         }
         Err(error) => return Err(format!("creating Backup {name}: {error}")),
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Requests the deletion of the orphans, unless the bucket lacks all of the location's backups

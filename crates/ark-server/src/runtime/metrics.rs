@@ -119,6 +119,9 @@ struct StorageMetrics {
     csi_snapshot_successes: Family<ScheduleBackup, Counter>,
     csi_snapshot_failures: Family<ScheduleBackup, Counter>,
     location_status: Family<LocationName, Gauge>,
+    /// ark's own: sync's Backups created, and those its pass has still to create.
+    synced: Family<LocationName, Counter>,
+    sync_remaining: Family<LocationName, Gauge>,
     maintenance_successes: Family<RepositoryName, Counter>,
     maintenance_failures: Family<RepositoryName, Counter>,
     maintenance_duration: Family<RepositoryName, Histogram, fn() -> Histogram>,
@@ -151,6 +154,18 @@ impl StorageMetrics {
             "The status of backup location.  A value of 1 is available, 0 is unavailable",
             Family::<LocationName, Gauge>::default(),
         );
+        let synced = registered(
+            r,
+            "ark_backup_sync_created",
+            "Total number of Backup objects sync created from a location's bucket",
+            Family::<LocationName, Counter>::default(),
+        );
+        let sync_remaining = registered(
+            r,
+            "ark_backup_sync_remaining",
+            "Backups of a location's bucket that its sync in progress has still to create",
+            Family::<LocationName, Gauge>::default(),
+        );
         let [maintenance_successes, maintenance_failures] = [
             (
                 "velero_repo_maintenance_success",
@@ -175,6 +190,8 @@ impl StorageMetrics {
             csi_snapshot_successes,
             csi_snapshot_failures,
             location_status,
+            synced,
+            sync_remaining,
             maintenance_successes,
             maintenance_failures,
             maintenance_duration,
@@ -621,6 +638,24 @@ impl Metrics {
             .set(i64::from(available));
     }
 
+    /// Sync of `location` created a Backup.
+    pub fn synced(&self, location: &str) {
+        (self.storage.synced)
+            .get_or_create(&LocationName {
+                backup_location_name: location.to_string(),
+            })
+            .inc();
+    }
+
+    /// Sync of `location` has `remaining` Backups still to create in this pass.
+    pub fn sync_remaining(&self, location: &str, remaining: usize) {
+        (self.storage.sync_remaining)
+            .get_or_create(&LocationName {
+                backup_location_name: location.to_string(),
+            })
+            .set(i64::try_from(remaining).unwrap_or(i64::MAX));
+    }
+
     /// A repository's maintenance ended after `took`.
     pub fn maintained(&self, repository: &str, succeeded: bool, took: Duration) {
         let labels = RepositoryName {
@@ -780,6 +815,9 @@ mod tests {
         metrics.csi_snapshots("", "by-hand", 0, 0);
         metrics.location_checked("default", true);
         metrics.location_checked("offsite", false);
+        metrics.synced("default");
+        metrics.synced("default");
+        metrics.sync_remaining("default", 7);
         metrics.maintained("shop-default-kopia", true, Duration::from_secs(90));
         metrics.maintained("shop-default-kopia", false, Duration::from_secs(5));
         let text = metrics.render();
@@ -789,6 +827,8 @@ mod tests {
             "velero_csi_snapshot_failure_total{schedule=\"nightly\",backupName=\"nightly-1\"} 1\n",
             "velero_backup_location_status_gauge{backup_location_name=\"default\"} 1\n",
             "velero_backup_location_status_gauge{backup_location_name=\"offsite\"} 0\n",
+            "ark_backup_sync_created_total{backup_location_name=\"default\"} 2\n",
+            "ark_backup_sync_remaining{backup_location_name=\"default\"} 7\n",
             "velero_repo_maintenance_success_total{repository_name=\"shop-default-kopia\"} 1\n",
             "velero_repo_maintenance_failure_total{repository_name=\"shop-default-kopia\"} 1\n",
             "velero_repo_maintenance_duration_seconds_count{repository_name=\"shop-default-kopia\"} 2\n",
