@@ -32,7 +32,7 @@ use crate::records::archive::TarballWriter;
 use crate::records::results::{Results, gunzip_json, gzip_json};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
-use crate::runtime::objects::{self, Readable};
+use crate::runtime::objects::{self, Summary};
 use crate::runtime::{metrics, operation, patch};
 
 /// Velero's default `itemOperationTimeout`, for a backup whose spec has none.
@@ -55,31 +55,25 @@ impl AsRef<Kube> for Ctx {
 pub async fn run(ctx: Arc<Ctx>) {
     // A backup whose data uploads end is checked then, not at its next check.
     let woken = controller::Woken::ByEndOf(objects::resource::<DataUpload>());
-    controller::run_woken::<Backup, _, _, _>(ctx, "backup operations", 0, woken, reconcile).await;
+    controller::run_summarized::<Backup, _, _, _>(ctx, "backup operations", 0, woken, reconcile)
+        .await;
 }
 
-async fn reconcile(cached: Arc<Readable<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
-    let finishing = |backup: &Backup| {
-        backup
-            .status
-            .as_ref()
-            .and_then(|s| s.phase)
-            .is_some_and(BackupPhase::is_finishing)
-    };
-    if !cached.read.as_ref().is_ok_and(finishing) {
+async fn reconcile(cached: Arc<Summary<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let finishing = |phase: objects::Phase<BackupPhase>| matches!(phase, objects::Phase::Known(phase) if phase.is_finishing());
+    if !finishing(cached.phase()) {
         return Ok(Action::await_change());
     }
     // Decided on a fresh read: the cache may predate this controller's own last write.
-    let api = operation::api::<Backup>(&ctx.kube);
-    let Some(fresh) = api.get_opt(&cached.name()).await? else {
+    let Some(fresh) = cached.read(&ctx.kube.client).await? else {
         return Ok(Action::await_change());
     };
-    let Ok(backup) = objects::typed::<Backup>(&fresh) else {
-        return Ok(Action::await_change());
-    };
-    if !finishing(&backup) {
+    if !finishing(fresh.phase()) {
         return Ok(Action::await_change());
     }
+    let Ok(backup) = fresh.read else {
+        return Ok(Action::await_change());
+    };
     match finish(&backup, &ctx).await {
         Ok(Next::Wait) => Ok(Action::requeue(ctx.frequency)),
         Ok(Next::Done) => Ok(Action::await_change()),

@@ -95,7 +95,7 @@ pub async fn run(ctx: Arc<Ctx>, restores: RestoreCache) {
         use futures::StreamExt;
         use kube::runtime::WatchStreamExt;
         let api = objects::api::<Restore>(&ctx.kube.client, &ctx.kube.namespace);
-        let watch = kube::runtime::watcher(api, Default::default()).modify(objects::trim_cached);
+        let watch = kube::runtime::watcher(api, Default::default()).modify(backup_restored);
         reflector::reflector(restores.0, watch)
             .default_backoff()
             .for_each(|_| std::future::ready(()))
@@ -106,6 +106,14 @@ pub async fn run(ctx: Arc<Ctx>, restores: RestoreCache) {
         controller::run::<DeleteBackupRequest, _, _, _>(ctx, "deletion", workers, reconcile),
         kube.until_stopping(restore_reflector),
     );
+}
+
+/// What the cache of Restores keeps of each: its summary and the backup it restores, all that
+/// finding a backup's restores reads.
+fn backup_restored(restore: &mut DynamicObject) {
+    let backup = restore.data.pointer("/spec/backupName").cloned();
+    objects::summarize(restore);
+    restore.data["spec"] = json!({ "backupName": backup });
 }
 
 /// What to do with a request, decided from what was read.

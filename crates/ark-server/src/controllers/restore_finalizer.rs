@@ -14,18 +14,20 @@ use kube::runtime::controller::Action;
 use crate::domain::locations;
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
-use crate::runtime::objects::{self, Readable};
+use crate::runtime::objects::{self, Summary};
 use crate::runtime::patch;
 
 /// How soon a deletion whose files cannot be removed yet (the location down) is tried again.
 const RETRY: Duration = Duration::from_secs(30);
 
 pub async fn run(ctx: Arc<Kube>) {
-    controller::run::<Restore, _, _, _>(ctx, "restore finalizer", 0, reconcile).await;
+    let woken = controller::Woken::Never;
+    controller::run_summarized::<Restore, _, _, _>(ctx, "restore finalizer", 0, woken, reconcile)
+        .await;
 }
 
 async fn reconcile(
-    object: Arc<Readable<Restore>>,
+    object: Arc<Summary<Restore>>,
     kube: Arc<Kube>,
 ) -> Result<Action, ReconcileError> {
     let stored = &object.stored;
@@ -39,16 +41,18 @@ async fn reconcile(
     if !held {
         return Ok(Action::await_change());
     }
-    let name = object.name();
-    let backup = stored
-        .data
-        .pointer("/spec/backupName")
+    // Deleted: its backup read from the Restore as it is now (the cache keeps no spec).
+    let Some(fresh) = object.read(&kube.client).await? else {
+        return Ok(Action::await_change());
+    };
+    let name = fresh.name();
+    let backup = (fresh.stored.data.pointer("/spec/backupName"))
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default();
     match remove_files(&kube, &name, backup).await {
         Ok(removed) => {
             tracing::info!("restore {name} deleted: removed its {removed} files from the bucket");
-            release(&kube, stored).await?;
+            release(&kube, &fresh.stored).await?;
             Ok(Action::await_change())
         }
         Err(reason) => {

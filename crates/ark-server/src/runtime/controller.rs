@@ -17,7 +17,7 @@ use kube::runtime::reflector::{self, ObjectRef, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::runtime::context::Kube;
-use crate::runtime::objects::{self, Readable};
+use crate::runtime::objects::{self, Readable, Summary};
 use serde::de::DeserializeOwned;
 
 #[derive(Debug, thiserror::Error)]
@@ -91,18 +91,75 @@ pub async fn run_woken<K, C, F, Fut>(
     what: &'static str,
     concurrency: u16,
     woken: Woken,
-    mut reconcile: F,
+    reconcile: F,
 ) where
     K: Resource<DynamicType = ()> + DeserializeOwned,
     C: AsRef<Kube> + Send + Sync + 'static,
     F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
+    let cached = Cached {
+        kept: objects::trim_cached,
+        handed: Readable::new,
+    };
+    drive::<K, _, _, _, _>(ctx, what, concurrency, woken, cached, reconcile).await;
+}
+
+/// [`run_woken`] for a kind of which a namespace may hold thousands (Backups, Restores): the cache
+/// keeps each object's summary ([`objects::summarize`]), and each reconcile, handed the summary,
+/// reads the object when it has work to do. Every controller of such a kind holds a cache of it,
+/// so this is what keeps the server's memory from growing with the number of backups.
+pub async fn run_summarized<K, C, F, Fut>(
+    ctx: Arc<C>,
+    what: &'static str,
+    concurrency: u16,
+    woken: Woken,
+    reconcile: F,
+) where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<Summary<K>>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
+    let cached = Cached {
+        kept: objects::summarize,
+        handed: Summary::new,
+    };
+    drive::<K, _, _, _, _>(ctx, what, concurrency, woken, cached, reconcile).await;
+}
+
+/// What a controller's cache keeps of each object, and what a reconcile is handed of it.
+struct Cached<T> {
+    kept: fn(&mut DynamicObject),
+    handed: fn(DynamicObject) -> T,
+}
+
+async fn drive<K, T, C, F, Fut>(
+    ctx: Arc<C>,
+    what: &'static str,
+    concurrency: u16,
+    woken: Woken,
+    cached: Cached<T>,
+    mut reconcile: F,
+) where
+    K: Resource<DynamicType = ()>,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<T>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
     let kube = ctx.as_ref().as_ref().clone();
     let resource = objects::resource::<K>();
-    let api = match woken {
-        Woken::ByMirrors { .. } => kube::Api::all_with(kube.client.clone(), &resource),
-        _ => objects::api::<K>(&kube.client, &kube.namespace),
+    let (api, watched) = match woken {
+        // Tenants' requests are in their own namespaces: the server's, where thousands of Backups
+        // may be, is left out (its mirrors wake their requests by their label, below).
+        Woken::ByMirrors { .. } => (
+            kube::Api::all_with(kube.client.clone(), &resource),
+            watcher::Config::default().fields(&format!("metadata.namespace!={}", kube.namespace)),
+        ),
+        _ => (
+            objects::api::<K>(&kube.client, &kube.namespace),
+            watcher::Config::default(),
+        ),
     };
     let error_policy = move |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<C>| {
         let retry = error.retry_after();
@@ -121,7 +178,7 @@ pub async fn run_woken<K, C, F, Fut>(
             let metrics = kube.metrics.clone();
             let work = (!stopping).then(|| {
                 running.send_modify(|n| *n += 1);
-                let object = Arc::new(Readable::new(object.as_ref().clone()));
+                let object = Arc::new((cached.handed)(object.as_ref().clone()));
                 (Running(running.clone()), reconcile(object, ctx))
             });
             async move {
@@ -138,11 +195,10 @@ pub async fn run_woken<K, C, F, Fut>(
             }
         }
     };
-    // The cache holds every object of the kind for the server's life: without what no reconcile
-    // reads of its own kind (the field managers' records, often the larger part of an object).
+    // The cache holds every object of the kind for the server's life, each as `cached` keeps it.
     let writer = reflector::store::Writer::new(resource.clone());
     let cache = writer.as_reader();
-    let watch = watcher(api, watcher::Config::default()).modify(objects::trim_cached);
+    let watch = watcher(api, watched).modify(cached.kept);
     let controller =
         Controller::for_stream_with(reflector(writer, watch).applied_objects(), cache, resource);
     let controller = woken_also::<K>(controller, woken, &kube);

@@ -3,9 +3,14 @@
 //! cannot read: each is read on its own, and one that does not fit fails alone, with the field
 //! and the reason, never a whole list, a watch or a controller.
 
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use serde_json::json;
 
 /// The kind's objects in `namespace`, untyped.
 pub fn api<K: Resource<DynamicType = ()>>(client: &Client, namespace: &str) -> Api<DynamicObject> {
@@ -55,6 +60,77 @@ pub fn trim_cached(object: &mut DynamicObject) {
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Reduces a watched object to what a controller decides on before it reads the object fresh
+/// (see [`Summary`]): its identity and resourceVersion, labels, finalizers and deletion, its
+/// `status.phase`, and a digest of its spec. A Backup keeps about a tenth of itself: a cache of
+/// ten thousand is a few megabytes, not a few hundred.
+pub fn summarize(object: &mut DynamicObject) {
+    let meta = std::mem::take(&mut object.metadata);
+    object.metadata = ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        finalizers: meta.finalizers,
+        deletion_timestamp: meta.deletion_timestamp,
+        ..ObjectMeta::default()
+    };
+    object.types = None;
+    let phase = object.data.pointer("/status/phase").cloned();
+    let spec = digest(object.data.get("spec"));
+    object.data = json!({ "status": { "phase": phase }, SPEC_DIGEST: spec });
+}
+
+/// Where a summary keeps its spec's digest.
+const SPEC_DIGEST: &str = "specDigest";
+
+fn digest(value: Option<&serde_json::Value>) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.map(ToString::to_string).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// An object of kind `K` as a summarizing cache holds it ([`summarize`]): enough to tell whether
+/// there is work, never enough to do it. [`Summary::read`] gets the object as it is now, so each
+/// reconcile acts on a fresh read and the cache stays small whatever the number of objects.
+pub struct Summary<K> {
+    pub stored: DynamicObject,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource<DynamicType = ()> + DeserializeOwned> Summary<K> {
+    pub fn new(stored: DynamicObject) -> Self {
+        Summary {
+            stored,
+            kind: PhantomData,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        self.stored.name_any()
+    }
+
+    /// Its phase as the cache saw it.
+    pub fn phase<P: DeserializeOwned>(&self) -> Phase<P> {
+        phase(&self.stored)
+    }
+
+    /// What tells its spec apart from another of the same object's.
+    pub fn spec_digest(&self) -> u64 {
+        (self.stored.data.get(SPEC_DIGEST))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_default()
+    }
+
+    /// The object as the API server has it now; None once it is gone.
+    pub async fn read(&self, client: &Client) -> kube::Result<Option<Readable<K>>> {
+        let namespace = self.stored.namespace().unwrap_or_default();
+        let api = api::<K>(client, &namespace);
+        Ok(api.get_opt(&self.name()).await?.map(Readable::new))
+    }
+}
 
 /// `status.phase` as stored, read on its own (the rest of the object may not fit ark's types).
 #[derive(Clone, Debug, PartialEq)]
@@ -227,6 +303,54 @@ mod tests {
         assert_eq!(
             phase::<BackupPhase>(&with(serde_json::json!({ "phase": "Weird" }))),
             Phase::Unknown(serde_json::json!("Weird"))
+        );
+    }
+
+    #[test]
+    fn a_summary_keeps_what_controllers_decide_on_and_only_that() {
+        let backup = |spec: serde_json::Value| -> DynamicObject {
+            serde_json::from_value(json!({
+                "apiVersion": "velero.io/v1", "kind": "Backup",
+                "metadata": {
+                    "name": "nightly-1", "namespace": "velero", "uid": "u1",
+                    "resourceVersion": "42", "labels": { "velero.io/schedule-name": "nightly" },
+                    "annotations": { "velero.io/source-cluster-k8s-gitversion": "v1.35.4" },
+                    "finalizers": ["restores.velero.io/external-resources-finalizer"],
+                    "deletionTimestamp": "2026-12-07T10:00:00Z",
+                    "managedFields": [{ "manager": "velero-server", "operation": "Update" }],
+                },
+                "spec": spec,
+                "status": { "phase": "Completed", "progress": { "totalItems": 9 } },
+            }))
+            .unwrap()
+        };
+        let mut summary = backup(json!({ "ttl": "720h0m0s", "includedNamespaces": ["shop"] }));
+        summarize(&mut summary);
+        let summary = Summary::<ark_api::Backup>::new(summary);
+        let meta = &summary.stored.metadata;
+        assert_eq!(summary.name(), "nightly-1");
+        assert_eq!(meta.namespace.as_deref(), Some("velero"));
+        assert_eq!(meta.uid.as_deref(), Some("u1"));
+        assert_eq!(meta.resource_version.as_deref(), Some("42"));
+        assert_eq!(
+            summary.stored.labels()["velero.io/schedule-name"],
+            "nightly"
+        );
+        assert_eq!(meta.finalizers.as_ref().map(Vec::len), Some(1));
+        assert!(meta.deletion_timestamp.is_some());
+        assert_eq!(
+            summary.phase::<ark_api::BackupPhase>(),
+            Phase::Known(ark_api::BackupPhase::Completed)
+        );
+        assert!(meta.annotations.is_none() && meta.managed_fields.is_none());
+        assert_eq!(summary.stored.data.get("spec"), None);
+        assert_eq!(summary.stored.data.pointer("/status/progress"), None);
+        // The spec is told apart by its digest.
+        let mut other = backup(json!({ "ttl": "24h0m0s", "includedNamespaces": ["shop"] }));
+        summarize(&mut other);
+        assert_ne!(
+            summary.spec_digest(),
+            Summary::<ark_api::Backup>::new(other).spec_digest()
         );
     }
 

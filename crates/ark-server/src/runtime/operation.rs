@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 
 use crate::runtime::context::Kube;
 use crate::runtime::controller::{self, ReconcileError};
-use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::objects::{self, Phase, Summary};
 use crate::runtime::patch;
 use crate::runtime::sync::Locked;
 
@@ -165,11 +165,11 @@ pub async fn run<K, C, F, Fut>(ctx: Arc<C>, workers: u16, mut reconcile: F)
 where
     K: Operation,
     C: AsRef<Kube> + Send + Sync + 'static,
-    F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
+    F: FnMut(Arc<Summary<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
     let lanes = Lanes::new(workers);
-    let in_lane = move |cached: Arc<Readable<K>>, ctx: Arc<C>| {
+    let in_lane = move |cached: Arc<Summary<K>>, ctx: Arc<C>| {
         // Only a New object has work to wait for; any other is decided at once.
         let lane = is_new::<K>(&cached.stored).then(|| lanes.lane(&cached.stored));
         let kube: Kube = (*ctx).as_ref().clone();
@@ -191,7 +191,8 @@ where
     };
     // The lanes bound the work; the controller's own bound would make a tenant's operation wait
     // behind the cluster's.
-    controller::run::<K, _, _, _>(ctx, K::KIND, 0, in_lane).await;
+    let woken = controller::Woken::Never;
+    controller::run_summarized::<K, _, _, _>(ctx, K::KIND, 0, woken, in_lane).await;
 }
 
 /// Where operations wait for each other. A tenant's requests are mirrored into the server's
@@ -238,28 +239,28 @@ fn is_new<K: Operation>(object: &DynamicObject) -> bool {
 /// there is nothing to do. Deciding on the controller's cache, which may not have seen the
 /// InProgress this server wrote, could start an operation twice. A New object that ark's types
 /// cannot read ends FailedValidation with the field and the reason.
-pub async fn claimable<K: Operation>(kube: &Kube, cached: &Readable<K>) -> kube::Result<Option<K>> {
+pub async fn claimable<K: Operation>(kube: &Kube, cached: &Summary<K>) -> kube::Result<Option<K>> {
     // A phase moves only forward: an object the cache has past New is not New now either, and
     // reading it again would cost a request for every event of every finished operation (each
     // backup a deletion removes brings two).
     if !is_new::<K>(&cached.stored) {
         return Ok(None);
     }
-    let api = api::<K>(kube);
-    let Some(object) = api.get_opt(&cached.name()).await? else {
+    let Some(object) = cached.read(&kube.client).await? else {
         return Ok(None);
     };
-    if !is_new::<K>(&object) {
+    if !is_new::<K>(&object.stored) {
         return Ok(None);
     }
-    match objects::typed::<K>(&object) {
+    let (name, stored) = (object.name(), object.stored);
+    match object.read {
         Ok(typed) => Ok(Some(typed)),
         Err(unfit) => {
             let status = K::failed_validation(vec![unfit.to_string()]);
             let _ = patch::claim(
-                &api,
-                &object.name_any(),
-                object.metadata.resource_version.as_deref(),
+                &api::<K>(kube),
+                &name,
+                stored.metadata.resource_version.as_deref(),
                 json!({ "status": status }),
             )
             .await?;
@@ -349,15 +350,15 @@ mod tests {
             })
         };
         let (kube, _stop) = Kube::for_tests(kube::Client::new(counting, "velero"));
-        let cached = |phase: &str| -> Readable<ark_api::Backup> {
-            Readable::new(
-                serde_json::from_value(json!({
-                    "apiVersion": "velero.io/v1", "kind": "Backup",
-                    "metadata": { "name": "b1", "namespace": "velero" },
-                    "status": { "phase": phase },
-                }))
-                .unwrap(),
-            )
+        let cached = |phase: &str| -> Summary<ark_api::Backup> {
+            let mut object = serde_json::from_value(json!({
+                "apiVersion": "velero.io/v1", "kind": "Backup",
+                "metadata": { "name": "b1", "namespace": "velero" },
+                "status": { "phase": phase },
+            }))
+            .unwrap();
+            objects::summarize(&mut object);
+            Summary::new(object)
         };
         for phase in ["InProgress", "Completed", "Deleting", "FailedValidation"] {
             let claim = claimable::<ark_api::Backup>(&kube, &cached(phase)).await;

@@ -12,12 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Resource;
-use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 
 use crate::runtime::context::Kube;
 use crate::runtime::controller;
-use crate::runtime::objects::Readable;
+use crate::runtime::objects::{Readable, Summary};
 use crate::runtime::sync::Locked;
 use serde::de::DeserializeOwned;
 
@@ -26,7 +25,8 @@ use serde::de::DeserializeOwned;
 const AT_ONCE: u16 = 16;
 
 /// Runs `reconcile` for every object of kind `K` in the server's namespace until the server stops;
-/// each run returns when to run again (`None`: only once the object's spec changes).
+/// each run returns when to run again (`None`: only once the object's spec changes). The watch
+/// keeps summaries ([`controller::run_summarized`]); a run that is due reads its object first.
 pub async fn run<K, C, F, Fut>(ctx: Arc<C>, reconcile: F)
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
@@ -38,10 +38,10 @@ where
     // status write comes back as a change: only a new object or a changed spec runs out of turn.
     let due: Arc<Mutex<Due>> = Arc::default();
     let reconcile = Arc::new(reconcile);
-    let run_when_due = move |object: Arc<Readable<K>>, ctx: Arc<C>| {
+    let run_when_due = move |summary: Arc<Summary<K>>, ctx: Arc<C>| {
         let (due, reconcile) = (due.clone(), reconcile.clone());
         async move {
-            let key = identity_and_spec(&object.stored);
+            let key = identity_and_spec(&summary);
             let now = Instant::now();
             let waiting = due.locked().not_before(key, now);
             match waiting {
@@ -49,12 +49,17 @@ where
                 Some(Wait::SpecChange) => return Ok(Action::await_change()),
                 None => {}
             }
-            let interval = reconcile(object, ctx).await;
+            let kube: &Kube = (*ctx).as_ref();
+            let Some(object) = summary.read(&kube.client).await? else {
+                return Ok(Action::await_change());
+            };
+            let interval = reconcile(Arc::new(object), ctx).await;
             due.locked().ran(key, now, interval);
             Ok(interval.map_or_else(Action::await_change, Action::requeue))
         }
     };
-    controller::run::<K, _, _, _>(ctx, "periodic", AT_ONCE, run_when_due).await;
+    let woken = controller::Woken::Never;
+    controller::run_summarized::<K, _, _, _>(ctx, "periodic", AT_ONCE, woken, run_when_due).await;
 }
 
 /// When each object (by [`identity_and_spec`]) may run next: at an instant, or (`None`) once its
@@ -88,14 +93,13 @@ impl Due {
 }
 
 /// What makes a run due out of turn: the object's identity and spec.
-fn identity_and_spec(object: &DynamicObject) -> u64 {
+fn identity_and_spec<K>(summary: &Summary<K>) -> u64
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    object.metadata.uid.hash(&mut hasher);
-    object
-        .data
-        .get("spec")
-        .map(ToString::to_string)
-        .hash(&mut hasher);
+    summary.stored.metadata.uid.hash(&mut hasher);
+    summary.spec_digest().hash(&mut hasher);
     hasher.finish()
 }
 
@@ -130,10 +134,14 @@ mod tests {
     #[test]
     fn a_status_write_does_not_run_an_object_out_of_turn_a_spec_change_does() {
         let object = |uid: &str, spec: serde_json::Value, status: serde_json::Value| {
-            serde_json::from_value::<DynamicObject>(serde_json::json!({
-                "metadata": { "name": "default", "uid": uid }, "spec": spec, "status": status,
-            }))
-            .unwrap()
+            let mut object =
+                serde_json::from_value::<kube::api::DynamicObject>(serde_json::json!({
+                    "metadata": { "name": "default", "uid": uid }, "spec": spec, "status": status,
+                }))
+                .unwrap();
+            // As the watch's cache keeps it.
+            crate::runtime::objects::summarize(&mut object);
+            Summary::<ark_api::BackupStorageLocation>::new(object)
         };
         let checked = object(
             "u1",

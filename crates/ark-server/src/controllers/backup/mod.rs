@@ -36,7 +36,7 @@ use crate::records::recorder::Recorder;
 use crate::records::results::{gzip_json, gzip_json_unless_empty};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::ReconcileError;
-use crate::runtime::objects::Readable;
+use crate::runtime::objects::Summary;
 use crate::runtime::operation::{self, Rejected};
 use crate::runtime::{metrics, objects, patch};
 
@@ -193,7 +193,7 @@ pub async fn remove_legacy_finalizer(kube: Kube) {
     }
 }
 
-async fn reconcile(cached: Arc<Readable<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(cached: Arc<Summary<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
     let Some(backup) = operation::claimable::<Backup>(&ctx.kube, &cached).await? else {
         return Ok(Action::await_change());
     };

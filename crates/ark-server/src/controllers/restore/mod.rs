@@ -39,7 +39,7 @@ use crate::records::resource_list::ResourceListWriter;
 use crate::records::results::{gunzip_json, gzip_json, gzip_json_unless_empty};
 use crate::runtime::context::Kube;
 use crate::runtime::controller::ReconcileError;
-use crate::runtime::objects::Readable;
+use crate::runtime::objects::Summary;
 use crate::runtime::operation::{self, Rejected};
 use crate::runtime::{metrics, patch};
 
@@ -89,10 +89,7 @@ pub async fn run(ctx: Arc<Ctx>) {
     operation::run::<Restore, _, _, _>(ctx, workers, reconcile).await;
 }
 
-async fn reconcile(
-    cached: Arc<Readable<Restore>>,
-    ctx: Arc<Ctx>,
-) -> Result<Action, ReconcileError> {
+async fn reconcile(cached: Arc<Summary<Restore>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
     let Some(restore) = operation::claimable::<Restore>(&ctx.kube, &cached).await? else {
         return Ok(Action::await_change());
     };
