@@ -18,7 +18,7 @@ use super::volume_path;
 use super::{Ctx, DATA_PATH_WAIT, progress};
 use crate::runtime::controller::{self, ReconcileError};
 use crate::runtime::metrics::PodVolumeOperation;
-use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::objects::{self, Summary};
 use crate::runtime::patch;
 
 /// Velero's message for a volume with nothing in it: no snapshot is taken.
@@ -26,34 +26,46 @@ pub const EMPTY_VOLUME: &str = "volume was empty so no snapshot was taken";
 
 pub async fn run(ctx: Arc<Ctx>) {
     let concurrency = ctx.concurrency;
-    controller::run::<PodVolumeBackup, _, _, _>(ctx, "pod volume backup", concurrency, reconcile)
-        .await;
+    let woken = controller::Woken::Never;
+    controller::run_summarized::<PodVolumeBackup, _, _, _>(
+        ctx,
+        "pod volume backup",
+        concurrency,
+        woken,
+        reconcile,
+    )
+    .await;
 }
 
 async fn reconcile(
-    cached: Arc<Readable<PodVolumeBackup>>,
+    summary: Arc<Summary<PodVolumeBackup>>,
     ctx: Arc<Ctx>,
 ) -> Result<Action, ReconcileError> {
-    let pvb = match &cached.read {
-        Ok(pvb) => pvb,
-        Err(unfit) => {
-            tracing::warn!("pod volume backup {}: {unfit}", cached.name());
-            return Ok(Action::await_change());
-        }
-    };
-    let name = cached.name();
     let api = objects::api::<PodVolumeBackup>(&ctx.kube.client, &ctx.kube.namespace);
-    if super::let_go_once_ended(&api, &cached, ark_api::POD_VOLUME_FINALIZER).await?
-        || pvb.spec.node != ctx.node
-        || !matches!(
-            cached.phase::<PodVolumePhase>(),
-            Phase::Absent | Phase::Known(PodVolumePhase::New)
-        )
+    let finalizer = ark_api::POD_VOLUME_FINALIZER;
+    if super::let_go_once_ended(&api, &summary.stored, finalizer).await?
+        || !super::is_new(summary.phase())
     {
         return Ok(Action::await_change());
     }
+    // Decided on the request as it is now (the cache keeps each request's summary: every agent
+    // watches every node's requests, of every backup kept).
+    let Some(fresh) = summary.read(&ctx.kube.client).await? else {
+        return Ok(Action::await_change());
+    };
+    let pvb = match &fresh.read {
+        Ok(pvb) => pvb,
+        Err(unfit) => {
+            tracing::warn!("pod volume backup {}: {unfit}", fresh.name());
+            return Ok(Action::await_change());
+        }
+    };
+    let name = fresh.name();
+    if pvb.spec.node != ctx.node || !super::is_new(fresh.phase()) {
+        return Ok(Action::await_change());
+    }
     // One deleted before it started is canceled, as Velero's agent cancels it.
-    if pvb.spec.cancel == Some(true) || cached.stored.metadata.deletion_timestamp.is_some() {
+    if pvb.spec.cancel == Some(true) || fresh.stored.metadata.deletion_timestamp.is_some() {
         let canceled = ended(
             PodVolumePhase::Canceled,
             "canceled before it started".into(),
@@ -69,7 +81,7 @@ async fn reconcile(
     let claim = patch::claim(
         &api,
         &name,
-        cached.stored.metadata.resource_version.as_deref(),
+        fresh.stored.metadata.resource_version.as_deref(),
         json!({ "status": PodVolumeBackupStatus {
             phase: Some(PodVolumePhase::InProgress),
             accepted_timestamp: Some(now.clone()),
@@ -102,7 +114,7 @@ async fn reconcile(
     )
     .await;
     if ended == patch::Claim::Won && status.phase == Some(PodVolumePhase::Completed) {
-        let operation = operation(&cached.stored, pvb, &ctx.node);
+        let operation = operation(&fresh.stored, pvb, &ctx.node);
         (ctx.kube.metrics).pod_volume_backup_completed(operation, started.elapsed());
     }
     Ok(Action::await_change())

@@ -44,16 +44,21 @@ pub const DAEMON_SET: &str = "node-agent";
 /// holds the requests it works on until they end (`velero.io/pod-volume-finalizer`,
 /// `velero.io/data-upload-download-finalizer`) and lets go of them then: one it held when ark
 /// took over would otherwise keep itself, and its namespace, from being deleted.
-async fn let_go_once_ended<K>(
+async fn let_go_once_ended(
     api: &kube::Api<kube::api::DynamicObject>,
-    cached: &objects::Readable<K>,
+    stored: &kube::api::DynamicObject,
     finalizer: &str,
 ) -> Result<bool, ReconcileError> {
-    let ended = matches!(cached.phase::<PodVolumePhase>(), Phase::Known(p) if p.is_final());
-    if ended && patch::holds_finalizer(&cached.stored, finalizer) {
-        let _ = patch::release_finalizer(api, &cached.stored, finalizer).await?;
+    let ended = matches!(objects::phase::<PodVolumePhase>(stored), Phase::Known(p) if p.is_final());
+    if ended && patch::holds_finalizer(stored, finalizer) {
+        let _ = patch::release_finalizer(api, stored, finalizer).await?;
     }
     Ok(ended)
+}
+
+/// Whether a pod volume request is New (an agent's to take).
+fn is_new(phase: Phase<PodVolumePhase>) -> bool {
+    matches!(phase, Phase::Absent | Phase::Known(PodVolumePhase::New))
 }
 
 /// How often a request's status shows the bytes done.

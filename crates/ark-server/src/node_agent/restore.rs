@@ -23,7 +23,7 @@ use super::upload::Volume;
 use super::volume_path;
 use super::{Ctx, DATA_PATH_WAIT, ProgressReport, progress};
 use crate::runtime::controller::{self, ReconcileError};
-use crate::runtime::objects::{self, Phase, Readable};
+use crate::runtime::objects::{self, Summary};
 use crate::runtime::patch;
 
 /// Velero's restore helper's init container, which the agent waits to run.
@@ -33,28 +33,40 @@ const NOT_YET: Duration = Duration::from_secs(2);
 
 pub async fn run(ctx: Arc<Ctx>) {
     let concurrency = ctx.concurrency;
-    controller::run::<PodVolumeRestore, _, _, _>(ctx, "pod volume restore", concurrency, reconcile)
-        .await;
+    let woken = controller::Woken::Never;
+    controller::run_summarized::<PodVolumeRestore, _, _, _>(
+        ctx,
+        "pod volume restore",
+        concurrency,
+        woken,
+        reconcile,
+    )
+    .await;
 }
 
 async fn reconcile(
-    cached: Arc<Readable<PodVolumeRestore>>,
+    summary: Arc<Summary<PodVolumeRestore>>,
     ctx: Arc<Ctx>,
 ) -> Result<Action, ReconcileError> {
-    let pvr = match &cached.read {
+    let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
+    let finalizer = ark_api::POD_VOLUME_FINALIZER;
+    if super::let_go_once_ended(&api, &summary.stored, finalizer).await?
+        || !super::is_new(summary.phase())
+    {
+        return Ok(Action::await_change());
+    }
+    // Decided on the request as it is now (the cache keeps each request's summary).
+    let Some(fresh) = summary.read(&ctx.kube.client).await? else {
+        return Ok(Action::await_change());
+    };
+    let pvr = match &fresh.read {
         Ok(pvr) => pvr,
         Err(unfit) => {
-            tracing::warn!("pod volume restore {}: {unfit}", cached.name());
+            tracing::warn!("pod volume restore {}: {unfit}", fresh.name());
             return Ok(Action::await_change());
         }
     };
-    let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
-    if super::let_go_once_ended(&api, &cached, ark_api::POD_VOLUME_FINALIZER).await?
-        || !matches!(
-            cached.phase::<PodVolumePhase>(),
-            Phase::Absent | Phase::Known(PodVolumePhase::New)
-        )
-    {
+    if !super::is_new(fresh.phase()) {
         return Ok(Action::await_change());
     }
     let spec = &pvr.spec;
@@ -80,12 +92,12 @@ async fn reconcile(
     let Some(_data_path) = ctx.data_path() else {
         return Ok(Action::requeue(DATA_PATH_WAIT));
     };
-    let name = cached.name();
+    let name = fresh.name();
     let now = patch::now();
     let claim = patch::claim(
         &api,
         &name,
-        cached.stored.metadata.resource_version.as_deref(),
+        fresh.stored.metadata.resource_version.as_deref(),
         json!({ "status": PodVolumeRestoreStatus {
             phase: Some(PodVolumePhase::InProgress),
             accepted_timestamp: Some(now.clone()),
