@@ -567,6 +567,7 @@ async fn deleting_the_namespace_keeps_the_bucket_and_sync_brings_the_backups_bac
     let setup = Setup::new(Cluster::get(), None).await;
     let server = ArkServer::start(ARK, &setup.cluster, setup.ns());
     setup.backup("b1", None);
+    setup.backup("b2", None);
     drop(server);
     let namespaces: Api<Namespace> = Api::all(setup.client.clone());
     let namespace = namespaces.get(setup.ns()).await.unwrap();
@@ -599,11 +600,30 @@ async fn deleting_the_namespace_keeps_the_bucket_and_sync_brings_the_backups_bac
     let mut create = vec!["backup-location", "create", "default", "--default"];
     create.extend(flags.iter().map(String::as_str));
     setup.ark(&create);
-    let _server = ArkServer::start(ARK, &setup.cluster, setup.ns());
+    let address = ark_tests::free_local_address();
+    let flags = ["--metrics-address", &address];
+    let _server = ArkServer::start_with(ARK, &setup.cluster, setup.ns(), &flags);
     let completed = |b: Option<&Backup>| b.is_some_and(|b| b.phase() == BackupPhase::Completed);
-    wait_for(setup.backups(), "b1", completed, WAIT)
-        .await
-        .unwrap();
+    for name in ["b1", "b2"] {
+        (wait_for(setup.backups(), name, completed, WAIT).await).unwrap();
+    }
+    // Sync's progress, as its metrics show it (counted just after each Backup is created).
+    let lines = [
+        "ark_backup_sync_created_total{backup_location_name=\"default\"} 2\n",
+        "ark_backup_sync_remaining{backup_location_name=\"default\"} 0\n",
+    ];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let scraped = ark_tests::scrape(&address, "/metrics");
+        if lines.iter().all(|line| scraped.contains(line)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{lines:?} not all in:\n{scraped}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// A location's own `backupSyncPeriod` and `validationFrequency`, as Velero reads them: 0 syncs the
