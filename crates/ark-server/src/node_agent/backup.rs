@@ -41,31 +41,17 @@ async fn reconcile(
     summary: Arc<Summary<PodVolumeBackup>>,
     ctx: Arc<Ctx>,
 ) -> Result<Action, ReconcileError> {
+    let Some((stored, pvb)) = super::new_request(&ctx.kube, &summary, "pod volume backup").await?
+    else {
+        return Ok(Action::await_change());
+    };
+    if pvb.spec.node != ctx.node {
+        return Ok(Action::await_change());
+    }
+    let name = stored.name_any();
     let api = objects::api::<PodVolumeBackup>(&ctx.kube.client, &ctx.kube.namespace);
-    let finalizer = ark_api::POD_VOLUME_FINALIZER;
-    if super::let_go_once_ended(&api, &summary.stored, finalizer).await?
-        || !super::is_new(summary.phase())
-    {
-        return Ok(Action::await_change());
-    }
-    // Decided on the request as it is now (the cache keeps each request's summary: every agent
-    // watches every node's requests, of every backup kept).
-    let Some(fresh) = summary.read(&ctx.kube.client).await? else {
-        return Ok(Action::await_change());
-    };
-    let pvb = match &fresh.read {
-        Ok(pvb) => pvb,
-        Err(unfit) => {
-            tracing::warn!("pod volume backup {}: {unfit}", fresh.name());
-            return Ok(Action::await_change());
-        }
-    };
-    let name = fresh.name();
-    if pvb.spec.node != ctx.node || !super::is_new(fresh.phase()) {
-        return Ok(Action::await_change());
-    }
     // One deleted before it started is canceled, as Velero's agent cancels it.
-    if pvb.spec.cancel == Some(true) || fresh.stored.metadata.deletion_timestamp.is_some() {
+    if pvb.spec.cancel == Some(true) || stored.metadata.deletion_timestamp.is_some() {
         let canceled = ended(
             PodVolumePhase::Canceled,
             "canceled before it started".into(),
@@ -81,7 +67,7 @@ async fn reconcile(
     let claim = patch::claim(
         &api,
         &name,
-        fresh.stored.metadata.resource_version.as_deref(),
+        stored.metadata.resource_version.as_deref(),
         json!({ "status": PodVolumeBackupStatus {
             phase: Some(PodVolumePhase::InProgress),
             accepted_timestamp: Some(now.clone()),
@@ -95,7 +81,7 @@ async fn reconcile(
     }
     let started = std::time::Instant::now();
     ctx.kube.metrics.pod_volume_backup_started(&ctx.node);
-    let status = match back_up(pvb, &name, &api, &ctx).await {
+    let status = match back_up(&pvb, &name, &api, &ctx).await {
         Ok(status) => status,
         Err(reason) => {
             tracing::warn!("pod volume backup {name} failed: {reason}");
@@ -114,7 +100,7 @@ async fn reconcile(
     )
     .await;
     if ended == patch::Claim::Won && status.phase == Some(PodVolumePhase::Completed) {
-        let operation = operation(&fresh.stored, pvb, &ctx.node);
+        let operation = operation(&stored, &pvb, &ctx.node);
         (ctx.kube.metrics).pod_volume_backup_completed(operation, started.elapsed());
     }
     Ok(Action::await_change())

@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::runtime::context::Kube;
 use crate::runtime::controller::ReconcileError;
-use crate::runtime::objects::{self, Phase};
+use crate::runtime::objects::{self, Phase, Summary};
 use crate::runtime::patch;
 use crate::runtime::process::{Process, ServingFailed, Term, TermEnd};
 use open_repositories::OpenRepositories;
@@ -59,6 +59,37 @@ async fn let_go_once_ended(
 /// Whether a pod volume request is New (an agent's to take).
 fn is_new(phase: Phase<PodVolumePhase>) -> bool {
     matches!(phase, Phase::Absent | Phase::Known(PodVolumePhase::New))
+}
+
+/// A New pod volume request as the API server has it now, stored and typed, read because its
+/// summary says New (the cache keeps each request's summary: every agent watches every node's
+/// requests, of every backup kept). None when there is nothing to take: one that ended is let go
+/// of, one that ark's type cannot read is logged.
+async fn new_request<K>(
+    kube: &Kube,
+    summary: &Summary<K>,
+    what: &str,
+) -> Result<Option<(kube::api::DynamicObject, K)>, ReconcileError>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    let api = objects::api::<K>(&kube.client, &kube.namespace);
+    let finalizer = ark_api::POD_VOLUME_FINALIZER;
+    if let_go_once_ended(&api, &summary.stored, finalizer).await? || !is_new(summary.phase()) {
+        return Ok(None);
+    }
+    let Some(fresh) = summary.read(&kube.client).await? else {
+        return Ok(None);
+    };
+    let new = is_new(fresh.phase());
+    Ok(match fresh.read {
+        Ok(typed) if new => Some((fresh.stored, typed)),
+        Ok(_) => None,
+        Err(unfit) => {
+            tracing::warn!("{what} {}: {unfit}", fresh.stored.name_any());
+            None
+        }
+    })
 }
 
 /// How often a request's status shows the bytes done.

@@ -48,27 +48,11 @@ async fn reconcile(
     summary: Arc<Summary<PodVolumeRestore>>,
     ctx: Arc<Ctx>,
 ) -> Result<Action, ReconcileError> {
+    let Some((stored, pvr)) = super::new_request(&ctx.kube, &summary, "pod volume restore").await?
+    else {
+        return Ok(Action::await_change());
+    };
     let api = objects::api::<PodVolumeRestore>(&ctx.kube.client, &ctx.kube.namespace);
-    let finalizer = ark_api::POD_VOLUME_FINALIZER;
-    if super::let_go_once_ended(&api, &summary.stored, finalizer).await?
-        || !super::is_new(summary.phase())
-    {
-        return Ok(Action::await_change());
-    }
-    // Decided on the request as it is now (the cache keeps each request's summary).
-    let Some(fresh) = summary.read(&ctx.kube.client).await? else {
-        return Ok(Action::await_change());
-    };
-    let pvr = match &fresh.read {
-        Ok(pvr) => pvr,
-        Err(unfit) => {
-            tracing::warn!("pod volume restore {}: {unfit}", fresh.name());
-            return Ok(Action::await_change());
-        }
-    };
-    if !super::is_new(fresh.phase()) {
-        return Ok(Action::await_change());
-    }
     let spec = &pvr.spec;
     let pod = match Api::<Pod>::namespaced(ctx.kube.client.clone(), &spec.pod.namespace)
         .get_opt(&spec.pod.name)
@@ -92,12 +76,12 @@ async fn reconcile(
     let Some(_data_path) = ctx.data_path() else {
         return Ok(Action::requeue(DATA_PATH_WAIT));
     };
-    let name = fresh.name();
+    let name = stored.name_any();
     let now = patch::now();
     let claim = patch::claim(
         &api,
         &name,
-        fresh.stored.metadata.resource_version.as_deref(),
+        stored.metadata.resource_version.as_deref(),
         json!({ "status": PodVolumeRestoreStatus {
             phase: Some(PodVolumePhase::InProgress),
             accepted_timestamp: Some(now.clone()),
@@ -110,7 +94,7 @@ async fn reconcile(
     if claim == patch::Claim::Lost {
         return Ok(Action::await_change());
     }
-    let status = match restore(pvr, &pod, &name, &api, &ctx).await {
+    let status = match restore(&pvr, &pod, &name, &api, &ctx).await {
         Ok(status) => status,
         Err(reason) => {
             tracing::warn!("pod volume restore {name} failed: {reason}");
