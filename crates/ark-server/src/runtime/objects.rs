@@ -63,8 +63,8 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Reduces a watched object to what a controller decides on before it reads the object fresh
 /// (see [`Summary`]): its identity and resourceVersion, labels, finalizers and deletion, its
-/// `status.phase`, and a digest of its spec. A Backup keeps about a tenth of itself: a cache of
-/// ten thousand is a few megabytes, not a few hundred.
+/// `status.phase`, and a digest of its spec; not its spec, status, annotations or field managers,
+/// which are most of a Backup.
 pub fn summarize(object: &mut DynamicObject) {
     let meta = std::mem::take(&mut object.metadata);
     object.metadata = ObjectMeta {
