@@ -879,8 +879,10 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         .await
         .unwrap();
     // 200 MB through the agent takes about 15 s alone, and beside the other groups of the test
-    // command (Velero's node agent uploading, the fuzz build) took over a minute once.
-    let deadline = tokio::time::Instant::now() + BIG_UPLOAD_WAIT;
+    // command (Velero's node agent uploading, the fuzz build) over three minutes once: the wait
+    // is for an upload that stops adding to the repository, not for a slow one.
+    let started = tokio::time::Instant::now();
+    let (mut stored, mut grown) = (0, started);
     loop {
         repository.contents().refresh().await.unwrap();
         let snapshots = repository.snapshots().await.unwrap();
@@ -890,9 +892,22 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
         {
             break;
         }
+        let now = tokio::time::Instant::now();
+        let blobs = blobs_of(&cluster, &installed.prefix, &app.name).await;
+        let bytes: u64 = blobs.values().map(|(size, _)| size).sum();
+        if bytes > stored {
+            (stored, grown) = (bytes, now);
+        }
         assert!(
-            tokio::time::Instant::now() < deadline,
-            "the volume's snapshot never reached the repository"
+            now - grown < UPLOAD_STALLED,
+            "the upload stopped adding to the repository while the API server was gone: \
+             {stored} bytes in it for {:?}",
+            now - grown
+        );
+        assert!(
+            now - started < BIG_UPLOAD_WAIT,
+            "the volume's snapshot never reached the repository ({stored} bytes in it after {:?})",
+            now - started
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -923,8 +938,10 @@ async fn a_pod_volume_backup_s_end_is_written_once_the_api_server_is_back() {
     );
 }
 
-/// How long the big pod's 200 MB may take to reach the repository.
-const BIG_UPLOAD_WAIT: Duration = Duration::from_secs(180);
+/// How long the big pod's 200 MB may take to reach the repository, and how long its upload may
+/// add nothing to it (a pack is at most 20 MB: a stalled upload is a failure, a slow one is not).
+const BIG_UPLOAD_WAIT: Duration = Duration::from_secs(600);
+const UPLOAD_STALLED: Duration = Duration::from_secs(90);
 
 /// The keys of the repository of namespace `app` at `prefix`, with their sizes and entity tags.
 async fn blobs_of(
