@@ -21,10 +21,27 @@ pub fn typed<K: DeserializeOwned>(object: &DynamicObject) -> Result<K, Unfit> {
         field: ".".into(),
         reason: e.to_string(),
     })?;
-    serde_path_to_error::deserialize(value).map_err(|e| Unfit {
-        field: e.path().to_string(),
-        reason: e.inner().to_string(),
+    // Most objects fit: the path is tracked only to name the field of one that does not.
+    K::deserialize(&value).or_else(|_| serde_path_to_error::deserialize(value).map_err(unfit))
+}
+
+/// An object's JSON, as a listing's page holds it, read as `K`, or where and why it does not fit.
+pub fn typed_json<K: DeserializeOwned>(json: &str) -> Result<K, Unfit> {
+    serde_json::from_str(json).or_else(|_| {
+        // Read again as a tree, for the same words as [`typed`] (no position in the page).
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| Unfit {
+            field: ".".into(),
+            reason: e.to_string(),
+        })?;
+        serde_path_to_error::deserialize(value).map_err(unfit)
     })
+}
+
+fn unfit(error: serde_path_to_error::Error<serde_json::Error>) -> Unfit {
+    Unfit {
+        field: error.path().to_string(),
+        reason: error.inner().to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -62,5 +79,20 @@ mod tests {
             "status": { "phase": "Completed" },
         }));
         assert_eq!(typed::<Restore>(&fine).unwrap().spec.backup_name, "b");
+    }
+
+    #[test]
+    fn json_that_does_not_fit_names_the_field_as_an_object_does() {
+        let odd = r#"{"apiVersion": "velero.io/v1", "kind": "Restore",
+            "metadata": {"name": "r"}, "spec": {"backupName": "b", "itemOperationTimeout": 4}}"#;
+        let unfit = typed_json::<Restore>(odd).unwrap_err();
+        assert_eq!(unfit.field, "spec.itemOperationTimeout");
+        assert_eq!(
+            unfit,
+            typed::<Restore>(&serde_json::from_str(odd).unwrap()).unwrap_err()
+        );
+        let fine = r#"{"apiVersion": "velero.io/v1", "kind": "Restore",
+            "metadata": {"name": "r"}, "spec": {"backupName": "b"}}"#;
+        assert_eq!(typed_json::<Restore>(fine).unwrap().spec.backup_name, "b");
     }
 }

@@ -23,14 +23,11 @@ impl<K> Found<K> {
     }
 
     /// Keeps an object that fits ark's type; names one that does not on stderr, with the field.
-    fn add(&mut self, object: &kube::api::DynamicObject, kind: &str)
-    where
-        K: serde::de::DeserializeOwned,
-    {
-        match ark_api::read::typed(object) {
+    fn add(&mut self, name: Option<&str>, read: Result<K, ark_api::read::Unfit>, kind: &str) {
+        match read {
             Ok(item) => self.items.push(item),
             Err(unfit) => {
-                let name = object.metadata.name.as_deref().unwrap_or_default();
+                let name = name.unwrap_or_default();
                 eprintln!("{kind} {name:?} cannot be read: {unfit}");
                 self.missing += 1;
             }
@@ -38,9 +35,26 @@ impl<K> Found<K> {
     }
 }
 
+/// One page of a listing, each object's JSON kept as it came, to be read as ark's type at once
+/// (not through an untyped object and back).
+#[derive(serde::Deserialize)]
+struct Page {
+    metadata: kube::core::ListMeta,
+    items: Vec<Box<serde_json::value::RawValue>>,
+}
+
+/// The name of an object that does not fit ark's type, to say which one it is.
+fn name_of(json: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        metadata: kube::core::ObjectMeta,
+    }
+    serde_json::from_str::<Named>(json).ok()?.metadata.name
+}
+
 /// kubectl's order for a list: by name.
-fn sort_by_name(objects: &mut [kube::api::DynamicObject]) {
-    objects.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+fn sort_by_name<K: kube::Resource>(objects: &mut [K]) {
+    objects.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
 }
 
 /// How many objects one request of a listing returns: a listing of thousands comes in pages.
@@ -101,15 +115,18 @@ where
         if let Some(after) = window.after {
             params = params.continue_token(after);
         }
+        let path = K::url_path(&(), Some(namespace));
         loop {
-            let mut page = api
-                .list(&params)
-                .await
-                .with_context(|| format!("cannot list {kind}s"))?;
-            sort_by_name(&mut page.items);
-            for object in &page.items {
-                found.add(object, kind);
+            let request = kube::core::Request::new(&path).list(&params)?;
+            let page: Page =
+                (client.request(request).await).with_context(|| format!("cannot list {kind}s"))?;
+            let first = found.items.len();
+            for json in page.items.iter().map(|json| json.get()) {
+                let read = ark_api::read::typed_json(json);
+                let name = read.is_err().then(|| name_of(json)).flatten();
+                found.add(name.as_deref(), read, kind);
             }
+            sort_by_name(&mut found.items[first..]);
             let next = page.metadata.continue_.filter(|token| !token.is_empty());
             match (next, window.limit) {
                 (Some(token), None) => params = params.continue_token(&token),
@@ -132,7 +149,7 @@ where
             .await
             .with_context(|| format!("cannot get {kind} {name:?}"))?
         {
-            Some(object) => found.add(&object, kind),
+            Some(object) => found.add(Some(name), ark_api::read::typed(&object), kind),
             None => {
                 let suggestion = super::missing::suggestion(&api, name).await;
                 eprintln!("{kind} {name:?} not found{suggestion}");
@@ -189,10 +206,9 @@ mod tests {
 
     #[test]
     fn lists_are_sorted_by_name() {
-        let resource = kube::api::ApiResource::erase::<ark_api::Backup>(&());
         let mut objects: Vec<_> = ["weekly", "b", "nightly", "a-1", "a"]
             .into_iter()
-            .map(|name| kube::api::DynamicObject::new(name, &resource))
+            .map(|name| ark_api::Backup::new(name, Default::default()))
             .collect();
         sort_by_name(&mut objects);
         let names: Vec<_> = objects
@@ -200,5 +216,21 @@ mod tests {
             .map(|o| o.metadata.name.as_deref().unwrap())
             .collect();
         assert_eq!(names, ["a", "a-1", "b", "nightly", "weekly"]);
+    }
+
+    #[test]
+    fn a_listed_object_that_does_not_fit_is_named() {
+        let odd = r#"{"apiVersion": "velero.io/v1", "kind": "Backup",
+            "metadata": {"name": "odd"}, "spec": {"ttl": 3}}"#;
+        let mut found = Found::<ark_api::Backup> {
+            items: Vec::new(),
+            missing: 0,
+            next: None,
+        };
+        let read = ark_api::read::typed_json(odd);
+        assert!(read.is_err());
+        assert_eq!(name_of(odd).as_deref(), Some("odd"));
+        found.add(name_of(odd).as_deref(), read, "backup");
+        assert_eq!((found.items.len(), found.missing), (0, 1));
     }
 }
