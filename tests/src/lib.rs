@@ -870,6 +870,11 @@ impl ArkServer {
         peak_rss_mib(self.child.id())
     }
 
+    /// The server's resident memory now (VmRSS), in MiB.
+    pub fn rss_mib(&self) -> f64 {
+        rss_mib(self.child.id())
+    }
+
     /// The server's CPU time so far, in seconds.
     pub fn cpu_seconds(&self) -> f64 {
         cpu_seconds(self.child.id())
@@ -912,10 +917,20 @@ impl Drop for ArkServer {
 
 /// A running process's peak resident memory so far (VmHWM), in MiB; 0 when it cannot be read.
 pub fn peak_rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmHWM")
+}
+
+/// A running process's resident memory now (VmRSS), in MiB; 0 when it cannot be read.
+pub fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS")
+}
+
+/// A memory figure (kB) of `/proc/<pid>/status`, in MiB; 0 when it cannot be read.
+fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }

@@ -1,6 +1,7 @@
 //! A location holding N backups, synced into a fresh namespace by ark's server and by Velero's:
 //! the time until every Backup is in the cluster, each server's peak memory once it has lived a
-//! while with them (its controllers having looked at each), and `ark backup get` over them; beside
+//! while with them (its controllers having looked at each), ark's memory held then (resident, not
+//! a passing peak), and `ark backup get` over them; beside
 //! the floor measured in the same run: listing the bucket's backups, reading each one's
 //! `velero-backup.json` and creating its Backup, 16 at a time.
 //!
@@ -69,6 +70,8 @@ fn args() -> Args {
 struct Synced {
     seconds: f64,
     peak_mib: f64,
+    /// Resident once settled (ark's server only).
+    held_mib: f64,
 }
 
 #[tokio::main]
@@ -98,6 +101,7 @@ async fn main() {
         let ark_synced = Synced {
             seconds,
             peak_mib: server.peak_rss_mib(),
+            held_mib: server.rss_mib(),
         };
         drop(server);
         drop(ns);
@@ -116,6 +120,7 @@ async fn main() {
                 let synced = Synced {
                     seconds,
                     peak_mib: server.peak_rss_mib(),
+                    held_mib: 0.0,
                 };
                 drop(server);
                 Some(synced)
@@ -124,18 +129,19 @@ async fn main() {
 
         let floor = floor(&cluster, &client, &store, count).await;
         eprintln!(
-            "bench-sync: {count}: ark {:.1} s, {:.0} MiB, get {get:.2} s; Velero {:?}; floor {floor:.1} s",
+            "bench-sync: {count}: ark {:.1} s, {:.0} MiB peak, {:.0} held, get {get:.2} s; Velero {:?}; floor {floor:.1} s",
             ark_synced.seconds,
             ark_synced.peak_mib,
+            ark_synced.held_mib,
             velero_synced.map(|v| (v.seconds, v.peak_mib)),
         );
         rows.push((count, ark_synced, get, velero_synced, floor));
     }
 
     println!(
-        "| backups | ark: sync (s) | ark: server peak (MiB) | `ark backup get` (s) | Velero: sync (s) | Velero: server peak (MiB) | floor (s) | ark ÷ Velero, time | ark ÷ Velero, memory | ark ÷ floor |"
+        "| backups | ark: sync (s) | ark: server peak (MiB) | ark: server held (MiB) | `ark backup get` (s) | Velero: sync (s) | Velero: server peak (MiB) | floor (s) | ark ÷ Velero, time | ark ÷ Velero, memory | ark ÷ floor |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (count, ark, get, velero, floor) in rows {
         let (velero_seconds, velero_peak, time_ratio, memory_ratio) = match velero {
             Some(v) => (
@@ -147,9 +153,10 @@ async fn main() {
             None => Default::default(),
         };
         println!(
-            "| {count} | {:.1} | {:.0} | {get:.2} | {velero_seconds} | {velero_peak} | {floor:.1} | {time_ratio} | {memory_ratio} | {:.1} |",
+            "| {count} | {:.1} | {:.0} | {:.0} | {get:.2} | {velero_seconds} | {velero_peak} | {floor:.1} | {time_ratio} | {memory_ratio} | {:.1} |",
             ark.seconds,
             ark.peak_mib,
+            ark.held_mib,
             ark.seconds / floor,
         );
     }
