@@ -14,6 +14,7 @@ use ark_api::{
     DeleteBackupRequestStatus, PodVolumeBackup, Restore, labels,
 };
 use ark_storage::BackupListing;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
@@ -108,12 +109,17 @@ pub async fn run(ctx: Arc<Ctx>, restores: RestoreCache) {
     );
 }
 
-/// What the cache of Restores keeps of each: its summary and the backup it restores, all that
+/// What the cache of Restores keeps of each: its name and the backup it restores, all that
 /// finding a backup's restores reads.
 fn backup_restored(restore: &mut DynamicObject) {
     let backup = restore.data.pointer("/spec/backupName").cloned();
-    objects::summarize(restore);
-    restore.data["spec"] = json!({ "backupName": backup });
+    restore.metadata = ObjectMeta {
+        name: restore.metadata.name.take(),
+        namespace: restore.metadata.namespace.take(),
+        ..ObjectMeta::default()
+    };
+    restore.types = None;
+    restore.data = json!({ "spec": { "backupName": backup } });
 }
 
 /// What to do with a request, decided from what was read.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ark_api::{Backup, RESTORE_FINALIZER, Restore};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::controller::Action;
 
 use crate::domain::locations;
@@ -30,11 +31,11 @@ async fn reconcile(
     object: Arc<Summary<Restore>>,
     kube: Arc<Kube>,
 ) -> Result<Action, ReconcileError> {
-    let stored = &object.stored;
-    let held = patch::holds_finalizer(stored, RESTORE_FINALIZER);
-    if stored.metadata.deletion_timestamp.is_none() {
+    let meta = &object.meta;
+    let held = patch::holds_finalizer(meta, RESTORE_FINALIZER);
+    if meta.deletion_timestamp.is_none() {
         if !held {
-            hold(&kube, stored).await?;
+            hold(&kube, meta).await?;
         }
         return Ok(Action::await_change());
     }
@@ -52,7 +53,7 @@ async fn reconcile(
     match remove_files(&kube, &name, backup).await {
         Ok(removed) => {
             tracing::info!("restore {name} deleted: removed its {removed} files from the bucket");
-            release(&kube, &fresh.stored).await?;
+            release(&kube, &fresh.stored.metadata).await?;
             Ok(Action::await_change())
         }
         Err(reason) => {
@@ -96,17 +97,17 @@ async fn remove_files(kube: &Kube, restore: &str, backup: &str) -> Result<usize,
 }
 
 /// Adds the finalizer, the others kept, unless the Restore changed meanwhile.
-async fn hold(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
+async fn hold(kube: &Kube, meta: &ObjectMeta) -> Result<(), ReconcileError> {
     let api = objects::api::<Restore>(&kube.client, &kube.namespace);
     let push = |f: &mut Vec<String>| f.push(RESTORE_FINALIZER.to_string());
     // Lost: it changed meanwhile, and is looked at again for that change.
-    let _ = patch::set_finalizers(&api, stored, push).await?;
+    let _ = patch::set_finalizers(&api, meta, push).await?;
     Ok(())
 }
 
 /// Removes the finalizer, the others kept, unless the Restore changed meanwhile.
-async fn release(kube: &Kube, stored: &kube::api::DynamicObject) -> Result<(), ReconcileError> {
+async fn release(kube: &Kube, meta: &ObjectMeta) -> Result<(), ReconcileError> {
     let api = objects::api::<Restore>(&kube.client, &kube.namespace);
-    let _ = patch::release_finalizer(&api, stored, RESTORE_FINALIZER).await?;
+    let _ = patch::release_finalizer(&api, meta, RESTORE_FINALIZER).await?;
     Ok(())
 }

@@ -136,7 +136,8 @@ async fn reconcile<K: Movable>(
     let here = |field: &str| stored.pointer(field).and_then(Value::as_str) == Some(&ctx.node);
     let name = cached.name();
     let api = objects::api::<K>(&ctx.kube.client, &ctx.kube.namespace);
-    if super::let_go_once_ended(&api, &cached.stored, ark_api::DATA_MOVER_FINALIZER).await? {
+    let (meta, phase) = (&cached.stored.metadata, cached.phase());
+    if super::let_go_once_ended(&api, meta, phase, ark_api::DATA_MOVER_FINALIZER).await? {
         return Ok(Action::await_change());
     }
     let metadata = &cached.stored.metadata;

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use ark_api::{DataDownload, DataUpload, PodVolumeBackup, PodVolumePhase, PodVolumeRestore};
 use futures::FutureExt as _;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt as _;
 use serde_json::json;
 
@@ -46,12 +47,13 @@ pub const DAEMON_SET: &str = "node-agent";
 /// took over would otherwise keep itself, and its namespace, from being deleted.
 async fn let_go_once_ended(
     api: &kube::Api<kube::api::DynamicObject>,
-    stored: &kube::api::DynamicObject,
+    meta: &ObjectMeta,
+    phase: Phase<PodVolumePhase>,
     finalizer: &str,
 ) -> Result<bool, ReconcileError> {
-    let ended = matches!(objects::phase::<PodVolumePhase>(stored), Phase::Known(p) if p.is_final());
-    if ended && patch::holds_finalizer(stored, finalizer) {
-        let _ = patch::release_finalizer(api, stored, finalizer).await?;
+    let ended = matches!(phase, Phase::Known(p) if p.is_final());
+    if ended && patch::holds_finalizer(meta, finalizer) {
+        let _ = patch::release_finalizer(api, meta, finalizer).await?;
     }
     Ok(ended)
 }
@@ -75,7 +77,8 @@ where
 {
     let api = objects::api::<K>(&kube.client, &kube.namespace);
     let finalizer = ark_api::POD_VOLUME_FINALIZER;
-    if let_go_once_ended(&api, &summary.stored, finalizer).await? || !is_new(summary.phase()) {
+    let ended = let_go_once_ended(&api, &summary.meta, summary.phase(), finalizer).await?;
+    if ended || !is_new(summary.phase()) {
         return Ok(None);
     }
     let Some(fresh) = summary.read(&kube.client).await? else {

@@ -1,12 +1,13 @@
 //! What every controller of a process works through, whatever else its own context holds: the API
-//! in the server's namespace, Kubernetes events, the process's metrics, and the signal to take no
-//! new work. Each controller's context holds one (`AsRef<Kube>` is what the shared loops ask for);
-//! controllers that need nothing more run on it alone.
+//! in the server's namespace, Kubernetes events, the process's metrics, the term's shared watches,
+//! and the signal to take no new work. Each controller's context holds one (`AsRef<Kube>` is what
+//! the shared loops ask for); controllers that need nothing more run on it alone.
 
 use std::sync::Arc;
 
 use crate::runtime::events::Events;
 use crate::runtime::metrics::Metrics;
+use crate::runtime::watches::SharedWatches;
 
 #[derive(Clone)]
 pub struct Kube {
@@ -15,6 +16,8 @@ pub struct Kube {
     pub namespace: String,
     pub events: Arc<Events>,
     pub metrics: Arc<Metrics>,
+    /// The term's watches of summarized kinds, each shared by the controllers of its kind.
+    pub watches: Arc<SharedWatches>,
     /// Becomes true when the process is told to stop: controllers take no new work.
     stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -34,6 +37,7 @@ impl Kube {
             client,
             namespace,
             metrics,
+            watches: Arc::default(),
             stopping,
         };
         (kube, stop)

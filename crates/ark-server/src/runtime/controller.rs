@@ -1,8 +1,8 @@
 //! The one controller loop every controller runs on: kube-runtime's Controller over one kind in
-//! the server's namespace, watched untyped (an object ark's types cannot read is for the
-//! reconcile to handle, never breaks the watch), at most `concurrency` reconciles at once (0: no
-//! bound), stopping gracefully when the server is told to stop. A failed reconcile is logged,
-//! counted by the kind of failure, and tried again after a pause that kind calls for.
+//! the server's namespace, watched untyped or as summaries (an object ark's types cannot read is
+//! for the reconcile to handle, never breaks the watch), at most `concurrency` reconciles at once
+//! (0: no bound), stopping gracefully when the server is told to stop. A failed reconcile is
+//! logged, counted by the kind of failure, and tried again after a pause that kind calls for.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,56 +98,7 @@ pub async fn run_woken<K, C, F, Fut>(
     F: FnMut(Arc<Readable<K>>, Arc<C>) -> Fut,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let cached = Cached {
-        kept: objects::trim_cached,
-        handed: Readable::new,
-    };
-    drive::<K, _, _, _, _>(ctx, what, concurrency, woken, cached, reconcile).await;
-}
-
-/// [`run_woken`] for a kind of which a namespace may hold thousands (Backups, Restores): the cache
-/// keeps each object's summary ([`objects::summarize`]), and each reconcile, handed the summary,
-/// reads the object when it has work to do. Every controller of such a kind holds a cache of it,
-/// so this is what keeps the server's memory from growing with the number of backups.
-pub async fn run_summarized<K, C, F, Fut>(
-    ctx: Arc<C>,
-    what: &'static str,
-    concurrency: u16,
-    woken: Woken,
-    reconcile: F,
-) where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-    C: AsRef<Kube> + Send + Sync + 'static,
-    F: FnMut(Arc<Summary<K>>, Arc<C>) -> Fut,
-    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
-{
-    let cached = Cached {
-        kept: objects::summarize,
-        handed: Summary::new,
-    };
-    drive::<K, _, _, _, _>(ctx, what, concurrency, woken, cached, reconcile).await;
-}
-
-/// What a controller's cache keeps of each object, and what a reconcile is handed of it.
-struct Cached<T> {
-    kept: fn(&mut DynamicObject),
-    handed: fn(DynamicObject) -> T,
-}
-
-async fn drive<K, T, C, F, Fut>(
-    ctx: Arc<C>,
-    what: &'static str,
-    concurrency: u16,
-    woken: Woken,
-    cached: Cached<T>,
-    mut reconcile: F,
-) where
-    K: Resource<DynamicType = ()>,
-    C: AsRef<Kube> + Send + Sync + 'static,
-    F: FnMut(Arc<T>, Arc<C>) -> Fut,
-    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
-{
-    let kube = ctx.as_ref().as_ref().clone();
+    let kube = ctx.as_ref().as_ref();
     let resource = objects::resource::<K>();
     let (api, watched) = match woken {
         // Tenants' requests are in their own namespaces: the server's, where thousands of Backups
@@ -161,7 +112,82 @@ async fn drive<K, T, C, F, Fut>(
             watcher::Config::default(),
         ),
     };
-    let error_policy = move |_: Arc<DynamicObject>, error: &ReconcileError, _: Arc<C>| {
+    // The cache holds every object of the kind for the controller's life, as it was stored.
+    let writer = reflector::store::Writer::new(resource.clone());
+    let cache = writer.as_reader();
+    let watch = watcher(api, watched).modify(objects::trim_cached);
+    let objects = reflector(writer, watch).applied_objects();
+    let controller = Controller::for_stream_with(objects, cache, resource.clone());
+    let source = Source {
+        controller,
+        dyntype: resource,
+        handed: |object| Arc::new(Readable::new(object.as_ref().clone())),
+    };
+    drive::<K, _, _, _, _, _>(ctx, what, concurrency, woken, source, reconcile).await;
+}
+
+/// [`run_woken`] for a kind of which a namespace may hold thousands (Backups, Restores): the
+/// controller follows the term's one watch of the kind ([`SharedWatches`]), whose cache keeps each
+/// object's [`Summary`]; each reconcile, handed the summary, reads the object when it has work to
+/// do. This is what keeps the server's memory from growing with the number of backups.
+///
+/// [`SharedWatches`]: crate::runtime::watches::SharedWatches
+pub async fn run_summarized<K, C, F, Fut>(
+    ctx: Arc<C>,
+    what: &'static str,
+    concurrency: u16,
+    woken: Woken,
+    reconcile: F,
+) where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<Summary<K>>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
+    let kube = ctx.as_ref().as_ref();
+    let (cache, objects) = kube.watches.follow::<K>(&kube.client, &kube.namespace);
+    let source = Source {
+        controller: Controller::for_shared_stream_with(objects, cache, ()),
+        dyntype: (),
+        handed: |summary| summary,
+    };
+    drive::<K, _, _, _, _, _>(ctx, what, concurrency, woken, source, reconcile).await;
+}
+
+/// A controller over kind `K`'s objects as `W` (what its cache keeps of each), and what a
+/// reconcile is handed of each.
+struct Source<W, T>
+where
+    W: Resource + Clone + std::fmt::Debug + 'static,
+    W::DynamicType: Clone + Eq + std::hash::Hash,
+{
+    controller: Controller<W>,
+    dyntype: W::DynamicType,
+    handed: fn(Arc<W>) -> Arc<T>,
+}
+
+async fn drive<K, W, T, C, F, Fut>(
+    ctx: Arc<C>,
+    what: &'static str,
+    concurrency: u16,
+    woken: Woken,
+    source: Source<W, T>,
+    mut reconcile: F,
+) where
+    K: Resource<DynamicType = ()>,
+    W: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    W::DynamicType: Clone + Eq + std::hash::Hash + std::fmt::Debug + Unpin + Send + Sync,
+    C: AsRef<Kube> + Send + Sync + 'static,
+    F: FnMut(Arc<T>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
+    let kube = ctx.as_ref().as_ref().clone();
+    let Source {
+        controller,
+        dyntype,
+        handed,
+    } = source;
+    let error_policy = move |_: Arc<W>, error: &ReconcileError, _: Arc<C>| {
         let retry = error.retry_after();
         tracing::warn!("{what} reconcile failed: {error}; again in {retry:?}");
         Action::requeue(retry)
@@ -172,14 +198,13 @@ async fn drive<K, T, C, F, Fut>(
     let running = Arc::new(tokio::sync::watch::Sender::new(0usize));
     let counted = {
         let running = running.clone();
-        move |object: Arc<DynamicObject>, ctx: Arc<C>| {
+        move |object: Arc<W>, ctx: Arc<C>| {
             let kube: &Kube = (*ctx).as_ref();
             let stopping = kube.is_stopping();
             let metrics = kube.metrics.clone();
             let work = (!stopping).then(|| {
                 running.send_modify(|n| *n += 1);
-                let object = Arc::new((cached.handed)(object.as_ref().clone()));
-                (Running(running.clone()), reconcile(object, ctx))
+                (Running(running.clone()), reconcile(handed(object), ctx))
             });
             async move {
                 match work {
@@ -195,13 +220,7 @@ async fn drive<K, T, C, F, Fut>(
             }
         }
     };
-    // The cache holds every object of the kind for the server's life, each as `cached` keeps it.
-    let writer = reflector::store::Writer::new(resource.clone());
-    let cache = writer.as_reader();
-    let watch = watcher(api, watched).modify(cached.kept);
-    let controller =
-        Controller::for_stream_with(reflector(writer, watch).applied_objects(), cache, resource);
-    let controller = woken_also::<K>(controller, woken, &kube);
+    let controller = woken_also::<K, W>(controller, dyntype, woken, &kube);
     let controller = controller
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(kube.stopped())
@@ -218,14 +237,22 @@ async fn drive<K, T, C, F, Fut>(
 }
 
 /// The controller, also woken as `woken` says.
-fn woken_also<K: Resource<DynamicType = ()>>(
-    controller: Controller<DynamicObject>,
+fn woken_also<K, W>(
+    controller: Controller<W>,
+    dyntype: W::DynamicType,
     woken: Woken,
     kube: &Kube,
-) -> Controller<DynamicObject> {
+) -> Controller<W>
+where
+    K: Resource<DynamicType = ()>,
+    W: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    W::DynamicType: Clone + Eq + std::hash::Hash + std::fmt::Debug + Unpin + Send + Sync,
+{
     let namespace = kube.namespace.clone();
-    let resource = objects::resource::<K>();
-    let object = move |name: &str| ObjectRef::new_with(name, resource.clone()).within(&namespace);
+    let object = {
+        let dyntype = dyntype.clone();
+        move |name: &str| ObjectRef::new_with(name, dyntype.clone()).within(&namespace)
+    };
     match woken {
         Woken::Never => controller,
         Woken::ByPodsLabelled(label) => {
@@ -258,7 +285,7 @@ fn woken_also<K: Resource<DynamicType = ()>>(
             namespaces,
         } => {
             let mirrors = objects::api::<K>(&kube.client, &kube.namespace);
-            let kind = objects::resource::<K>();
+            let kind = dyntype.clone();
             let mirrored = move |mirror: DynamicObject| {
                 let (namespace, name) = names(&mirror)?;
                 Some(ObjectRef::new_with(&name, kind.clone()).within(&namespace))
@@ -278,10 +305,8 @@ fn woken_also<K: Resource<DynamicType = ()>>(
             });
             let within = named.flat_map(move |name| {
                 let refs: Vec<_> = (cached.state().into_iter())
-                    .filter(|object| object.metadata.namespace.as_deref() == Some(&name))
-                    .map(|object| {
-                        ObjectRef::from_obj_with(object.as_ref(), objects::resource::<K>())
-                    })
+                    .filter(|object| object.meta().namespace.as_deref() == Some(&name))
+                    .map(|object| ObjectRef::from_obj_with(object.as_ref(), dyntype.clone()))
                     .collect();
                 futures::stream::iter(refs)
             });

@@ -11,3 +11,4 @@ pub mod patch;
 pub mod periodic;
 pub mod process;
 pub mod sync;
+pub mod watches;

@@ -3,14 +3,15 @@
 //! cannot read: each is read on its own, and one that does not fit fails alone, with the field
 //! and the reason, never a whole list, a watch or a controller.
 
+use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 
 /// The kind's objects in `namespace`, untyped.
 pub fn api<K: Resource<DynamicType = ()>>(client: &Client, namespace: &str) -> Api<DynamicObject> {
@@ -61,75 +62,195 @@ pub fn trim_cached(object: &mut DynamicObject) {
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Reduces a watched object to what a controller decides on before it reads the object fresh
-/// (see [`Summary`]): its identity and resourceVersion, labels, finalizers and deletion, its
-/// `status.phase`, and a digest of its spec; not its spec, status, annotations or field managers,
-/// which are most of a Backup.
-pub fn summarize(object: &mut DynamicObject) {
-    let meta = std::mem::take(&mut object.metadata);
-    object.metadata = ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        labels: meta.labels,
-        finalizers: meta.finalizers,
-        deletion_timestamp: meta.deletion_timestamp,
-        ..ObjectMeta::default()
-    };
-    object.types = None;
-    let phase = object.data.pointer("/status/phase").cloned();
-    let spec = digest(object.data.get("spec"));
-    object.data = json!({ "status": { "phase": phase }, SPEC_DIGEST: spec });
+/// An object of kind `K` as a summarizing watch reads it: its identity and resourceVersion, labels,
+/// finalizers and deletion, its `status.phase` and a digest of its spec; not its spec, status,
+/// annotations or field managers, which are most of a Backup. Enough to tell whether there is
+/// work, never enough to do it: [`Summary::read`] gets the object as it is now, so each reconcile
+/// acts on a fresh read, and a cache of summaries stays small whatever the number of objects.
+///
+/// It is read straight from the watch's JSON (no tree of the object is built), and it is a kind
+/// of its own to kube ([`Resource`] with no dynamic type): its keys and queued reconciles carry
+/// no description of the kind.
+pub struct Summary<K> {
+    pub meta: ObjectMeta,
+    /// `status.phase` as stored, whatever its type.
+    phase: Option<serde_json::Value>,
+    spec_digest: u64,
+    kind: PhantomData<fn() -> K>,
 }
 
-/// Where a summary keeps its spec's digest.
-const SPEC_DIGEST: &str = "specDigest";
+impl<K: Resource<DynamicType = ()> + DeserializeOwned> Summary<K> {
+    pub fn name(&self) -> String {
+        self.meta.name.clone().unwrap_or_default()
+    }
+
+    /// Its phase as the watch saw it.
+    pub fn phase<P: DeserializeOwned>(&self) -> Phase<P> {
+        phase_of(self.phase.as_ref())
+    }
+
+    /// What tells its spec apart from another of the same object's.
+    pub fn spec_digest(&self) -> u64 {
+        self.spec_digest
+    }
+
+    /// The object as the API server has it now; None once it is gone.
+    pub async fn read(&self, client: &Client) -> kube::Result<Option<Readable<K>>> {
+        let api = api::<K>(client, self.meta.namespace.as_deref().unwrap_or_default());
+        Ok(api.get_opt(&self.name()).await?.map(Readable::new))
+    }
+}
+
+impl<K> Clone for Summary<K> {
+    fn clone(&self) -> Self {
+        Summary {
+            meta: self.meta.clone(),
+            phase: self.phase.clone(),
+            spec_digest: self.spec_digest,
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for Summary<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summary")
+            .field("meta", &self.meta)
+            .field("phase", &self.phase)
+            .field("spec_digest", &self.spec_digest)
+            .finish()
+    }
+}
+
+impl<K: Resource<DynamicType = ()>> Resource for Summary<K> {
+    type DynamicType = ();
+    type Scope = kube::core::DynamicResourceScope;
+
+    fn kind(dt: &()) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &()) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &()) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn api_version(dt: &()) -> Cow<'_, str> {
+        K::api_version(dt)
+    }
+    fn plural(dt: &()) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
+}
+
+impl<'de, K> Deserialize<'de> for Summary<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(object: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            metadata: ObjectMeta,
+            #[serde(default)]
+            spec: Option<serde_json::Value>,
+            #[serde(default)]
+            status: PhaseOnly,
+        }
+        let Stored {
+            metadata,
+            spec,
+            status,
+        } = Stored::deserialize(object)?;
+        Ok(Summary {
+            meta: ObjectMeta {
+                name: metadata.name,
+                namespace: metadata.namespace,
+                uid: metadata.uid,
+                resource_version: metadata.resource_version,
+                labels: metadata.labels,
+                finalizers: metadata.finalizers,
+                deletion_timestamp: metadata.deletion_timestamp,
+                ..ObjectMeta::default()
+            },
+            phase: status.0,
+            spec_digest: digest(spec.as_ref()),
+            kind: PhantomData,
+        })
+    }
+}
+
+/// A status's `phase`, the rest of it skipped unread; a status of any shape is read (one that is
+/// not an object has no phase), as the API server stores whatever Velero's CRDs let through.
+#[derive(Default)]
+struct PhaseOnly(Option<serde_json::Value>);
+
+impl<'de> Deserialize<'de> for PhaseOnly {
+    fn deserialize<D: serde::Deserializer<'de>>(status: D) -> Result<Self, D::Error> {
+        status.deserialize_any(PhaseOnlyVisitor)
+    }
+}
+
+struct PhaseOnlyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PhaseOnlyVisitor {
+    type Value = PhaseOnly;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a status")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut status: A) -> Result<PhaseOnly, A::Error> {
+        let mut phase = None;
+        while let Some(field) = status.next_key::<Cow<'de, str>>()? {
+            if field == "phase" {
+                phase = Some(status.next_value()?);
+            } else {
+                status.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(PhaseOnly(phase))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<PhaseOnly, A::Error> {
+        while items.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(PhaseOnly(None))
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, status: D) -> Result<PhaseOnly, D::Error> {
+        status.deserialize_any(self)
+    }
+
+    fn visit_none<E>(self) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+    fn visit_unit<E>(self) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<PhaseOnly, E> {
+        Ok(PhaseOnly(None))
+    }
+}
 
 fn digest(value: Option<&serde_json::Value>) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     value.map(ToString::to_string).hash(&mut hasher);
     hasher.finish()
-}
-
-/// An object of kind `K` as a summarizing cache holds it ([`summarize`]): enough to tell whether
-/// there is work, never enough to do it. [`Summary::read`] gets the object as it is now, so each
-/// reconcile acts on a fresh read and the cache stays small whatever the number of objects.
-pub struct Summary<K> {
-    pub stored: DynamicObject,
-    kind: PhantomData<fn() -> K>,
-}
-
-impl<K: Resource<DynamicType = ()> + DeserializeOwned> Summary<K> {
-    pub fn new(stored: DynamicObject) -> Self {
-        Summary {
-            stored,
-            kind: PhantomData,
-        }
-    }
-
-    pub fn name(&self) -> String {
-        self.stored.name_any()
-    }
-
-    /// Its phase as the cache saw it.
-    pub fn phase<P: DeserializeOwned>(&self) -> Phase<P> {
-        phase(&self.stored)
-    }
-
-    /// What tells its spec apart from another of the same object's.
-    pub fn spec_digest(&self) -> u64 {
-        (self.stored.data.get(SPEC_DIGEST))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or_default()
-    }
-
-    /// The object as the API server has it now; None once it is gone.
-    pub async fn read(&self, client: &Client) -> kube::Result<Option<Readable<K>>> {
-        let namespace = self.stored.namespace().unwrap_or_default();
-        let api = api::<K>(client, &namespace);
-        Ok(api.get_opt(&self.name()).await?.map(Readable::new))
-    }
 }
 
 /// `status.phase` as stored, read on its own (the rest of the object may not fit ark's types).
@@ -143,7 +264,11 @@ pub enum Phase<P> {
 }
 
 pub fn phase<P: DeserializeOwned>(object: &DynamicObject) -> Phase<P> {
-    match object.data.pointer("/status/phase") {
+    phase_of(object.data.pointer("/status/phase"))
+}
+
+fn phase_of<P: DeserializeOwned>(stored: Option<&serde_json::Value>) -> Phase<P> {
+    match stored {
         None | Some(serde_json::Value::Null) => Phase::Absent,
         Some(serde_json::Value::String(text)) if text.is_empty() => Phase::Absent,
         Some(value) => serde_json::from_value(value.clone())
@@ -308,8 +433,9 @@ mod tests {
 
     #[test]
     fn a_summary_keeps_what_controllers_decide_on_and_only_that() {
-        let backup = |spec: serde_json::Value| -> DynamicObject {
-            serde_json::from_value(json!({
+        let backup = |spec: serde_json::Value, status: serde_json::Value| {
+            // Read from JSON, as the watch reads it.
+            serde_json::from_value::<Summary<ark_api::Backup>>(serde_json::json!({
                 "apiVersion": "velero.io/v1", "kind": "Backup",
                 "metadata": {
                     "name": "nightly-1", "namespace": "velero", "uid": "u1",
@@ -320,22 +446,19 @@ mod tests {
                     "managedFields": [{ "manager": "velero-server", "operation": "Update" }],
                 },
                 "spec": spec,
-                "status": { "phase": "Completed", "progress": { "totalItems": 9 } },
+                "status": status,
             }))
             .unwrap()
         };
-        let mut summary = backup(json!({ "ttl": "720h0m0s", "includedNamespaces": ["shop"] }));
-        summarize(&mut summary);
-        let summary = Summary::<ark_api::Backup>::new(summary);
-        let meta = &summary.stored.metadata;
+        let spec = serde_json::json!({ "ttl": "720h0m0s", "includedNamespaces": ["shop"] });
+        let status = serde_json::json!({ "progress": { "totalItems": 9 }, "phase": "Completed" });
+        let summary = backup(spec.clone(), status);
+        let meta = &summary.meta;
         assert_eq!(summary.name(), "nightly-1");
         assert_eq!(meta.namespace.as_deref(), Some("velero"));
         assert_eq!(meta.uid.as_deref(), Some("u1"));
         assert_eq!(meta.resource_version.as_deref(), Some("42"));
-        assert_eq!(
-            summary.stored.labels()["velero.io/schedule-name"],
-            "nightly"
-        );
+        assert_eq!(summary.labels()["velero.io/schedule-name"], "nightly");
         assert_eq!(meta.finalizers.as_ref().map(Vec::len), Some(1));
         assert!(meta.deletion_timestamp.is_some());
         assert_eq!(
@@ -343,14 +466,25 @@ mod tests {
             Phase::Known(ark_api::BackupPhase::Completed)
         );
         assert!(meta.annotations.is_none() && meta.managed_fields.is_none());
-        assert_eq!(summary.stored.data.get("spec"), None);
-        assert_eq!(summary.stored.data.pointer("/status/progress"), None);
         // The spec is told apart by its digest.
-        let mut other = backup(json!({ "ttl": "24h0m0s", "includedNamespaces": ["shop"] }));
-        summarize(&mut other);
-        assert_ne!(
-            summary.spec_digest(),
-            Summary::<ark_api::Backup>::new(other).spec_digest()
+        let other = backup(
+            serde_json::json!({ "ttl": "24h0m0s", "includedNamespaces": ["shop"] }),
+            serde_json::json!({}),
+        );
+        assert_ne!(summary.spec_digest(), other.spec_digest());
+        // A status of any shape is read: one that is not an object has no phase.
+        for odd in [
+            serde_json::json!(null),
+            serde_json::json!("Completed"),
+            serde_json::json!([1]),
+        ] {
+            let odd = backup(spec.clone(), odd);
+            assert_eq!(odd.phase::<ark_api::BackupPhase>(), Phase::Absent);
+            assert_eq!(odd.spec_digest(), summary.spec_digest());
+        }
+        assert_eq!(
+            backup(spec, serde_json::json!({ "phase": "Weird" })).phase::<ark_api::BackupPhase>(),
+            Phase::Unknown(serde_json::json!("Weird"))
         );
     }
 

@@ -171,7 +171,7 @@ where
     let lanes = Lanes::new(workers);
     let in_lane = move |cached: Arc<Summary<K>>, ctx: Arc<C>| {
         // Only a New object has work to wait for; any other is decided at once.
-        let lane = is_new::<K>(&cached.stored).then(|| lanes.lane(&cached.stored));
+        let lane = is_new::<K>(cached.phase()).then(|| lanes.lane(cached.labels()));
         let kube: Kube = (*ctx).as_ref().clone();
         let work = reconcile(cached, ctx);
         async move {
@@ -214,8 +214,9 @@ impl Lanes {
         }
     }
 
-    fn lane(&self, object: &DynamicObject) -> Arc<Semaphore> {
-        let Some(tenant) = object.labels().get(TENANT_NAMESPACE) else {
+    /// The lane of an operation labelled `labels`.
+    fn lane(&self, labels: &BTreeMap<String, String>) -> Arc<Semaphore> {
+        let Some(tenant) = labels.get(TENANT_NAMESPACE) else {
             return self.cluster.clone();
         };
         let mut tenants = self.tenants.locked();
@@ -226,9 +227,10 @@ impl Lanes {
     }
 }
 
-/// Whether the object is New (no phase yet, or `New`): the only phase an operation starts from.
-fn is_new<K: Operation>(object: &DynamicObject) -> bool {
-    match objects::phase::<K::Phase>(object) {
+/// Whether an operation in `phase` is New (no phase yet, or `New`): the only phase an operation
+/// starts from.
+fn is_new<K: Operation>(phase: Phase<K::Phase>) -> bool {
+    match phase {
         Phase::Absent => true,
         Phase::Known(phase) => phase == K::NEW,
         Phase::Unknown(_) => false,
@@ -243,13 +245,13 @@ pub async fn claimable<K: Operation>(kube: &Kube, cached: &Summary<K>) -> kube::
     // A phase moves only forward: an object the cache has past New is not New now either, and
     // reading it again would cost a request for every event of every finished operation (each
     // backup a deletion removes brings two).
-    if !is_new::<K>(&cached.stored) {
+    if !is_new::<K>(cached.phase()) {
         return Ok(None);
     }
     let Some(object) = cached.read(&kube.client).await? else {
         return Ok(None);
     };
-    if !is_new::<K>(&object.stored) {
+    if !is_new::<K>(object.phase()) {
         return Ok(None);
     }
     let (name, stored) = (object.name(), object.stored);
@@ -351,14 +353,12 @@ mod tests {
         };
         let (kube, _stop) = Kube::for_tests(kube::Client::new(counting, "velero"));
         let cached = |phase: &str| -> Summary<ark_api::Backup> {
-            let mut object = serde_json::from_value(json!({
+            serde_json::from_value(json!({
                 "apiVersion": "velero.io/v1", "kind": "Backup",
                 "metadata": { "name": "b1", "namespace": "velero" },
                 "status": { "phase": phase },
             }))
-            .unwrap();
-            objects::summarize(&mut object);
-            Summary::new(object)
+            .unwrap()
         };
         for phase in ["InProgress", "Completed", "Deleting", "FailedValidation"] {
             let claim = claimable::<ark_api::Backup>(&kube, &cached(phase)).await;
@@ -371,13 +371,10 @@ mod tests {
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
-    fn backup_of(tenant: Option<&str>) -> DynamicObject {
-        let labels = tenant.map(|t| json!({ TENANT_NAMESPACE: t }));
-        serde_json::from_value(json!({
-            "apiVersion": "velero.io/v1", "kind": "Backup",
-            "metadata": { "name": "b", "namespace": "velero", "labels": labels },
-        }))
-        .unwrap()
+    fn backup_of(tenant: Option<&str>) -> BTreeMap<String, String> {
+        tenant
+            .map(|t| [(TENANT_NAMESPACE.to_string(), t.to_string())].into())
+            .unwrap_or_default()
     }
 
     #[test]

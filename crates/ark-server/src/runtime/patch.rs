@@ -9,6 +9,7 @@
 //! servers (an old leader paused past its lease and the new one) never both act on one object.
 
 use ark_storage::backoff::Backoff;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde::Serialize;
@@ -194,24 +195,24 @@ fn phase_tested_operations(phase: &Value, status: &Value) -> Value {
     Value::Array(operations)
 }
 
-/// Whether `stored` holds `finalizer`.
-pub fn holds_finalizer(stored: &DynamicObject, finalizer: &str) -> bool {
-    (stored.metadata.finalizers.iter().flatten()).any(|f| f == finalizer)
+/// Whether the object of metadata `meta` holds `finalizer`.
+pub fn holds_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
+    (meta.finalizers.iter().flatten()).any(|f| f == finalizer)
 }
 
-/// Sets `stored`'s finalizers to what `change` makes of them, unless the object changed since it
-/// was read (its resourceVersion named: a finalizer another writer added meanwhile is never
-/// dropped). `Lost` when it changed or is gone.
+/// Sets the finalizers of the object of metadata `meta` (stored or summarized) to what `change`
+/// makes of them, unless the object changed since it was read (its resourceVersion named: a
+/// finalizer another writer added meanwhile is never dropped). `Lost` when it changed or is gone.
 pub async fn set_finalizers(
     api: &Api<DynamicObject>,
-    stored: &DynamicObject,
+    meta: &ObjectMeta,
     change: impl FnOnce(&mut Vec<String>),
 ) -> kube::Result<Claim> {
-    let mut finalizers = stored.metadata.finalizers.clone().unwrap_or_default();
+    let mut finalizers = meta.finalizers.clone().unwrap_or_default();
     change(&mut finalizers);
-    let name = stored.metadata.name.as_deref().unwrap_or_default();
+    let name = meta.name.as_deref().unwrap_or_default();
     let patch = json!({ "metadata": {
-        "finalizers": finalizers, "resourceVersion": stored.metadata.resource_version,
+        "finalizers": finalizers, "resourceVersion": meta.resource_version,
     } });
     match api
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -222,13 +223,14 @@ pub async fn set_finalizers(
     }
 }
 
-/// Removes `finalizer` from `stored`, the others kept (see [`set_finalizers`]).
+/// Removes `finalizer` from the object of metadata `meta`, the others kept (see
+/// [`set_finalizers`]).
 pub async fn release_finalizer(
     api: &Api<DynamicObject>,
-    stored: &DynamicObject,
+    meta: &ObjectMeta,
     finalizer: &str,
 ) -> kube::Result<Claim> {
-    set_finalizers(api, stored, |f| f.retain(|f| f != finalizer)).await
+    set_finalizers(api, meta, |f| f.retain(|f| f != finalizer)).await
 }
 
 /// Now, as the API writes times.
