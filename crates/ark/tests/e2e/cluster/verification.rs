@@ -12,21 +12,26 @@ use common::{ARK, ark, text};
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 
-/// The backup's last event of `reason`.
+/// The backup's last event of `reason`, waited for: the server publishes it once the outcome is
+/// recorded on the backup, which is what a test waits on first.
 async fn event(setup: &Setup, backup: &str, reason: &str) -> Event {
     let events: Api<Event> = Api::namespaced(setup.client.clone(), setup.ns());
-    (events
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter())
-    .rev()
-    .find(|e| {
-        e.reason.as_deref() == Some(reason)
-            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(backup)
-    })
-    .unwrap_or_else(|| panic!("no {reason} event on backup {backup}"))
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let listed = events.list(&Default::default()).await.unwrap().items;
+        let found = listed.into_iter().rev().find(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(backup)
+        });
+        if let Some(event) = found {
+            return event;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {reason} event on backup {backup}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 async fn recorded(setup: &Setup, backup: &str) -> Verification {
