@@ -60,10 +60,21 @@ pub async fn run(ctx: Arc<Ctx>) {
 }
 
 async fn reconcile(cached: Arc<Summary<Backup>>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
-    let finishing = |phase: objects::Phase<BackupPhase>| matches!(phase, objects::Phase::Known(phase) if phase.is_finishing());
     if !finishing(cached.phase()) {
         return Ok(Action::await_change());
     }
+    // Boxed: every backup is handed here at start-up, and only the finishing ones hold its state.
+    Box::pin(reconcile_finishing(cached, ctx)).await
+}
+
+fn finishing(phase: objects::Phase<BackupPhase>) -> bool {
+    matches!(phase, objects::Phase::Known(phase) if phase.is_finishing())
+}
+
+async fn reconcile_finishing(
+    cached: Arc<Summary<Backup>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ReconcileError> {
     // Decided on a fresh read: the cache may predate this controller's own last write.
     let Some(fresh) = cached.read(&ctx.kube.client).await? else {
         return Ok(Action::await_change());

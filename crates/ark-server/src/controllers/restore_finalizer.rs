@@ -42,7 +42,13 @@ async fn reconcile(
     if !held {
         return Ok(Action::await_change());
     }
-    // Deleted: its backup read from the Restore as it is now (the cache keeps no spec).
+    // Boxed: every restore is handed here at start-up, and only the deleted ones hold its state.
+    Box::pin(remove(object, kube)).await
+}
+
+/// The deleted Restore's files removed, then its finalizer.
+async fn remove(object: Arc<Summary<Restore>>, kube: Arc<Kube>) -> Result<Action, ReconcileError> {
+    // Its backup read from the Restore as it is now (the cache keeps no spec).
     let Some(fresh) = object.read(&kube.client).await? else {
         return Ok(Action::await_change());
     };

@@ -77,8 +77,36 @@ struct Listed {
     /// twice.
     known: BTreeSet<String>,
     /// The location's finished ones that fit ark's types, for the orphan check: each only as
-    /// that check reads it (name, uid, location, phase).
-    existing: Vec<Backup>,
+    /// that check reads it (a Backup is a kilobyte before its strings; these are thousands).
+    existing: Vec<Kept>,
+}
+
+/// A Backup object as the orphan check reads it.
+#[derive(Debug)]
+pub struct Kept {
+    name: String,
+    uid: String,
+    location: Option<String>,
+    phase: BackupPhase,
+}
+
+impl Kept {
+    fn of(backup: Backup) -> Self {
+        Kept {
+            phase: backup.phase(),
+            name: backup.metadata.name.unwrap_or_default(),
+            uid: backup.metadata.uid.unwrap_or_default(),
+            location: backup.spec.storage_location,
+        }
+    }
+
+    /// The Backup with what a deletion request reads of it.
+    fn as_backup(&self, namespace: &str) -> Backup {
+        let mut backup = Backup::new(&self.name, Default::default());
+        backup.metadata.namespace = Some(namespace.to_string());
+        backup.metadata.uid = Some(self.uid.clone());
+        backup
+    }
 }
 
 /// Lists the namespace's Backup objects, once, a page at a time.
@@ -99,7 +127,7 @@ async fn list_backups(kube: &Kube, location: &str) -> Result<Listed, String> {
                 BackupPhase::Completed | BackupPhase::PartiallyFailed
             );
             if finished && backup.spec.storage_location.as_deref() == Some(location) {
-                listed.existing.push(as_orphan_check_reads(backup));
+                listed.existing.push(Kept::of(backup));
             }
         }
     })
@@ -108,29 +136,11 @@ async fn list_backups(kube: &Kube, location: &str) -> Result<Listed, String> {
     Ok(listed)
 }
 
-/// The backup with only what the orphan check, and a deletion request, read of it.
-fn as_orphan_check_reads(backup: Backup) -> Backup {
-    let mut slim = Backup::new(
-        backup.metadata.name.as_deref().unwrap_or_default(),
-        ark_api::BackupSpec {
-            storage_location: backup.spec.storage_location,
-            ..Default::default()
-        },
-    );
-    slim.metadata.namespace = backup.metadata.namespace;
-    slim.metadata.uid = backup.metadata.uid;
-    slim.status = Some(ark_api::BackupStatus {
-        phase: backup.status.and_then(|s| s.phase),
-        ..Default::default()
-    });
-    slim
-}
-
 /// What a listing of a location's bucket means for the Backups of that location.
 #[derive(Debug)]
 pub struct Orphans<'a> {
     /// Lacking from this listing and the previous one: their data has left the bucket.
-    pub delete: Vec<&'a Backup>,
+    pub delete: Vec<&'a Kept>,
     /// The uids lacking from this listing, to be checked against the next one.
     pub missing: BTreeSet<String>,
     /// The listing lacks every finished backup of the location: more likely a wrong prefix or
@@ -141,27 +151,27 @@ pub struct Orphans<'a> {
 /// Finished backups of `location` whose folder is gone from the bucket, deleted only when two
 /// consecutive listings lack them and the listing does not lack them all.
 pub fn orphans<'a>(
-    existing: &'a [Backup],
+    existing: &'a [Kept],
     location: &str,
     in_bucket: &BTreeSet<&str>,
     previously_missing: &BTreeSet<String>,
 ) -> Orphans<'a> {
-    let finished: Vec<&Backup> = existing
+    let finished: Vec<&Kept> = existing
         .iter()
-        .filter(|b| b.spec.storage_location.as_deref() == Some(location))
+        .filter(|b| b.location.as_deref() == Some(location))
         .filter(|b| {
             matches!(
-                b.phase(),
+                b.phase,
                 BackupPhase::Completed | BackupPhase::PartiallyFailed
             )
         })
         .collect();
-    let lacking: Vec<&Backup> = finished
+    let lacking: Vec<&Kept> = finished
         .iter()
         .copied()
-        .filter(|b| !in_bucket.contains(b.metadata.name.as_deref().unwrap_or_default()))
+        .filter(|b| !in_bucket.contains(b.name.as_str()))
         .collect();
-    let uid = |b: &Backup| b.metadata.uid.clone().unwrap_or_default();
+    let uid = |b: &Kept| b.uid.clone();
     let all_missing = !lacking.is_empty() && lacking.len() == finished.len();
     Orphans {
         delete: if all_missing {
@@ -379,7 +389,7 @@ async fn delete_orphans(
     for backup in orphans.delete {
         gc::request_deletion(
             kube,
-            backup,
+            &backup.as_backup(&kube.namespace),
             "is gone from its bucket",
             ctx.deletion_backoff,
         )
@@ -457,7 +467,7 @@ mod tests {
                 phase: Some(phase),
                 ..Default::default()
             });
-            b
+            Kept::of(b)
         };
         let existing = [
             backup("kept", "default", BackupPhase::Completed),
@@ -465,12 +475,8 @@ mod tests {
             backup("running", "default", BackupPhase::InProgress),
             backup("elsewhere", "other", BackupPhase::Completed),
         ];
-        let names = |o: &Orphans| -> Vec<String> {
-            o.delete
-                .iter()
-                .map(|b| b.metadata.name.clone().unwrap())
-                .collect()
-        };
+        let names =
+            |o: &Orphans| -> Vec<String> { o.delete.iter().map(|b| b.name.clone()).collect() };
         let in_bucket = BTreeSet::from(["kept"]);
         // First listing without it: remembered, not deleted.
         let first = orphans(&existing, "default", &in_bucket, &BTreeSet::new());

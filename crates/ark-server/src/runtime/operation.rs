@@ -170,17 +170,21 @@ where
 {
     let lanes = Lanes::new(workers);
     let in_lane = move |cached: Arc<Summary<K>>, ctx: Arc<C>| {
-        // Only a New object has work to wait for; any other is decided at once.
-        let lane = is_new::<K>(cached.phase()).then(|| lanes.lane(cached.labels()));
-        let kube: Kube = (*ctx).as_ref().clone();
-        let work = reconcile(cached, ctx);
+        // Only a New object has work: any other is passed over without the operation's future,
+        // which is kilobytes, and a server that starts beside 10,000 backups is handed them all
+        // at once (the controller bounds nothing, see below).
+        let new = is_new::<K>(cached.phase()).then(|| {
+            let lane = lanes.lane(cached.labels());
+            let kube: Kube = (*ctx).as_ref().clone();
+            (lane, kube, Box::pin(reconcile(cached, ctx)))
+        });
         async move {
-            let _place = match lane {
-                None => None,
-                Some(lane) => tokio::select! {
-                    place = lane.acquire_owned() => place.ok(),
-                    () = kube.stopped() => None,
-                },
+            let Some((lane, kube, work)) = new else {
+                return Ok(Action::await_change());
+            };
+            let _place = tokio::select! {
+                place = lane.acquire_owned() => place.ok(),
+                () = kube.stopped() => None,
             };
             // A server told to stop while this waited starts nothing more.
             if kube.is_stopping() {
