@@ -62,8 +62,8 @@ pub fn trim_cached(object: &mut DynamicObject) {
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// An object of kind `K` as a summarizing watch reads it: its identity and resourceVersion, labels,
-/// finalizers and deletion, its `status.phase` and a digest of its spec; not its spec, status,
+/// An object of kind `K` as a summarizing watch reads it: its identity and resourceVersion, the
+/// labels ark decides on before reading ([`SUMMARY_LABELS`]), finalizers and deletion, its `status.phase` and a digest of its spec; not its spec, status,
 /// annotations or field managers, which are most of a Backup. Enough to tell whether there is
 /// work, never enough to do it: [`Summary::read`] gets the object as it is now, so each reconcile
 /// acts on a fresh read, and a cache of summaries stays small whatever the number of objects.
@@ -171,7 +171,11 @@ impl<'de, K> Deserialize<'de> for Summary<K> {
                 namespace: metadata.namespace,
                 uid: metadata.uid,
                 resource_version: metadata.resource_version,
-                labels: metadata.labels,
+                labels: metadata.labels.map(|labels| {
+                    (labels.into_iter())
+                        .filter(|(label, _)| SUMMARY_LABELS.contains(&label.as_str()))
+                        .collect()
+                }),
                 finalizers: metadata.finalizers,
                 deletion_timestamp: metadata.deletion_timestamp,
                 ..ObjectMeta::default()
@@ -182,6 +186,11 @@ impl<'de, K> Deserialize<'de> for Summary<K> {
         })
     }
 }
+
+/// The labels a summary keeps: those a controller decides on before it reads the object (the
+/// tenant whose lane an operation waits in). Every other label would cost each of thousands of
+/// summaries a map of its own.
+const SUMMARY_LABELS: &[&str] = &[ark_api::labels::TENANT_NAMESPACE];
 
 /// A status's `phase`, the rest of it skipped unread; a status of any shape is read (one that is
 /// not an object has no phase), as the API server stores whatever Velero's CRDs let through.
@@ -439,7 +448,8 @@ mod tests {
                 "apiVersion": "velero.io/v1", "kind": "Backup",
                 "metadata": {
                     "name": "nightly-1", "namespace": "velero", "uid": "u1",
-                    "resourceVersion": "42", "labels": { "velero.io/schedule-name": "nightly" },
+                    "resourceVersion": "42",
+                    "labels": { "velero.io/schedule-name": "nightly", "ark.io/tenant-namespace": "shop" },
                     "annotations": { "velero.io/source-cluster-k8s-gitversion": "v1.35.4" },
                     "finalizers": ["restores.velero.io/external-resources-finalizer"],
                     "deletionTimestamp": "2026-12-07T10:00:00Z",
@@ -458,7 +468,11 @@ mod tests {
         assert_eq!(meta.namespace.as_deref(), Some("velero"));
         assert_eq!(meta.uid.as_deref(), Some("u1"));
         assert_eq!(meta.resource_version.as_deref(), Some("42"));
-        assert_eq!(summary.labels()["velero.io/schedule-name"], "nightly");
+        let labels = summary.labels();
+        assert_eq!(
+            labels.keys().collect::<Vec<_>>(),
+            ["ark.io/tenant-namespace"]
+        );
         assert_eq!(meta.finalizers.as_ref().map(Vec::len), Some(1));
         assert!(meta.deletion_timestamp.is_some());
         assert_eq!(
